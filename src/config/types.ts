@@ -1,0 +1,100 @@
+/**
+ * The resolved configuration the rest of the code consumes: every default applied, every `${VAR}` substituted,
+ * every cross-reference checked. Produced only by loadConfig() in ./load.ts from the schema in ./schema.ts.
+ * Durations are milliseconds.
+ */
+
+export type Protocol = 'amqp' | 'stomp';
+
+export interface AmqpConnectionConfig {
+  name: string;
+  type: 'amqp';
+  /** One or more URLs; on a reconnect the next one is tried (failover). */
+  urls: string[];
+  /** AMQP heartbeat in seconds (default 10). */
+  heartbeat: number;
+  /** TCP connect + AMQP handshake timeout (default 10000). */
+  connectTimeout: number;
+}
+
+export interface StompConnectionConfig {
+  name: string;
+  type: 'stomp';
+  /** Failover list, tried in order on each connect (stomp://host:port, stomp+ssl://host:port; login:passcode@ allowed). */
+  urls: string[];
+  /** STOMP heart-beat [outgoing, incoming] ms (default [10000, 10000]). */
+  heartBeat: [number, number];
+  /** TCP connect + STOMP CONNECTED timeout (default 10000). */
+  connectTimeout: number;
+  /** STOMP `host` header (virtual host); default: the URL's host. */
+  host?: string;
+}
+
+export type ConnectionConfig = AmqpConnectionConfig | StompConnectionConfig;
+
+export interface SourceConfig {
+  connection: ConnectionConfig;
+  /** Queue name (AMQP queue; STOMP: `/queue/<queue>` unless it starts with `/`). */
+  queue: string;
+}
+
+export interface TargetConfig {
+  connection: ConnectionConfig;
+  /** AMQP: queue name through the default exchange. STOMP: `/queue/<queue>` unless it starts with `/`. */
+  queue?: string;
+  /** AMQP only: exchange to publish to (with routing-key). */
+  exchange?: string;
+  /** AMQP only: routing key (default: queue, or ''). */
+  routingKey?: string;
+}
+
+export interface RetryConfig {
+  retryInterval: number; // default 2000
+  retryIntervalMultiplier: number; // default 1.0
+  maxRetryInterval: number; // default 2000
+  /** -1 = forever (default). */
+  reconnectAttempts: number;
+}
+
+export interface BridgeConfig extends RetryConfig {
+  name: string;
+  source: SourceConfig;
+  target: TargetConfig;
+  useDuplicateDetection: boolean; // default true
+  duplicateIdHeader: string; // default _AMQ_DUPL_ID
+  prefetch: number; // default 500
+  maxDeliveryAttempts: number; // default 5
+  deadLetter?: TargetConfig;
+  /** How long to wait for a target confirmation before treating the connection as broken (default 15000). */
+  confirmTimeout: number;
+  /** Transactional batches: 1 = no batching (default). */
+  maxBatchSize: number;
+  /** Longest a partial batch waits for more messages (default 100). */
+  maxBatchTime: number;
+}
+
+export interface IdCacheConfig {
+  persistIdCache: boolean; // default true
+  idCacheSize: number; // default 2000
+  /** Optional expiry of recorded IDs by age; undefined = none. */
+  idCacheTtl?: number;
+  redisUrl: string; // default redis://localhost:6379
+  keyPrefix: string; // default broker-bridge
+  /** Lease of a reservation / stamp claim; a crashed owner's reservation is taken over after it (default 30000). */
+  reservationLease: number;
+  /** How many bridge processes share this Redis; only used for the in-flight vs cache-size warning (default 1). */
+  replicas: number;
+}
+
+export interface Config {
+  /** Absolute path of the file it came from, for messages. */
+  file: string;
+  connections: Record<string, ConnectionConfig>;
+  idCache: IdCacheConfig;
+  bridges: BridgeConfig[];
+  /** Drain timeout on SIGTERM/SIGINT (default 10000). */
+  shutdownTimeout: number;
+  logLevel: 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace';
+  /** Port for Prometheus metrics and /health; undefined = off. */
+  metricsPort?: number;
+}

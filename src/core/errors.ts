@@ -1,0 +1,63 @@
+/**
+ * Error classes the core uses to decide what to do. Every failure is classified:
+ * - TransientError: the connection, broker or Redis is away; hold messages, reconnect with backoff, resume.
+ * - MessageRejectedError: the target refused this one message; count an attempt, dead-letter after the limit.
+ * - ConfigError: the configuration is wrong; refuse to start.
+ * - FatalBridgeError: the bridge cannot continue without losing messages (e.g. no dead-letter destination).
+ * Anything else (TypeError and friends) is a programmer error and is never retried.
+ */
+
+export type ErrorKind = 'transient' | 'rejected' | 'config' | 'fatal';
+
+export abstract class BridgeError extends Error {
+  abstract readonly kind: ErrorKind;
+  abstract readonly retriable: boolean;
+  constructor(message: string, options?: { cause?: unknown }) {
+    super(message, options);
+    this.name = new.target.name;
+  }
+}
+
+export class TransientError extends BridgeError {
+  readonly kind = 'transient' as const;
+  readonly retriable = true;
+  /**
+   * True when a send was written but its confirmation never came (connection lost mid-flight): the target
+   * may or may not hold the message, so a resend must be flagged as a possible duplicate.
+   */
+  readonly outcomeUnknown: boolean;
+  constructor(message: string, options?: { cause?: unknown; outcomeUnknown?: boolean }) {
+    super(message, options);
+    this.outcomeUnknown = options?.outcomeUnknown ?? false;
+  }
+}
+
+export class MessageRejectedError extends BridgeError {
+  readonly kind = 'rejected' as const;
+  readonly retriable = false;
+  /** A short machine-friendly reason, e.g. `unroutable`, `nacked`, `not-found`, `error-frame`. */
+  readonly reason: string;
+  constructor(reason: string, message: string, options?: { cause?: unknown }) {
+    super(message, options);
+    this.reason = reason;
+  }
+}
+
+export class ConfigError extends BridgeError {
+  readonly kind = 'config' as const;
+  readonly retriable = false;
+}
+
+export class FatalBridgeError extends BridgeError {
+  readonly kind = 'fatal' as const;
+  readonly retriable = false;
+}
+
+export function isTransient(err: unknown): err is TransientError {
+  return err instanceof TransientError;
+}
+
+/** Strips user info from any URL-looking substring so that logs and errors never carry credentials. */
+export function redactUrl(text: string): string {
+  return text.replace(/([a-z][a-z0-9+.-]*:\/\/)([^@/\s]+)@/gi, '$1***@');
+}

@@ -1,0 +1,65 @@
+/**
+ * The protocol-neutral message every endpoint reads into and writes from.
+ * AMQP and STOMP adapters map to and from this shape (see src/mapping/); the worker never sees a protocol frame.
+ */
+
+/** A header value as a protocol decoded it. AMQP tables can nest; STOMP values are always strings. */
+export type HeaderValue =
+  | string
+  | number
+  | boolean
+  | bigint
+  | null
+  | undefined
+  | Date
+  | Buffer
+  | HeaderValue[]
+  | { [key: string]: HeaderValue };
+
+export type Headers = Record<string, HeaderValue>;
+
+/** The standard properties both protocols know. All optional except persistence. */
+export interface MessageProperties {
+  contentType?: string;
+  contentEncoding?: string;
+  correlationId?: string;
+  replyTo?: string;
+  messageId?: string;
+  type?: string;
+  userId?: string;
+  appId?: string;
+  priority?: number;
+  /** AMQP delivery-mode 2 / STOMP `persistent:true`. */
+  persistent: boolean;
+  /**
+   * AMQP `expiration` as the publisher wrote it (relative ms, a string). Kept verbatim so that
+   * AMQP→AMQP forwards it unchanged.
+   */
+  expiration?: string;
+  /** Absolute expiry in epoch ms (STOMP/JMS `expires`). */
+  expiresAt?: number;
+  /** Creation time in epoch ms (AMQP carries seconds; STOMP/JMS `timestamp` carries ms). */
+  timestamp?: number;
+}
+
+export interface BridgeMessage {
+  /** The body, byte for byte. */
+  body: Buffer;
+  properties: MessageProperties;
+  /** Application headers (AMQP `headers` table, STOMP non-standard frame headers). */
+  headers: Headers;
+}
+
+/** A message as a source hands it to the worker. */
+export interface SourceDelivery {
+  message: BridgeMessage;
+  /** The broker says it delivered this message before (AMQP `redelivered`, STOMP `redelivered:true`). */
+  redelivered: boolean;
+  /**
+   * An identity of this source message that is the same on every redelivery, when the protocol gives one
+   * (ActiveMQ's STOMP `message-id`, an AMQP `message-id` property set by the publisher). Undefined otherwise.
+   */
+  stableId?: string;
+  /** Monotonic per source session; the worker uses it for logs and ordering only. */
+  seq: number;
+}

@@ -1,0 +1,75 @@
+/**
+ * The contract between the core (worker, supervisor) and the protocol adapters (src/endpoints/*).
+ *
+ * Adapters only connect, read, write and close. They never reconnect by themselves and never retry:
+ * the supervisor owns reconnects with backoff, the worker owns retries and dead-lettering.
+ * One endpoint object lives for one session: `open` once, `close` once. After a loss, the supervisor
+ * builds new endpoint objects.
+ */
+import type { BridgeMessage, SourceDelivery } from './message.js';
+import type { TransientError } from './errors.js';
+
+export interface SourceHandlers {
+  /** Called for every delivered message, in broker order. The worker must call `ack` for it exactly once, or never. */
+  onDelivery(delivery: SourceDelivery): void;
+  /** Called at most once, when the connection or channel is lost after `open` resolved. Unacked messages go back to the broker. */
+  onLost(error: TransientError): void;
+}
+
+export interface SourceEndpoint {
+  /** For logs, without credentials: e.g. `amqp rabbit queue 'orders'`. */
+  readonly description: string;
+  /**
+   * A stable name of the source queue (broker + queue), used to key stamp records
+   * (see src/core/duplicate-id.ts). Two bridges reading the same queue must produce the same address.
+   */
+  readonly address: string;
+  /**
+   * Connects and starts consuming with manual acknowledgement and the configured prefetch.
+   * Rejects with TransientError when the broker is unreachable, FatalBridgeError / ConfigError when it never can work
+   * (e.g. the queue does not exist and cannot be declared).
+   */
+  open(handlers: SourceHandlers): Promise<void>;
+  /** Acknowledges one delivery. Never throws: an ack on a lost connection is a no-op (the broker redelivers). */
+  ack(delivery: SourceDelivery): void;
+  /**
+   * Resolves once every ack issued so far has been processed by the broker (AMQP: a synchronous method on the same
+   * channel after the acks; STOMP: a receipt on the last ACK). Rejects with TransientError if the connection is lost.
+   */
+  ackBarrier(): Promise<void>;
+  /** Stops new deliveries (used when draining on shutdown). In-flight deliveries can still be acked. */
+  stopConsuming(): Promise<void>;
+  /** Closes the connection. Whatever was not acked is redelivered by the broker. Never throws. */
+  close(): Promise<void>;
+}
+
+export interface TargetHandlers {
+  /** Called at most once, when the connection is lost after `open` resolved. */
+  onLost(error: TransientError): void;
+  /** Flow control from the broker (AMQP `connection.blocked`): while blocked, the worker sends nothing. */
+  onBlocked?(blocked: boolean, reason?: string): void;
+}
+
+export interface TargetEndpoint {
+  readonly description: string;
+  /**
+   * The target address whose duplicate-ID cache this endpoint uses: broker (host, port, vhost) + destination,
+   * without credentials. Two bridges forwarding to the same destination produce the same address.
+   */
+  readonly address: string;
+  open(handlers: TargetHandlers): Promise<void>;
+  /**
+   * Sends one message and resolves when the broker confirmed it (AMQP publisher confirm with no basic.return;
+   * STOMP RECEIPT). Rejects with MessageRejectedError when the broker refused this message (its outcome is known:
+   * not delivered), or TransientError when the outcome is unknown or the connection was lost.
+   * Calls may overlap: many sends are in flight at once, and the target keeps their order on the wire.
+   */
+  send(message: BridgeMessage): Promise<void>;
+  /**
+   * Sends messages in one target transaction (STOMP BEGIN/SEND…/COMMIT with a receipt on COMMIT). Resolves when the
+   * commit is confirmed; rejects as `send` does, for the whole batch. Optional: when absent, the worker sends one by one.
+   */
+  sendBatch?(messages: BridgeMessage[]): Promise<void>;
+  /** Closes the connection. Never throws. */
+  close(): Promise<void>;
+}

@@ -1,0 +1,178 @@
+#!/usr/bin/env node
+/**
+ * The `broker-bridge` command: validate, run, schema. Exit codes: 0 fine; 2 invalid configuration (nothing
+ * started); 64 bad command line; 1 anything else; `run` otherwise exits with what the service returns.
+ */
+import { readFileSync, realpathSync, writeFileSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
+import { parseArgs } from 'node:util';
+import { ConfigError, redactUrl } from './core/errors.js';
+import { renderJsonSchema } from './config/json-schema.js';
+import { loadConfig, warnings } from './config/load.js';
+import type { Config } from './config/types.js';
+import { createLogger } from './log.js';
+
+export const EXIT_CONFIG = 2;
+export const EXIT_USAGE = 64;
+
+const USAGE = `Usage: broker-bridge <command> [options]
+
+Commands:
+  validate   check the configuration and print warnings; exit 0 if valid, 2 if not
+  run        validate the configuration, then run the bridges until SIGTERM/SIGINT
+  schema     print the JSON Schema of the configuration file (or write it with --out)
+
+Options:
+  -c, --config FILE   configuration file (default: $BRIDGE_CONFIG, else ./bridges.yaml)
+  -o, --out FILE      schema: write the JSON Schema to FILE instead of printing it
+  -h, --help          show this help
+  -v, --version       show the version
+
+Exit codes: 0 ok, 2 invalid configuration (nothing started), 64 bad command line, 1 other failure.
+`;
+
+/** Where the program writes; replaceable for tests that call main() in-process. */
+export interface CliIo {
+  stdout: (text: string) => void;
+  stderr: (text: string) => void;
+  env: Readonly<Record<string, string | undefined>>;
+}
+
+const processIo: CliIo = {
+  stdout: (text) => process.stdout.write(text),
+  stderr: (text) => process.stderr.write(text),
+  env: process.env,
+};
+
+function version(): string {
+  const pkg: unknown = JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8'));
+  const v = typeof pkg === 'object' && pkg !== null ? (pkg as { version?: unknown }).version : undefined;
+  return typeof v === 'string' ? v : 'unknown';
+}
+
+class UsageError extends Error {}
+
+function parse(argv: readonly string[]) {
+  try {
+    return parseArgs({
+      args: [...argv],
+      allowPositionals: true,
+      strict: true,
+      options: {
+        config: { type: 'string', short: 'c' },
+        out: { type: 'string', short: 'o' },
+        help: { type: 'boolean', short: 'h' },
+        version: { type: 'boolean', short: 'v' },
+      },
+    });
+  } catch (err) {
+    throw new UsageError((err as Error).message);
+  }
+}
+
+/** Loads the configuration, or prints why it is invalid and returns undefined. */
+function load(file: string, io: CliIo): Config | undefined {
+  try {
+    return loadConfig(file, io.env);
+  } catch (err) {
+    if (err instanceof ConfigError) {
+      io.stderr(`${err.message}\n`);
+      return undefined;
+    }
+    throw err;
+  }
+}
+
+async function run(config: Config, io: CliIo): Promise<number> {
+  const log = createLogger(io.env.LOG_LEVEL ?? config.logLevel);
+  for (const w of warnings(config)) log.warn({ file: config.file }, w);
+  // Loaded only here so that `validate` and `schema` never load the broker clients.
+  const { runService } = await import('./core/app.js');
+  return runService(config, log);
+}
+
+/** Runs the command line `argv` (without node and the script) and resolves to the exit code. */
+export async function main(argv: readonly string[], io: CliIo = processIo): Promise<number> {
+  let args: ReturnType<typeof parse>;
+  try {
+    args = parse(argv);
+    if (args.positionals.length > 1) throw new UsageError(`unexpected argument '${args.positionals[1]}'`);
+  } catch (err) {
+    if (!(err instanceof UsageError)) throw err;
+    io.stderr(`broker-bridge: ${err.message}\n\n${USAGE}`);
+    return EXIT_USAGE;
+  }
+  const { values, positionals } = args;
+  if (values.help) {
+    io.stdout(USAGE);
+    return 0;
+  }
+  if (values.version) {
+    io.stdout(`${version()}\n`);
+    return 0;
+  }
+
+  const command = positionals[0];
+  const file = values.config ?? io.env.BRIDGE_CONFIG ?? 'bridges.yaml';
+  switch (command) {
+    case 'validate': {
+      const config = load(file, io);
+      if (config === undefined) return EXIT_CONFIG;
+      const n = config.bridges.length;
+      io.stdout(`${file}: OK (${n} ${n === 1 ? 'bridge' : 'bridges'})\n`);
+      for (const w of warnings(config)) io.stderr(`${file}: warning: ${w}\n`);
+      return 0;
+    }
+    case 'run': {
+      const config = load(file, io);
+      if (config === undefined) {
+        io.stderr('broker-bridge: not started: the configuration is invalid\n');
+        return EXIT_CONFIG;
+      }
+      return run(config, io);
+    }
+    case 'schema': {
+      if (values.out !== undefined) {
+        writeFileSync(values.out, renderJsonSchema());
+        io.stderr(`wrote ${values.out}\n`);
+      } else {
+        io.stdout(renderJsonSchema());
+      }
+      return 0;
+    }
+    case undefined:
+      io.stderr(`broker-bridge: missing command\n\n${USAGE}`);
+      return EXIT_USAGE;
+    default:
+      io.stderr(`broker-bridge: unknown command '${command}'\n\n${USAGE}`);
+      return EXIT_USAGE;
+  }
+}
+
+function invokedDirectly(): boolean {
+  const script = process.argv[1];
+  if (script === undefined) return false;
+  try {
+    // npm's bin link is a symlink to this file.
+    return realpathSync(script) === realpathSync(fileURLToPath(import.meta.url));
+  } catch {
+    return false;
+  }
+}
+
+if (invokedDirectly()) {
+  main(process.argv.slice(2)).then(
+    (code) => exit(code),
+    (err: unknown) => {
+      process.stderr.write(`broker-bridge: ${redactUrl(err instanceof Error ? (err.stack ?? err.message) : String(err))}\n`);
+      exit(1);
+    },
+  );
+}
+
+function exit(code: number): void {
+  process.exitCode = code;
+  // Leave normally so that buffered output is flushed; but a handle left open by a client library must not keep a
+  // stopped service alive (an orchestrator would wait for its kill timeout).
+  setTimeout(() => process.exit(code), 1000).unref();
+}

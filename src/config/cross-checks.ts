@@ -1,0 +1,153 @@
+/**
+ * Rules that span fields: references to connections, unique bridge names, target shape per protocol, a bridge
+ * that would consume its own output. They run on the plain data even when some field failed the schema, so that
+ * one run reports every problem; each rule skips what it cannot read (the schema reports that).
+ */
+import type { ProblemCollector } from './problems.js';
+import { suggestion } from './suggest.js';
+
+type Data = Record<string, unknown>;
+
+function asRecord(v: unknown): Data | undefined {
+  return typeof v === 'object' && v !== null && !Array.isArray(v) ? (v as Data) : undefined;
+}
+
+function asString(v: unknown): string | undefined {
+  return typeof v === 'string' ? v : undefined;
+}
+
+function has(obj: Data, key: string): boolean {
+  return obj[key] !== undefined;
+}
+
+type ConnectionType = 'amqp' | 'stomp';
+
+/** The address a queue name stands for on a connection, so that `orders` and `/queue/orders` compare equal on STOMP. */
+export function queueAddress(type: ConnectionType, queue: string): string {
+  return type === 'stomp' && !queue.startsWith('/') ? `/queue/${queue}` : queue;
+}
+
+/** The queue an AMQP target publishes to, when it goes through the default exchange; else undefined. */
+function amqpTargetQueue(target: Data): string | undefined {
+  const exchange = asString(target.exchange);
+  if (exchange !== undefined && exchange !== '') return undefined;
+  return asString(target.queue) ?? asString(target['routing-key']);
+}
+
+function checkConnections(raw: Data, out: ProblemCollector): Map<string, ConnectionType | undefined> {
+  const types = new Map<string, ConnectionType | undefined>();
+  const connections = asRecord(raw.connections) ?? {};
+  for (const [name, value] of Object.entries(connections)) {
+    const c = asRecord(value);
+    const type = c?.type === 'amqp' || c?.type === 'stomp' ? c.type : undefined;
+    types.set(name, type);
+    if (c === undefined) continue;
+    if (has(c, 'url') && has(c, 'urls')) {
+      out.atKey(['connections', name, 'urls'], 'give url or urls (a failover list), not both');
+    } else if (!has(c, 'url') && !has(c, 'urls')) {
+      out.atValue(['connections', name], 'missing url (or urls, a failover list of URLs)');
+    }
+  }
+  return types;
+}
+
+function checkTarget(
+  path: readonly PropertyKey[],
+  target: Data,
+  connection: string,
+  type: ConnectionType,
+  out: ProblemCollector,
+): void {
+  if (type === 'amqp') {
+    const hasQueue = has(target, 'queue');
+    const hasExchange = has(target, 'exchange');
+    if (hasQueue && hasExchange) {
+      out.atValue(
+        path,
+        'has both queue and exchange; an AMQP target takes queue (published through the default exchange) or exchange (with routing-key), not both',
+      );
+    } else if (!hasQueue && !hasExchange) {
+      out.atValue(path, 'missing queue; an AMQP target takes queue (default exchange) or exchange (with routing-key)');
+    } else if (hasQueue && has(target, 'routing-key')) {
+      out.atKey([...path, 'routing-key'], 'applies only with exchange; through the default exchange the routing key is the queue name');
+    }
+    return;
+  }
+  for (const key of ['exchange', 'routing-key']) {
+    if (has(target, key)) {
+      out.atKey(
+        [...path, key],
+        `not valid on a STOMP target (connection '${connection}' is stomp); use queue, with a leading '/' for a raw destination such as /topic/x`,
+      );
+    }
+  }
+  if (!has(target, 'queue')) {
+    out.atValue(path, "missing queue; a STOMP target takes queue (a name, or a destination such as /topic/x)");
+  }
+}
+
+export function crossCheck(rawInput: unknown, out: ProblemCollector): void {
+  const raw = asRecord(rawInput);
+  if (raw === undefined) return;
+  const types = checkConnections(raw, out);
+  const defined = [...types.keys()];
+  const bridges = Array.isArray(raw.bridges) ? (raw.bridges as unknown[]) : [];
+  const firstByName = new Map<string, number>();
+
+  bridges.forEach((value, i) => {
+    const bridge = asRecord(value);
+    if (bridge === undefined) return;
+
+    const name = asString(bridge.name);
+    if (name !== undefined) {
+      const first = firstByName.get(name);
+      if (first === undefined) {
+        firstByName.set(name, i);
+      } else {
+        const line = out.lineOf(['bridges', first, 'name']);
+        out.atValue(
+          ['bridges', i, 'name'],
+          `duplicate bridge name '${name}'; bridges[${first}]${line === undefined ? '' : ` (line ${line})`} already uses it`,
+        );
+      }
+    }
+
+    const endpoint = (role: 'source' | 'target' | 'dead-letter') => {
+      const ep = asRecord(bridge[role]);
+      const connection = asString(ep?.connection);
+      if (ep === undefined || connection === undefined) return undefined;
+      if (!types.has(connection)) {
+        out.atValue(
+          ['bridges', i, role, 'connection'],
+          `unknown connection '${connection}'${suggestion(connection, defined)}; ${
+            defined.length > 0 ? `defined connections: ${defined.join(', ')}` : 'no connections are defined'
+          }`,
+        );
+        return undefined;
+      }
+      const type = types.get(connection);
+      return type === undefined ? undefined : { ep, connection, type };
+    };
+
+    const source = endpoint('source');
+    const target = endpoint('target');
+    const deadLetter = endpoint('dead-letter');
+    if (target) checkTarget(['bridges', i, 'target'], target.ep, target.connection, target.type, out);
+    if (deadLetter) checkTarget(['bridges', i, 'dead-letter'], deadLetter.ep, deadLetter.connection, deadLetter.type, out);
+
+    const sourceQueue = source && asString(source.ep.queue);
+    if (source === undefined || sourceQueue === undefined) return;
+    const sourceAddress = queueAddress(source.type, sourceQueue);
+    for (const [role, t] of [['target', target], ['dead-letter', deadLetter]] as const) {
+      if (t === undefined || t.connection !== source.connection) continue;
+      const q = t.type === 'amqp' ? amqpTargetQueue(t.ep) : asString(t.ep.queue);
+      if (q === undefined || queueAddress(t.type, q) !== sourceAddress) continue;
+      out.atValue(
+        ['bridges', i, role, has(t.ep, 'queue') ? 'queue' : 'routing-key'],
+        role === 'target'
+          ? `same queue as the source ('${sourceQueue}' on connection '${source.connection}'); the bridge would consume what it forwards`
+          : `same queue as the source ('${sourceQueue}' on connection '${source.connection}'); dead-lettered messages would be consumed again`,
+      );
+    }
+  });
+}

@@ -1,0 +1,119 @@
+/**
+ * `${VAR}` and `${VAR:-default}` substitution in string values of the configuration, from the environment.
+ * `$${` stands for a literal `${`. `${VAR:-default}` uses the default when VAR is unset or empty (as in the shell);
+ * `${VAR}` with VAR unset is an error, never an empty string, so that a forgotten variable cannot silently turn
+ * into a wrong URL.
+ */
+import { parse as parseYaml, type Document, type Scalar } from 'yaml';
+import { forEachStringValue, type KeyPath } from './yaml-tree.js';
+
+export type Env = Readonly<Record<string, string | undefined>>;
+
+/** Something wrong in one string: `index` is where the offending `${` starts in it. */
+export interface EnvProblem {
+  index: number;
+  /** The reference as written, e.g. `${AMQP_URL}`. */
+  reference: string;
+  message: string;
+}
+
+export interface Substituted {
+  value: string;
+  problems: EnvProblem[];
+  /** Whether any `${…}` or `$${` was found (the string was not taken literally). */
+  changed: boolean;
+}
+
+const REFERENCE = /^([A-Za-z_][A-Za-z0-9_]*)(?::-([\s\S]*))?$/;
+
+export function substituteEnv(text: string, env: Env): Substituted {
+  let value = '';
+  let changed = false;
+  const problems: EnvProblem[] = [];
+  let i = 0;
+  while (i < text.length) {
+    if (text.startsWith('$${', i)) {
+      value += '${';
+      i += 3;
+      changed = true;
+      continue;
+    }
+    if (!text.startsWith('${', i)) {
+      value += text[i];
+      i += 1;
+      continue;
+    }
+    changed = true;
+    const close = text.indexOf('}', i + 2);
+    if (close < 0) {
+      problems.push({
+        index: i,
+        reference: text.slice(i),
+        message: 'unterminated ${ (expected ${NAME} or ${NAME:-default}; write $${ for a literal ${)',
+      });
+      break;
+    }
+    const reference = text.slice(i, close + 1);
+    const match = REFERENCE.exec(text.slice(i + 2, close));
+    if (match === null) {
+      problems.push({
+        index: i,
+        reference,
+        message: `invalid reference ${reference} (expected \${NAME} or \${NAME:-default}; write $\${ for a literal \${)`,
+      });
+    } else {
+      const name = match[1] ?? '';
+      const fallback = match[2];
+      const set = env[name];
+      if (fallback !== undefined) {
+        value += set === undefined || set === '' ? fallback : set;
+      } else if (set === undefined) {
+        problems.push({
+          index: i,
+          reference,
+          message: `environment variable ${name} is not set and ${reference} has no default (set it, or write \${${name}:-default})`,
+        });
+      } else {
+        value += set;
+      }
+    }
+    i = close + 1;
+  }
+  return { value, problems, changed };
+}
+
+/** Reports one substitution problem in the scalar at `path`; `offset` is its position in the file. */
+export type EnvProblemSink = (offset: number, path: KeyPath, message: string) => void;
+
+/**
+ * Substitutes in every string value of the document, in place. A plain (unquoted) scalar is re-typed after
+ * substitution, as YAML would have typed the text had it been written there (`prefetch: ${PREFETCH:-500}` is the
+ * number 500); a quoted scalar stays a string.
+ */
+export function substituteEnvInDocument(doc: Document, source: string, env: Env, report: EnvProblemSink): void {
+  forEachStringValue(doc, (node: Scalar<string>, path) => {
+    const result = substituteEnv(node.value, env);
+    if (!result.changed) return;
+    const start = node.range?.[0] ?? 0;
+    const end = node.range?.[1] ?? start;
+    for (const problem of result.problems) {
+      // Point at the reference itself when it appears verbatim in the source (it does unless escapes split it).
+      const found = source.slice(start, end).indexOf(problem.reference);
+      report(found >= 0 ? start + found : start, path, problem.message);
+    }
+    node.value = result.value;
+    if (node.type === 'PLAIN') {
+      const retyped = plainScalarValue(result.value);
+      if (retyped !== undefined) (node as Scalar<unknown>).value = retyped;
+    }
+  });
+}
+
+function plainScalarValue(text: string): number | boolean | undefined {
+  try {
+    const v: unknown = parseYaml(text);
+    return typeof v === 'number' || typeof v === 'boolean' ? v : undefined;
+  } catch {
+    return undefined;
+  }
+}

@@ -1,0 +1,91 @@
+/**
+ * Loading `bridges.yaml`: read, parse keeping positions, substitute `${VAR}`, validate against the schema, run
+ * the cross-field checks, and resolve into a Config. Synchronous: it runs once at start, before anything connects.
+ * Every problem found is reported at once, each with file:line:col and key path, in one ConfigFileError.
+ */
+import { readFileSync } from 'node:fs';
+import { resolve as resolvePath } from 'node:path';
+import { LineCounter, parseDocument } from 'yaml';
+import { ConfigError } from '../core/errors.js';
+import { crossCheck } from './cross-checks.js';
+import { substituteEnvInDocument, type Env } from './env.js';
+import { ConfigFileError, type ConfigProblem } from './errors-format.js';
+import { reportIssues } from './issues.js';
+import { ProblemCollector } from './problems.js';
+import { resolveConfig } from './resolve.js';
+import { configFileSchema } from './schema.js';
+import type { Config } from './types.js';
+
+export { warnings } from './warnings.js';
+export { ConfigFileError, formatProblem, type ConfigProblem } from './errors-format.js';
+
+/**
+ * Reads and validates the configuration file. `file` is used as given in messages and made absolute in
+ * Config.file. Throws ConfigError when the file cannot be read, ConfigFileError (a ConfigError) listing every
+ * problem when it is invalid.
+ */
+export function loadConfig(file: string, env: Env = process.env): Config {
+  let text: string;
+  try {
+    text = readFileSync(file, 'utf8');
+  } catch (err) {
+    const code = (err as NodeJS.ErrnoException).code;
+    const why =
+      code === 'ENOENT'
+        ? 'no such file (give another with --config or BRIDGE_CONFIG)'
+        : code === 'EISDIR'
+          ? 'it is a directory'
+          : code === 'EACCES'
+            ? 'permission denied'
+            : (err as Error).message;
+    throw new ConfigError(`cannot read configuration file ${file}: ${why}`, { cause: err });
+  }
+  return parseConfig(text, file, env);
+}
+
+/** Validates configuration text as if read from `file` (which is only used in messages and Config.file). */
+export function parseConfig(text: string, file: string, env: Env = process.env): Config {
+  const lineCounter = new LineCounter();
+  // merge: true allows `<<: *anchor`, handy for sharing bridge settings; uniqueKeys rejects a key given twice.
+  const doc = parseDocument(text, { lineCounter, prettyErrors: false, merge: true, uniqueKeys: true });
+
+  if (doc.errors.length > 0) {
+    // Past a syntax error the tree is a guess; report only what the parser found.
+    const problems: ConfigProblem[] = doc.errors.map((e) => {
+      const at = e.linePos?.[0] ?? lineCounter.linePos(e.pos[0]);
+      return { file, line: at.line, col: at.col, message: `invalid YAML: ${firstLine(e.message)}` };
+    });
+    throw new ConfigFileError(file, problems);
+  }
+
+  const out = new ProblemCollector(file, doc, lineCounter);
+  const envProblems = new ProblemCollector(file, doc, lineCounter);
+  substituteEnvInDocument(doc, text, env, (offset, path, message) => envProblems.atOffset(offset, path, message));
+
+  const raw: unknown = doc.toJS({ maxAliasCount: 1000 });
+  if (raw === null || raw === undefined) {
+    throw new ConfigFileError(file, [
+      { file, line: 1, col: 1, message: 'the file is empty; expected a mapping with connections and bridges' },
+    ]);
+  }
+
+  // A section whose every line is commented out (`id-cache:` alone) reads as null; take it as not given.
+  if (typeof raw === 'object' && !Array.isArray(raw)) {
+    const top = raw as Record<string, unknown>;
+    for (const section of ['id-cache', 'defaults']) if (top[section] === null) delete top[section];
+  }
+
+  const parsed = configFileSchema.safeParse(raw, { reportInput: true });
+  if (!parsed.success) reportIssues(parsed.error.issues, configFileSchema, raw, out);
+  crossCheck(raw, out);
+
+  // A value whose variable is missing was left empty; what the schema says about that empty value is noise.
+  const unset = new Set(envProblems.problems.map((p) => p.key));
+  const problems = [...envProblems.problems, ...out.problems.filter((p) => !unset.has(p.key))];
+  if (problems.length > 0 || !parsed.success) throw new ConfigFileError(file, problems);
+  return resolveConfig(parsed.data, resolvePath(file));
+}
+
+function firstLine(message: string): string {
+  return message.split('\n')[0] ?? message;
+}

@@ -1,0 +1,124 @@
+/**
+ * From the validated file (kebab-case, as written) to the Config the code consumes (camelCase, every default
+ * applied, connections embedded). Bridge settings are layered: schema default < `defaults:` < the bridge itself.
+ * Nothing here mutates its input; every object in the result is new (connection objects are shared between the
+ * endpoints that use the same connection, which lets the core tell them apart by identity).
+ */
+import type {
+  BridgeConfig,
+  Config,
+  ConnectionConfig,
+  TargetConfig,
+} from './types.js';
+import {
+  bridgeSettingDefaults,
+  type BridgeSettingValues,
+  type ConfigFile,
+  type ConfigFileBridge,
+  type ConfigFileConnection,
+  type ConfigFileTarget,
+} from './schema.js';
+
+/** The bridge settings a layer sets, and only those, so that spreading it over a lower layer never writes `undefined`. */
+function settingsSetIn(layer: Partial<BridgeSettingValues> | undefined): Partial<BridgeSettingValues> {
+  if (layer === undefined) return {};
+  const keys = new Set(Object.keys(bridgeSettingDefaults));
+  return Object.fromEntries(
+    Object.entries(layer).filter(([k, v]) => keys.has(k) && v !== undefined),
+  ) as Partial<BridgeSettingValues>;
+}
+
+function parseHeartBeat(value: string | [number, number]): [number, number] {
+  if (Array.isArray(value)) return [value[0], value[1]];
+  const [out = 0, inc = 0] = value.split(',').map((s) => Number.parseInt(s.trim(), 10));
+  return [out, inc];
+}
+
+function resolveConnection(name: string, c: ConfigFileConnection): ConnectionConfig {
+  // The cross-checks guarantee exactly one of url / urls.
+  const urls = c.urls !== undefined ? [...c.urls] : c.url !== undefined ? [c.url] : [];
+  if (c.type === 'amqp') {
+    return { name, type: 'amqp', urls, heartbeat: c.heartbeat, connectTimeout: c['connect-timeout'] };
+  }
+  return {
+    name,
+    type: 'stomp',
+    urls,
+    heartBeat: parseHeartBeat(c['heart-beat']),
+    connectTimeout: c['connect-timeout'],
+    ...(c.host !== undefined ? { host: c.host } : {}),
+  };
+}
+
+function lookup(connections: Record<string, ConnectionConfig>, name: string): ConnectionConfig {
+  const c = connections[name];
+  // Unreachable after the cross-checks; a programmer error if it happens.
+  if (c === undefined) throw new TypeError(`connection '${name}' was not resolved`);
+  return c;
+}
+
+function resolveTarget(connections: Record<string, ConnectionConfig>, t: ConfigFileTarget): TargetConfig {
+  const connection = lookup(connections, t.connection);
+  const out: TargetConfig = { connection };
+  if (t.queue !== undefined) out.queue = t.queue;
+  if (connection.type === 'amqp') {
+    if (t.exchange !== undefined) out.exchange = t.exchange;
+    out.routingKey = t['routing-key'] ?? t.queue ?? '';
+  }
+  return out;
+}
+
+function resolveBridge(
+  connections: Record<string, ConnectionConfig>,
+  defaults: ConfigFile['defaults'],
+  b: ConfigFileBridge,
+): BridgeConfig {
+  const s: BridgeSettingValues = {
+    ...bridgeSettingDefaults,
+    ...settingsSetIn(defaults),
+    ...settingsSetIn(b),
+  };
+  const bridge: BridgeConfig = {
+    name: b.name,
+    source: { connection: lookup(connections, b.source.connection), queue: b.source.queue },
+    target: resolveTarget(connections, b.target),
+    useDuplicateDetection: s['use-duplicate-detection'],
+    duplicateIdHeader: s['duplicate-id-header'],
+    prefetch: s.prefetch,
+    maxDeliveryAttempts: s['max-delivery-attempts'],
+    confirmTimeout: s['confirm-timeout'],
+    maxBatchSize: s['max-batch-size'],
+    maxBatchTime: s['max-batch-time'],
+    retryInterval: s['retry-interval'],
+    retryIntervalMultiplier: s['retry-interval-multiplier'],
+    maxRetryInterval: s['max-retry-interval'],
+    reconnectAttempts: s['reconnect-attempts'],
+  };
+  if (b['dead-letter'] !== undefined) bridge.deadLetter = resolveTarget(connections, b['dead-letter']);
+  return bridge;
+}
+
+/** Builds the Config from a file that passed the schema and the cross-checks. */
+export function resolveConfig(file: ConfigFile, absolutePath: string): Config {
+  const connections: Record<string, ConnectionConfig> = {};
+  for (const [name, c] of Object.entries(file.connections)) connections[name] = resolveConnection(name, c);
+  const ic = file['id-cache'];
+  const config: Config = {
+    file: absolutePath,
+    connections,
+    idCache: {
+      persistIdCache: ic['persist-id-cache'],
+      idCacheSize: ic['id-cache-size'],
+      redisUrl: ic['redis-url'],
+      keyPrefix: ic['key-prefix'],
+      reservationLease: ic['reservation-lease'],
+      replicas: ic.replicas,
+      ...(ic['id-cache-ttl'] !== undefined ? { idCacheTtl: ic['id-cache-ttl'] } : {}),
+    },
+    bridges: file.bridges.map((b) => resolveBridge(connections, file.defaults, b)),
+    shutdownTimeout: file['shutdown-timeout'],
+    logLevel: file['log-level'],
+  };
+  if (file['metrics-port'] !== undefined) config.metricsPort = file['metrics-port'];
+  return config;
+}

@@ -1,0 +1,277 @@
+/**
+ * The one schema of `bridges.yaml`: field types, defaults, what is valid, and the descriptions that end up in
+ * bridges.schema.json. Keys are kebab-case, exactly as written in YAML. Every leaf carries its own error message
+ * phrased as "expected …" so that a problem report can say what would be valid; the loader appends what it got.
+ *
+ * Cross-field rules (connection references, unique bridge names, queue xor exchange, …) live in ./cross-checks.ts
+ * because they must run even when an unrelated field is wrong, and zod skips refinements after a failed field.
+ */
+import { z } from 'zod';
+
+// ---- leaf helpers: every message says what would be valid ----
+
+function intRange(min: number, max: number) {
+  const error = `expected an integer from ${min} to ${max}`;
+  return z.int({ error }).min(min, { error }).max(max, { error });
+}
+
+function intAtLeast(min: number, what = 'an integer', note = '') {
+  const error = `expected ${what} >= ${min}${note}`;
+  return z.int({ error }).min(min, { error });
+}
+
+/** Durations are integer milliseconds. */
+function millis(min = 1) {
+  return intAtLeast(min, 'a duration in milliseconds, an integer');
+}
+
+function text(what: string) {
+  const error = `expected ${what} (a non-empty string)`;
+  return z.string({ error }).min(1, { error });
+}
+
+function bool() {
+  return z.boolean({ error: 'expected true or false' });
+}
+
+function urlOf(schemes: readonly string[], example: string) {
+  const error = `expected a URL starting with ${schemes.map((s) => `${s}://`).join(', ')} (e.g. ${example})`;
+  return z.string({ error }).refine((u) => hasScheme(u, schemes), { error });
+}
+
+function hasScheme(url: string, schemes: readonly string[]): boolean {
+  if (!URL.canParse(url)) return false;
+  const scheme = new URL(url).protocol.replace(/:$/, '').toLowerCase();
+  return schemes.includes(scheme);
+}
+
+function urlList(schemes: readonly string[], example: string) {
+  const error = 'expected a non-empty list of URLs';
+  return z.array(urlOf(schemes, example), { error }).min(1, { error });
+}
+
+export const AMQP_SCHEMES = ['amqp', 'amqps'] as const;
+export const STOMP_SCHEMES = ['stomp', 'stomp+ssl', 'tcp'] as const;
+export const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace'] as const;
+export const BRIDGE_NAME_PATTERN = /^[A-Za-z0-9._-]+$/;
+
+// ---- connections ----
+
+const amqpUrl = urlOf(AMQP_SCHEMES, 'amqp://guest:guest@localhost:5672');
+const stompUrl = urlOf(STOMP_SCHEMES, 'stomp://localhost:61613');
+
+const heartBeatError = 'expected "out,in" in milliseconds (e.g. "10000,10000") or a list [out, in] of integers >= 0';
+
+export const amqpConnectionSchema = z
+  .strictObject({
+    type: z.literal('amqp'),
+    url: amqpUrl.optional().describe('Broker URL (amqp:// or amqps://). Give url or urls, not both.'),
+    urls: urlList(AMQP_SCHEMES, 'amqp://localhost:5672')
+      .optional()
+      .describe('Failover list of broker URLs; a reconnect tries the next one.'),
+    heartbeat: intAtLeast(0).default(10).describe('AMQP heartbeat in seconds (0 = off).'),
+    'connect-timeout': millis().default(10000).describe('TCP connect + AMQP handshake timeout, ms.'),
+  })
+  .describe('An AMQP 0-9-1 broker (RabbitMQ).');
+
+export const stompConnectionSchema = z
+  .strictObject({
+    type: z.literal('stomp'),
+    url: stompUrl.optional().describe('Broker URL (stomp://, stomp+ssl:// or tcp://). Give url or urls, not both.'),
+    urls: urlList(STOMP_SCHEMES, 'stomp://localhost:61613')
+      .optional()
+      .describe('Failover list of broker URLs, tried in order on each connect.'),
+    'heart-beat': z
+      .union(
+        [
+          z.string({ error: heartBeatError }).regex(/^\s*\d+\s*,\s*\d+\s*$/, { error: heartBeatError }),
+          z.tuple([intAtLeast(0), intAtLeast(0)], { error: heartBeatError }),
+        ],
+        { error: heartBeatError },
+      )
+      .default('10000,10000')
+      .describe('STOMP heart-beat "outgoing,incoming" in ms, or [outgoing, incoming].'),
+    'connect-timeout': millis().default(10000).describe('TCP connect + STOMP CONNECTED timeout, ms.'),
+    host: text('a virtual host name').optional().describe("STOMP `host` header; default: the URL's host."),
+  })
+  .describe('A STOMP 1.1/1.2 broker (ActiveMQ Classic, ActiveMQ Artemis, RabbitMQ STOMP plugin).');
+
+export const CONNECTION_TYPES = ['amqp', 'stomp'] as const;
+
+export const connectionSchema = z.discriminatedUnion('type', [amqpConnectionSchema, stompConnectionSchema], {
+  error: `expected a mapping with type: ${CONNECTION_TYPES.join(' or ')}`,
+});
+
+// ---- id-cache ----
+
+export const idCacheSchema = z
+  .strictObject(
+    {
+      'persist-id-cache': bool()
+        .default(true)
+        .describe('Keep duplicate IDs in Redis so they survive restarts; false = in-process (lost on restart).'),
+      'id-cache-size': intAtLeast(1).default(2000).describe('IDs remembered per target address (circular).'),
+      'id-cache-ttl': millis().optional().describe('Also expire recorded IDs after this many ms; default: never.'),
+      'redis-url': urlOf(['redis', 'rediss'], 'redis://localhost:6379')
+        .default('redis://localhost:6379')
+        .describe('Redis holding the cache (redis:// or rediss://).'),
+      'key-prefix': text('a Redis key prefix').default('broker-bridge').describe('Prefix of every Redis key.'),
+      'reservation-lease': millis()
+        .default(30000)
+        .describe("How long a reservation is held; a crashed owner's reservation is taken over after it, ms."),
+      replicas: intAtLeast(1)
+        .default(1)
+        .describe('Bridge processes sharing this Redis; only used for the in-flight vs cache-size warning.'),
+    },
+    { error: 'expected a mapping' },
+  )
+  .describe('The duplicate-ID cache, one per target address.');
+
+// ---- bridges ----
+
+const endpointShape = {
+  connection: text('a connection name').describe('Name of an entry under connections.'),
+};
+
+export const sourceSchema = z
+  .strictObject(
+    {
+      ...endpointShape,
+      queue: text('a queue name').describe('Queue to consume. STOMP: /queue/<queue> unless it starts with "/".'),
+    },
+    { error: 'expected a mapping with connection and queue' },
+  )
+  .describe('Where messages are consumed.');
+
+export const targetSchema = z
+  .strictObject(
+    {
+      ...endpointShape,
+      queue: text('a queue name')
+        .optional()
+        .describe('AMQP: queue through the default exchange. STOMP: /queue/<queue>, or a raw destination if it starts with "/".'),
+      exchange: z
+        .string({ error: 'expected an exchange name (a string)' })
+        .optional()
+        .describe('AMQP only: exchange to publish to (instead of queue).'),
+      'routing-key': z
+        .string({ error: 'expected a routing key (a string)' })
+        .optional()
+        .describe("AMQP only, with exchange: routing key (default '')."),
+    },
+    { error: 'expected a mapping with connection and queue (or exchange)' },
+  )
+  .describe('Where messages are forwarded.');
+
+interface Setting<S extends z.ZodType> {
+  schema: S;
+  default: z.output<S>;
+  description: string;
+}
+
+function setting<S extends z.ZodType>(schema: S, defaultValue: z.output<S>, description: string): Setting<S> {
+  return { schema, default: defaultValue, description };
+}
+
+/**
+ * Per-bridge settings, each with its default. They may be given in `defaults:` and in each bridge; layering is
+ * schema default < `defaults:` < bridge, so the parsed file must keep "not set" apart from "set to the default":
+ * the file schema below marks them optional and only documents the default (see resolve.ts for the layering).
+ */
+const bridgeSettings = {
+  'use-duplicate-detection': setting(bool(), true, 'Stamp and check duplicate IDs; false = pass an existing ID through.'),
+  'duplicate-id-header': setting(text('a header name'), '_AMQ_DUPL_ID', 'Header carrying the duplicate ID.'),
+  prefetch: setting(intRange(1, 65535), 500, 'Unacknowledged messages the source may hand out at once.'),
+  'max-delivery-attempts': setting(intAtLeast(1), 5, 'Attempts at a rejected message before it is dead-lettered.'),
+  'retry-interval': setting(millis(), 2000, 'First reconnect delay, ms.'),
+  'retry-interval-multiplier': setting(
+    z.number({ error: 'expected a number >= 1' }).min(1, { error: 'expected a number >= 1' }),
+    1.0,
+    'Factor applied to the delay after each failed reconnect.',
+  ),
+  'max-retry-interval': setting(millis(), 2000, 'Upper bound of the reconnect delay, ms.'),
+  'reconnect-attempts': setting(
+    intAtLeast(-1, 'an integer', ' (-1 = forever)'),
+    -1,
+    'Reconnect attempts before the bridge gives up; -1 = forever.',
+  ),
+  'confirm-timeout': setting(millis(), 15000, 'Wait for a target confirmation before treating the connection as broken, ms.'),
+  'max-batch-size': setting(intRange(1, 65535), 1, 'Messages per target transaction; 1 = no batching.'),
+  'max-batch-time': setting(millis(0), 100, 'Longest a partial batch waits for more messages, ms.'),
+} as const;
+
+type BridgeSettings = typeof bridgeSettings;
+export type BridgeSettingKey = keyof BridgeSettings;
+
+/** The resolved value of every per-bridge setting when neither `defaults:` nor the bridge sets it. */
+export type BridgeSettingValues = { [K in BridgeSettingKey]: z.output<BridgeSettings[K]['schema']> };
+
+export const bridgeSettingDefaults: Readonly<BridgeSettingValues> = Object.freeze(
+  Object.fromEntries(Object.entries(bridgeSettings).map(([key, s]) => [key, s.default])) as BridgeSettingValues,
+);
+
+const bridgeSettingsShape = Object.fromEntries(
+  Object.entries(bridgeSettings).map(([key, s]) => [
+    key,
+    s.schema.optional().meta({ description: s.description, default: s.default }),
+  ]),
+) as { [K in BridgeSettingKey]: z.ZodOptional<BridgeSettings[K]['schema']> };
+
+export const bridgeDefaultsSchema = z
+  .strictObject(bridgeSettingsShape, { error: 'expected a mapping of bridge settings' })
+  .describe('Settings applied to every bridge unless the bridge sets them itself.');
+
+export const bridgeSchema = z
+  .strictObject(
+    {
+      name: z
+        .string({ error: 'expected a bridge name of letters, digits, ".", "_" or "-"' })
+        .regex(BRIDGE_NAME_PATTERN, { error: 'expected a bridge name of letters, digits, ".", "_" or "-"' })
+        .describe('Unique name, used in logs and metrics.'),
+      source: sourceSchema,
+      target: targetSchema,
+      'dead-letter': targetSchema
+        .optional()
+        .describe('Where a message goes after max-delivery-attempts rejections; same shape as target.'),
+      ...bridgeSettingsShape,
+    },
+    { error: 'expected a mapping with name, source and target' },
+  )
+  .describe('One source queue forwarded to one target.');
+
+// ---- the file ----
+
+export const configFileSchema = z
+  .strictObject(
+    {
+      'log-level': z
+        .enum(LOG_LEVELS, { error: `expected one of ${LOG_LEVELS.join(', ')}` })
+        .default('info')
+        .describe('Log level (LOG_LEVEL in the environment overrides it).'),
+      'shutdown-timeout': millis()
+        .default(10000)
+        .describe('On SIGTERM/SIGINT, how long in-flight messages may take to finish, ms.'),
+      'metrics-port': intRange(1, 65535).optional().describe('Port for Prometheus /metrics and /health; default: off.'),
+      connections: z
+        .record(z.string(), connectionSchema, { error: 'expected a mapping of connection name to connection' })
+        .describe('Broker connections by name, referred to by the bridges.'),
+      'id-cache': idCacheSchema.prefault({}),
+      defaults: bridgeDefaultsSchema.optional(),
+      bridges: z
+        .array(bridgeSchema, { error: 'expected a list of bridges' })
+        .min(1, { error: 'expected a list of at least one bridge' })
+        .describe('The bridges to run.'),
+    },
+    { error: 'expected a mapping with connections and bridges' },
+  )
+  .meta({
+    title: 'broker-bridge configuration (bridges.yaml)',
+    description:
+      'Bridges between AMQP 0-9-1 and STOMP brokers. String values may use ${VAR} and ${VAR:-default} from the environment.',
+  });
+
+/** The file as validated, kebab-case keys, schema defaults applied except for the layered bridge settings. */
+export type ConfigFile = z.output<typeof configFileSchema>;
+export type ConfigFileBridge = ConfigFile['bridges'][number];
+export type ConfigFileConnection = ConfigFile['connections'][string];
+export type ConfigFileTarget = z.output<typeof targetSchema>;

@@ -1,0 +1,62 @@
+/**
+ * Non-fatal findings about a valid configuration, printed by `validate` and logged by `run` at start.
+ */
+import { queueAddress } from './cross-checks.js';
+import type { Config, TargetConfig } from './types.js';
+
+/** A key naming the target address whose duplicate-ID cache a bridge uses, for grouping bridges that share one. */
+function addressOf(target: TargetConfig): string {
+  const c = target.connection;
+  if (c.type === 'stomp') return `${c.name} ${queueAddress('stomp', target.queue ?? '')}`;
+  if (target.exchange !== undefined && target.exchange !== '') {
+    return `${c.name} exchange ${target.exchange} routing key '${target.routingKey ?? ''}'`;
+  }
+  return `${c.name} queue ${target.queue ?? target.routingKey ?? ''}`;
+}
+
+export function warnings(config: Config): string[] {
+  const out: string[] = [];
+  const ic = config.idCache;
+  if (!ic.persistIdCache) {
+    out.push(
+      'id-cache.persist-id-cache is false: the duplicate-ID cache is kept in memory and lost on restart, so a message resent after a restart is not recognised as a duplicate',
+    );
+  }
+
+  // What may be in flight to one address at once: each bridge's prefetch, in every replica.
+  const inFlight = new Map<string, { total: number; bridges: string[] }>();
+  for (const b of config.bridges) {
+    if (!b.useDuplicateDetection) continue;
+    const key = addressOf(b.target);
+    const entry = inFlight.get(key) ?? { total: 0, bridges: [] };
+    entry.total += b.prefetch * ic.replicas;
+    entry.bridges.push(b.name);
+    inFlight.set(key, entry);
+  }
+  for (const [address, { total, bridges }] of inFlight) {
+    if (ic.idCacheSize < total) {
+      out.push(
+        `id-cache.id-cache-size ${ic.idCacheSize} is smaller than what can be in flight to ${address} (${total} = prefetch × replicas ${ic.replicas}, bridges ${bridges.join(', ')}): a resend could fall outside the cache; set id-cache-size to at least ${total}`,
+      );
+    }
+  }
+
+  for (const b of config.bridges) {
+    if (b.retryInterval > b.maxRetryInterval) {
+      out.push(
+        `bridge '${b.name}': retry-interval ${b.retryInterval} exceeds max-retry-interval ${b.maxRetryInterval}; every reconnect wait is capped at ${b.maxRetryInterval} ms`,
+      );
+    }
+    if (b.maxBatchSize > b.prefetch) {
+      out.push(
+        `bridge '${b.name}': max-batch-size ${b.maxBatchSize} exceeds prefetch ${b.prefetch}; a batch never holds more than prefetch messages`,
+      );
+    }
+    if (b.deadLetter === undefined) {
+      out.push(
+        `bridge '${b.name}' has no dead-letter destination: a message the target keeps rejecting stops the bridge instead of being set aside`,
+      );
+    }
+  }
+  return out;
+}

@@ -1,0 +1,162 @@
+import { resolve } from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { ConfigError } from '../../src/core/errors.js';
+import { loadConfig, parseConfig } from '../../src/config/load.js';
+import { bridgeSettingDefaults } from '../../src/config/schema.js';
+
+const fixture = (name: string) => resolve(import.meta.dirname, '../fixtures/config', name);
+const repoRoot = resolve(import.meta.dirname, '../..');
+
+describe('loadConfig: defaults and layering', () => {
+  it('fills every default for a minimal file', () => {
+    const config = loadConfig(fixture('valid-minimal.yaml'), {});
+    const rabbit = { name: 'rabbit', type: 'amqp', urls: ['amqp://127.0.0.1:5672'], heartbeat: 10, connectTimeout: 10000 };
+    expect(config).toEqual({
+      file: fixture('valid-minimal.yaml'),
+      connections: { rabbit },
+      idCache: {
+        persistIdCache: true,
+        idCacheSize: 2000,
+        redisUrl: 'redis://localhost:6379',
+        keyPrefix: 'broker-bridge',
+        reservationLease: 30000,
+        replicas: 1,
+      },
+      bridges: [
+        {
+          name: 'only',
+          source: { connection: rabbit, queue: 'in' },
+          target: { connection: rabbit, queue: 'out', routingKey: 'out' },
+          useDuplicateDetection: true,
+          duplicateIdHeader: '_AMQ_DUPL_ID',
+          prefetch: 500,
+          maxDeliveryAttempts: 5,
+          confirmTimeout: 15000,
+          maxBatchSize: 1,
+          maxBatchTime: 100,
+          retryInterval: 2000,
+          retryIntervalMultiplier: 1,
+          maxRetryInterval: 2000,
+          reconnectAttempts: -1,
+        },
+      ],
+      shutdownTimeout: 10000,
+      logLevel: 'info',
+    });
+    expect(config.bridges[0]).not.toHaveProperty('deadLetter');
+    expect(config).not.toHaveProperty('metricsPort');
+  });
+
+  it('layers schema defaults < defaults: < bridge, and resolves connections, urls and heart-beat', () => {
+    const config = loadConfig(fixture('valid-layered.yaml'), {});
+    const [first, second] = config.bridges;
+    expect(first?.prefetch).toBe(1000); // from defaults:
+    expect(first?.maxDeliveryAttempts).toBe(3); // from defaults:
+    expect(first?.useDuplicateDetection).toBe(true); // schema default
+    expect(second?.prefetch).toBe(10); // the bridge wins
+    expect(second?.maxDeliveryAttempts).toBe(3);
+    expect(second?.useDuplicateDetection).toBe(false);
+
+    expect(config.connections.rabbit).toEqual({
+      name: 'rabbit',
+      type: 'amqp',
+      urls: ['amqp://a:5672', 'amqps://b:5671'],
+      heartbeat: 30,
+      connectTimeout: 10000,
+    });
+    expect(config.connections.activemq).toEqual({
+      name: 'activemq',
+      type: 'stomp',
+      urls: ['stomp+ssl://broker:61612'],
+      heartBeat: [5000, 0],
+      connectTimeout: 10000,
+      host: 'vhost-1',
+    });
+    expect(first?.target).toEqual({ connection: config.connections.activemq, queue: '/topic/a' });
+    expect(second?.target).toEqual({ connection: config.connections.rabbit, exchange: 'ex', routingKey: 'rk' });
+    expect(second?.deadLetter).toEqual({
+      connection: config.connections.rabbit,
+      queue: 'b.dead-letter',
+      routingKey: 'b.dead-letter',
+    });
+    expect(config.idCache).toMatchObject({ persistIdCache: false, idCacheSize: 100, idCacheTtl: 60000, replicas: 2 });
+  });
+
+  it('parses heart-beat given as "out,in"', () => {
+    const config = parseConfig(
+      [
+        'connections:',
+        '  mq: { type: stomp, url: "stomp://h:61613", heart-beat: "2000, 3000" }',
+        'bridges:',
+        '  - { name: b, source: { connection: mq, queue: a }, target: { connection: mq, queue: b } }',
+      ].join('\n'),
+      'inline.yaml',
+      {},
+    );
+    expect(config.connections.mq).toMatchObject({ heartBeat: [2000, 3000] });
+  });
+
+  it('gives each bridge its own settings and leaves the schema defaults untouched', () => {
+    const before = { ...bridgeSettingDefaults };
+    const config = loadConfig(fixture('valid-layered.yaml'), {});
+    const [first, second] = config.bridges;
+    if (first === undefined || second === undefined) throw new Error('expected two bridges');
+    first.prefetch = 7;
+    expect(second.prefetch).toBe(10);
+    expect(loadConfig(fixture('valid-layered.yaml'), {}).bridges[0]?.prefetch).toBe(1000);
+    expect(bridgeSettingDefaults).toEqual(before);
+    expect(Object.isFrozen(bridgeSettingDefaults)).toBe(true);
+  });
+
+  it('loads the example bridges.yaml at the repository root', () => {
+    const config = loadConfig(resolve(repoRoot, 'bridges.yaml'), {});
+    expect(config.bridges.map((b) => b.name)).toEqual(['orders-to-activemq', 'invoices-to-rabbit']);
+    expect(config.bridges.map((b) => [b.source.connection.name, b.target.connection.name, b.deadLetter?.queue])).toEqual([
+      ['rabbit', 'activemq', 'orders.dead-letter'],
+      ['activemq', 'rabbit', 'invoices.dead-letter'],
+    ]);
+    expect(config.connections.rabbit?.urls).toEqual(['amqp://guest:guest@localhost:5672']);
+    expect(config.connections.activemq?.urls).toEqual(['stomp://localhost:61613']);
+    expect(config.idCache.redisUrl).toBe('redis://localhost:6379');
+  });
+
+  it('takes the URLs of the example from the environment when set', () => {
+    const config = loadConfig(resolve(repoRoot, 'bridges.yaml'), {
+      AMQP_URL: 'amqp://u:p@rabbit.internal:5673',
+      STOMP_URL: 'stomp://amq.internal:61614',
+      REDIS_URL: 'redis://redis.internal:6380',
+    });
+    expect(config.connections.rabbit?.urls).toEqual(['amqp://u:p@rabbit.internal:5673']);
+    expect(config.connections.activemq?.urls).toEqual(['stomp://amq.internal:61614']);
+    expect(config.idCache.redisUrl).toBe('redis://redis.internal:6380');
+  });
+
+  it('accepts metrics-port, log-level and shutdown-timeout', () => {
+    const config = parseConfig(
+      [
+        'log-level: debug',
+        'shutdown-timeout: 2500',
+        'metrics-port: 9464',
+        'connections: { r: { type: amqp, url: "amqp://h" } }',
+        'bridges: [{ name: b, source: { connection: r, queue: a }, target: { connection: r, exchange: x } }]',
+      ].join('\n'),
+      'inline.yaml',
+      {},
+    );
+    expect(config).toMatchObject({ logLevel: 'debug', shutdownTimeout: 2500, metricsPort: 9464 });
+    expect(config.bridges[0]?.target).toMatchObject({ exchange: 'x', routingKey: '' });
+  });
+
+  it('throws a ConfigError naming the file when it does not exist', () => {
+    expect(() => loadConfig('/nonexistent/bridges.yaml', {})).toThrow(ConfigError);
+    expect(() => loadConfig('/nonexistent/bridges.yaml', {})).toThrow(
+      /cannot read configuration file \/nonexistent\/bridges\.yaml: no such file/,
+    );
+  });
+
+  it('rejects an empty file', () => {
+    expect(() => parseConfig('# nothing\n', 'empty.yaml', {})).toThrow(
+      /empty\.yaml:1:1: the file is empty; expected a mapping with connections and bridges/,
+    );
+  });
+});

@@ -1,0 +1,227 @@
+/**
+ * The deployment files agree with each other and with the code: docker-compose.yml, Dockerfile, .dockerignore and
+ * the bridges.yaml that compose mounts. No Docker engine is needed (none exists on CI): the files are parsed, and
+ * bridges.yaml is loaded with the environment the compose file gives the bridge container.
+ */
+import { existsSync, readFileSync } from 'node:fs';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { describe, expect, it } from 'vitest';
+import { parse } from 'yaml';
+import { loadConfig } from '../../src/config/load.js';
+
+const root = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
+const read = (name: string): string => readFileSync(join(root, name), 'utf8');
+
+type Obj = Record<string, unknown>;
+
+function isObj(v: unknown): v is Obj {
+  return typeof v === 'object' && v !== null && !Array.isArray(v);
+}
+
+function obj(v: unknown, what: string): Obj {
+  if (!isObj(v)) throw new Error(`${what} is not a mapping`);
+  return v;
+}
+
+function strings(v: unknown): string[] {
+  if (typeof v === 'string') return [v];
+  return Array.isArray(v) ? v.map(String) : [];
+}
+
+/** compose `environment` is either a mapping or a list of KEY=VALUE. */
+function envOf(service: Obj): Record<string, string> {
+  const env = service.environment;
+  if (Array.isArray(env)) {
+    return Object.fromEntries(
+      env.map(String).map((entry) => {
+        const i = entry.indexOf('=');
+        return i < 0 ? [entry, ''] : [entry.slice(0, i), entry.slice(i + 1)];
+      }),
+    );
+  }
+  return Object.fromEntries(Object.entries(obj(env ?? {}, 'environment')).map(([k, v]) => [k, String(v)]));
+}
+
+/** compose durations as used here: 30s, 1m30s, 500ms. */
+function durationMs(text: unknown): number {
+  const s = String(text);
+  const parts = [...s.matchAll(/(\d+(?:\.\d+)?)(ms|s|m|h)/g)];
+  expect(parts.map((p) => p[0]).join(''), `duration '${s}'`).toBe(s);
+  const unit: Record<string, number> = { ms: 1, s: 1000, m: 60_000, h: 3_600_000 };
+  return parts.reduce((sum, p) => sum + Number(p[1]) * (unit[p[2] ?? 's'] ?? 0), 0);
+}
+
+/** Container-side port of each `ports` entry ("127.0.0.1:5672:5672", "5672:5672", "5672", or long syntax). */
+function containerPorts(service: Obj): number[] {
+  const ports = Array.isArray(service.ports) ? service.ports : [];
+  return ports.map((p) => {
+    if (isObj(p)) return Number(p.target);
+    const last = String(p).split('/')[0]?.split(':').pop();
+    return Number(last);
+  });
+}
+
+function urlOf(text: string): URL {
+  return new URL(text);
+}
+
+const compose = obj(parse(read('docker-compose.yml')), 'docker-compose.yml');
+const services = obj(compose.services, 'services');
+const service = (name: string): Obj => obj(services[name], `service ${name}`);
+const bridge = service('bridge');
+const bridgeEnv = envOf(bridge);
+
+/** Instruction arguments of the last stage's ENTRYPOINT/CMD/USER, exec form parsed as JSON. */
+function dockerfileInstruction(text: string, name: string): string | undefined {
+  const lines = text.split('\n').filter((l) => new RegExp(`^\\s*${name}\\s`, 'i').test(l));
+  return lines.at(-1)?.trim().slice(name.length).trim();
+}
+
+describe('docker-compose.yml', () => {
+  it('has the brokers, Redis and the bridge', () => {
+    expect(Object.keys(services).sort()).toEqual(['activemq', 'bridge', 'rabbitmq', 'redis']);
+  });
+
+  it('runs the broker versions the bridge is tested against', () => {
+    expect(service('rabbitmq').image).toMatch(/^rabbitmq:3\.13-management/);
+    expect(service('activemq').image).toMatch(/^apache\/activemq-classic:5\.18\./);
+    expect(service('redis').image).toMatch(/^redis:7/);
+  });
+
+  it('gives every backing service a healthcheck that checks the service itself', () => {
+    const test = (name: string): string => strings(obj(service(name).healthcheck, `${name}.healthcheck`).test).join(' ');
+    expect(test('rabbitmq')).toMatch(/rabbitmq-diagnostics.*ping/);
+    expect(test('redis')).toMatch(/redis-cli.*ping/);
+    // ActiveMQ: the STOMP port the bridge uses, not the web console or OpenWire.
+    expect(test('activemq')).toContain('61613');
+  });
+
+  it('persists Redis (append-only file on a named volume)', () => {
+    const redis = service('redis');
+    const command = strings(redis.command).join(' ');
+    expect(command).toMatch(/--appendonly\s+yes/);
+    const dataVolume = strings(redis.volumes).find((v) => v.split(':')[1] === '/data');
+    expect(dataVolume, 'a volume mounted at /data').toBeDefined();
+    const volumeName = dataVolume?.split(':')[0] ?? '';
+    expect(Object.keys(obj(compose.volumes, 'volumes'))).toContain(volumeName);
+  });
+
+  it('keeps broker data on named volumes', () => {
+    const declared = Object.keys(obj(compose.volumes, 'volumes'));
+    for (const name of ['rabbitmq', 'activemq', 'redis']) {
+      const named = strings(service(name).volumes).map((v) => v.split(':')[0]);
+      expect(named.some((v) => declared.includes(v ?? '')), `${name} has a named volume`).toBe(true);
+    }
+  });
+
+  it('builds the bridge from the Dockerfile and starts it only after the backing services are healthy', () => {
+    const build = bridge.build;
+    const context = typeof build === 'string' ? build : String(obj(build, 'bridge.build').context);
+    const dockerfile = isObj(build) && build.dockerfile !== undefined ? String(build.dockerfile) : 'Dockerfile';
+    expect(existsSync(join(root, context, dockerfile)), `${context}/${dockerfile} exists`).toBe(true);
+    expect(join(root, context, dockerfile)).toBe(join(root, 'Dockerfile'));
+
+    const dependsOn = obj(bridge.depends_on, 'bridge.depends_on');
+    for (const name of ['rabbitmq', 'activemq', 'redis']) {
+      expect(obj(dependsOn[name], `depends_on.${name}`).condition, name).toBe('service_healthy');
+    }
+    expect(bridge.restart).toBe('unless-stopped');
+  });
+
+  it('points the bridge at the compose services on their standard ports', () => {
+    const expected = [
+      ['AMQP_URL', 'amqp:', 'rabbitmq', 5672],
+      ['STOMP_URL', 'stomp:', 'activemq', 61613],
+      ['REDIS_URL', 'redis:', 'redis', 6379],
+    ] as const;
+    for (const [name, protocol, host, port] of expected) {
+      const value = bridgeEnv[name];
+      expect(value, name).toBeDefined();
+      const url = urlOf(value ?? '');
+      expect(url.protocol, name).toBe(protocol);
+      expect(url.hostname, name).toBe(host);
+      expect(Number(url.port), name).toBe(port);
+      // The port the URL uses is the one the service's container listens on (and publishes).
+      expect(containerPorts(service(host)), `${host} ports`).toContain(port);
+    }
+  });
+
+  it('mounts bridges.yaml read-only where the image looks for it', () => {
+    const mount = strings(bridge.volumes).find((v) => v.split(':')[1] === '/etc/broker-bridge/bridges.yaml');
+    expect(mount).toBe('./bridges.yaml:/etc/broker-bridge/bridges.yaml:ro');
+  });
+});
+
+describe('Dockerfile and .dockerignore', () => {
+  const dockerfile = read('Dockerfile');
+
+  it('runs the built CLI with the mounted configuration, as a non-root user', () => {
+    expect(JSON.parse(dockerfileInstruction(dockerfile, 'ENTRYPOINT') ?? 'null')).toEqual(['node', 'dist/cli.js']);
+    expect(JSON.parse(dockerfileInstruction(dockerfile, 'CMD') ?? 'null')).toEqual([
+      'run',
+      '--config',
+      '/etc/broker-bridge/bridges.yaml',
+    ]);
+    expect(dockerfileInstruction(dockerfile, 'USER')).toBe('node');
+    // The bin the image runs is the package's bin.
+    const pkg = JSON.parse(read('package.json')) as { bin?: Record<string, string> };
+    expect(pkg.bin?.['broker-bridge']).toBe('dist/cli.js');
+  });
+
+  it('builds on Node 20 with the lock file and the build script', () => {
+    expect(dockerfile).toMatch(/node:20-bookworm-slim/);
+    expect(dockerfile).toMatch(/npm ci\b/);
+    expect(dockerfile).toMatch(/npm run build\b/);
+    expect(dockerfile).toMatch(/npm prune --omit=dev/);
+    // `npm run build` runs scripts/copy-assets.mjs, which copies src/cache/scripts/*.lua into dist/.
+    expect(dockerfile).toMatch(/^COPY scripts /m);
+  });
+
+  it('keeps host build output and state out of the build context, but not what the build needs', () => {
+    const ignored = read('.dockerignore')
+      .split('\n')
+      .map((l) => l.trim())
+      .filter((l) => l && !l.startsWith('#'));
+    for (const name of ['node_modules', 'dist', '.git', '.activemq']) expect(ignored, name).toContain(name);
+    for (const needed of ['src', 'scripts', 'package.json', 'package-lock.json', 'tsconfig.json', 'tsconfig.build.json']) {
+      expect(ignored, needed).not.toContain(needed);
+      expect(existsSync(join(root, needed)), `${needed} exists`).toBe(true);
+    }
+  });
+});
+
+const bridgesYaml = join(root, 'bridges.yaml');
+
+describe.skipIf(!existsSync(bridgesYaml))('bridges.yaml as the compose bridge sees it', () => {
+  // Only the container's environment: the test runner's own AMQP_URL etc. must not leak in.
+  const load = async () => await loadConfig(bridgesYaml, { ...bridgeEnv });
+
+  it('loads, and every connection points at a compose service', async () => {
+    const config = await load();
+    const hosts = new Map<string, string[]>();
+    for (const c of Object.values(config.connections)) {
+      hosts.set(c.type, [...(hosts.get(c.type) ?? []), ...c.urls.map((u) => urlOf(u).host)]);
+    }
+    expect(hosts.get('amqp')?.length, 'an AMQP connection').toBeGreaterThan(0);
+    expect(hosts.get('stomp')?.length, 'a STOMP connection').toBeGreaterThan(0);
+    for (const h of hosts.get('amqp') ?? []) expect(h).toBe('rabbitmq:5672');
+    for (const h of hosts.get('stomp') ?? []) expect(h).toBe('activemq:61613');
+    if (config.idCache.persistIdCache) expect(urlOf(config.idCache.redisUrl).host).toBe('redis:6379');
+  });
+
+  it('serves /health on the port the compose healthcheck probes', async () => {
+    const probe = strings(obj(bridge.healthcheck, 'bridge.healthcheck').test).join(' ');
+    const port = /127\.0\.0\.1:(\d+)\/health/.exec(probe)?.[1];
+    expect(port, 'the healthcheck fetches http://127.0.0.1:<port>/health').toBeDefined();
+    const config = await load();
+    expect(config.metricsPort, 'metrics-port in bridges.yaml (without it the bridge never turns healthy)').toBe(
+      Number(port),
+    );
+  });
+
+  it('gives the drain time to finish before compose kills the bridge', async () => {
+    const config = await load();
+    expect(durationMs(bridge.stop_grace_period)).toBeGreaterThan(config.shutdownTimeout);
+  });
+});

@@ -1,0 +1,178 @@
+/**
+ * Vitest globalSetup of the `integration` project: makes sure the test workers find RabbitMQ, ActiveMQ (STOMP) and
+ * Redis through AMQP_URL, STOMP_URL and REDIS_URL (read by ./services.ts).
+ *
+ * - A variable that is set is used as is; its host:port is probed once so that a service that is down fails the
+ *   run in seconds with a sentence, instead of every test timing out.
+ * - A variable that is missing is filled by starting the service with testcontainers (a Docker engine is needed).
+ *   RABBITMQ_MANAGEMENT_URL is filled too when a RabbitMQ container is started and the variable is unset.
+ * - Missing and no container runtime: the run fails with a message naming the variables and how to set them.
+ *
+ * The values go into process.env of this (main) process; vitest creates the fork workers after globalSetup and
+ * they inherit its environment (checked with vitest 4.1, pool `forks`).
+ */
+import { connect } from 'node:net';
+import type { StartedTestContainer } from 'testcontainers';
+
+const SERVICE_VARS = ['AMQP_URL', 'REDIS_URL', 'STOMP_URL'] as const;
+type ServiceVar = (typeof SERVICE_VARS)[number];
+
+/** Images started when a variable is missing; override with TEST_<SERVICE>_IMAGE to try another version. */
+const IMAGES = {
+  rabbitmq: process.env.TEST_RABBITMQ_IMAGE ?? 'rabbitmq:3.13-management',
+  redis: process.env.TEST_REDIS_IMAGE ?? 'redis:7',
+  activemq: process.env.TEST_ACTIVEMQ_IMAGE ?? 'apache/activemq-classic:5.18.6',
+};
+
+const STARTUP_TIMEOUT_MS = 120_000;
+const PROBE_TIMEOUT_MS = 3_000;
+
+const DEFAULT_PORTS: Record<string, number> = {
+  'amqp:': 5672,
+  'amqps:': 5671,
+  'redis:': 6379,
+  'rediss:': 6379,
+  'stomp:': 61613,
+  'stomp+ssl:': 61612,
+};
+
+const HOW_TO_SET = [
+  'Either point the tests at running services, e.g.',
+  '  AMQP_URL=amqp://guest:guest@127.0.0.1:5672 REDIS_URL=redis://127.0.0.1:6379 STOMP_URL=stomp://127.0.0.1:61613 \\',
+  '  RABBITMQ_MANAGEMENT_URL=http://guest:guest@127.0.0.1:15672 npm test',
+  '  (`bash scripts/activemq.sh start` runs a local ActiveMQ with STOMP on 127.0.0.1:61613; RABBITMQ_MANAGEMENT_URL',
+  '  needs `rabbitmq-plugins enable rabbitmq_management` and is used by the fault tests),',
+  'or make a Docker engine reachable and leave them unset, so that testcontainers starts the services.',
+].join('\n');
+
+const started: StartedTestContainer[] = [];
+
+export async function setup(): Promise<void> {
+  const missing = SERVICE_VARS.filter((name) => !process.env[name]);
+  const given = SERVICE_VARS.filter((name) => !missing.includes(name));
+
+  await Promise.all(given.map((name) => probeVariable(name)));
+  if (missing.length === 0) return;
+
+  // Loaded only when needed: a run against existing services does not pay for (or depend on) testcontainers.
+  const tc = await import('testcontainers');
+  try {
+    await tc.getContainerRuntimeClient();
+  } catch (err) {
+    const reason = err instanceof Error ? err.message : String(err);
+    throw new Error(
+      `Integration tests need RabbitMQ, ActiveMQ (STOMP) and Redis, but ${listNames(missing)} ` +
+        `${missing.length === 1 ? 'is' : 'are'} not set and no container runtime is reachable for testcontainers ` +
+        `(${reason}).\n${HOW_TO_SET}`,
+      { cause: err },
+    );
+  }
+
+  const results = await Promise.allSettled(missing.map((name) => startService(name)));
+  const failure = results.find((r): r is PromiseRejectedResult => r.status === 'rejected');
+  if (failure) {
+    await teardown();
+    throw new Error(`could not start the test services with testcontainers: ${String(failure.reason)}\n${HOW_TO_SET}`, {
+      cause: failure.reason,
+    });
+  }
+  for (const r of results) {
+    if (r.status !== 'fulfilled') continue;
+    for (const [name, value] of Object.entries(r.value)) {
+      // Never override what the user set (e.g. RABBITMQ_MANAGEMENT_URL pointing somewhere else on purpose).
+      if (!process.env[name]) process.env[name] = value;
+    }
+  }
+}
+
+export async function teardown(): Promise<void> {
+  // Throwaway test brokers: no graceful stop needed (testcontainers' default kills at once and removes them).
+  const containers = started.splice(0).reverse();
+  await Promise.allSettled(containers.map((c) => c.stop()));
+}
+
+async function startService(name: ServiceVar): Promise<Record<string, string>> {
+  switch (name) {
+    case 'AMQP_URL': {
+      const { RabbitMQContainer } = await import('@testcontainers/rabbitmq');
+      const c = await new RabbitMQContainer(IMAGES.rabbitmq).withStartupTimeout(STARTUP_TIMEOUT_MS).start();
+      started.push(c);
+      const host = c.getHost();
+      return {
+        AMQP_URL: `amqp://guest:guest@${host}:${c.getMappedPort(5672)}`,
+        RABBITMQ_MANAGEMENT_URL: `http://guest:guest@${host}:${c.getMappedPort(15672)}`,
+      };
+    }
+    case 'REDIS_URL': {
+      const { RedisContainer } = await import('@testcontainers/redis');
+      const c = await new RedisContainer(IMAGES.redis).withStartupTimeout(STARTUP_TIMEOUT_MS).start();
+      started.push(c);
+      return { REDIS_URL: c.getConnectionUrl() };
+    }
+    case 'STOMP_URL': {
+      const { GenericContainer, Wait } = await import('testcontainers');
+      // The image's default activemq.xml has a STOMP transport connector on 0.0.0.0:61613 and no authentication
+      // (the entrypoint adds it only when ACTIVEMQ_CONNECTION_USER is set).
+      const c = await new GenericContainer(IMAGES.activemq)
+        .withExposedPorts(61613)
+        .withWaitStrategy(Wait.forListeningPorts())
+        .withStartupTimeout(STARTUP_TIMEOUT_MS)
+        .start();
+      started.push(c);
+      return { STOMP_URL: `stomp://${c.getHost()}:${c.getMappedPort(61613)}` };
+    }
+  }
+}
+
+/** Fails with a sentence when none of the addresses in the variable (comma-separated failover list) accepts TCP. */
+async function probeVariable(name: ServiceVar): Promise<void> {
+  const raw = process.env[name] ?? '';
+  const urls = raw
+    .split(',')
+    .map((s) => s.trim())
+    .filter(Boolean);
+  const errors: string[] = [];
+  for (const text of urls) {
+    let url: URL;
+    try {
+      url = new URL(text);
+    } catch {
+      throw new Error(`${name} is not a valid URL: ${redact(text)}\n${HOW_TO_SET}`);
+    }
+    const host = url.hostname.replace(/^\[(.*)\]$/, '$1') || '127.0.0.1';
+    const port = url.port ? Number(url.port) : DEFAULT_PORTS[url.protocol];
+    if (port === undefined) {
+      throw new Error(`${name}=${redact(text)} has no port and '${url.protocol}' has no default one\n${HOW_TO_SET}`);
+    }
+    const error = await probeTcp(host, port);
+    if (error === undefined) return;
+    errors.push(`${host}:${port}: ${error}`);
+  }
+  throw new Error(
+    `${name}=${redact(raw)} is set, but the service does not accept connections (${errors.join('; ')}). ` +
+      `Start it or fix the variable.\n${HOW_TO_SET}`,
+  );
+}
+
+function probeTcp(host: string, port: number): Promise<string | undefined> {
+  return new Promise((resolve) => {
+    const socket = connect({ host, port });
+    const done = (error: string | undefined): void => {
+      socket.destroy();
+      resolve(error);
+    };
+    socket.setTimeout(PROBE_TIMEOUT_MS, () => done(`no answer within ${PROBE_TIMEOUT_MS} ms`));
+    socket.once('connect', () => done(undefined));
+    socket.once('error', (err: NodeJS.ErrnoException) => done(err.code === 'ECONNREFUSED' ? 'connection refused' : err.message));
+  });
+}
+
+/** Credentials never reach a log line or an error message. */
+function redact(text: string): string {
+  return text.replace(/\/\/[^/@\s]*@/g, '//***@');
+}
+
+function listNames(names: readonly string[]): string {
+  if (names.length <= 1) return names.join('');
+  return `${names.slice(0, -1).join(', ')} and ${names[names.length - 1]}`;
+}

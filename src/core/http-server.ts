@@ -1,0 +1,36 @@
+/**
+ * GET /metrics (Prometheus) and GET /health (200 while every bridge runs, 503 otherwise, with the states as JSON).
+ * Used by the compose healthcheck; bound to the configured metrics-port only.
+ */
+import { createServer, type Server } from 'node:http';
+import type { Metrics } from './metrics.js';
+
+export function startHttpServer(port: number, metrics: Metrics): Promise<Server> {
+  const server = createServer((req, res) => {
+    if (req.url === '/health') {
+      const ok = metrics.healthy();
+      res.writeHead(ok ? 200 : 503, { 'content-type': 'application/json' });
+      res.end(JSON.stringify({ status: ok ? 'ok' : 'degraded', bridges: metrics.snapshot() }));
+      return;
+    }
+    if (req.url === '/metrics') {
+      metrics.registry.metrics().then(
+        (body) => {
+          res.writeHead(200, { 'content-type': metrics.registry.contentType });
+          res.end(body);
+        },
+        () => {
+          res.writeHead(500);
+          res.end();
+        },
+      );
+      return;
+    }
+    res.writeHead(404);
+    res.end();
+  });
+  return new Promise((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(port, () => resolve(server));
+  });
+}

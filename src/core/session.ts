@@ -1,0 +1,505 @@
+/**
+ * One bridge session: a source, a target (and a dead-letter destination) connected together until something breaks
+ * or the bridge is stopped. The supervisor (./supervisor.ts) builds a new session after every loss.
+ *
+ * Per message: resolve the duplicate ID (header, stable identity or stamp) → reserve it for the target address →
+ * send → wait for the target's confirmation → commit the ID → ack the source. Many messages are in flight at once
+ * (up to the source prefetch); they are sent in source order by one loop, and settle as confirmations arrive.
+ *
+ * Failure handling:
+ * - the duplicate-ID cache unreachable: every cache call is retried with backoff while the session lives; messages are
+ *   held (nothing is forwarded unchecked, nothing is acked), and the flow resumes by itself.
+ * - a message the target refuses: retried up to max-delivery-attempts, then moved to the dead-letter destination with
+ *   the reason, and only then acked; with no dead-letter destination the bridge stops instead of dropping.
+ * - a lost connection: the session ends; nothing unconfirmed is acked, so the broker redelivers it. Reservations of
+ *   messages whose send outcome is unknown are released as "uncertain", so their resend is flagged a possible duplicate.
+ */
+import type { BridgeConfig } from '../config/types.js';
+import type { IdCache, ReserveResult } from '../cache/id-cache.js';
+import type { Logger } from '../log.js';
+import type { BridgeMessage, SourceDelivery } from './message.js';
+import type { SourceEndpoint, TargetEndpoint } from './ports.js';
+import type { Metrics } from './metrics.js';
+import { BridgeError, FatalBridgeError, MessageRejectedError, isTransient } from './errors.js';
+import { fingerprint, newStampedId, readDuplicateId, withDuplicateId } from './duplicate-id.js';
+import { Deque } from './deque.js';
+
+/** Headers added to a dead-lettered message, saying why it is there. */
+export const DEAD_LETTER_HEADERS = {
+  reason: 'x-bridge-dead-letter-reason',
+  detail: 'x-bridge-dead-letter-detail',
+  bridge: 'x-bridge-name',
+  target: 'x-bridge-original-target',
+  attempts: 'x-bridge-delivery-attempts',
+  time: 'x-bridge-dead-lettered-at',
+} as const;
+
+export type SessionEnd = { kind: 'stopped' } | { kind: 'failed'; error: BridgeError };
+
+export interface SessionDeps {
+  bridge: BridgeConfig;
+  source: SourceEndpoint;
+  target: TargetEndpoint;
+  deadLetter?: TargetEndpoint;
+  cache: IdCache;
+  log: Logger;
+  metrics: Metrics;
+  /** Unique per process and session; prefixes every owner token. */
+  tokenPrefix: string;
+}
+
+type Prepared = 'forward' | 'duplicate' | 'busy';
+
+interface Job {
+  delivery: SourceDelivery;
+  token: string;
+  id?: string;
+  /** Set when the ID came from a stamp record (no header, no stable identity): the record is forgotten after the ack. */
+  stampFingerprint?: string;
+  reserved: boolean;
+  outgoing?: BridgeMessage;
+  attempts: number;
+  /** The message was written to the target at least once: a lost confirmation means the outcome is unknown. */
+  sent: boolean;
+  confirmed: boolean;
+  settled: boolean;
+  prepared: Promise<Prepared>;
+}
+
+class SessionStopped extends BridgeError {
+  readonly kind = 'fatal' as const;
+  readonly retriable = false;
+}
+
+const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
+const CACHE_RETRY_MIN_MS = 100;
+const CACHE_RETRY_MAX_MS = 2000;
+const BUSY_RETRY_MS = 25;
+const ACK_BARRIER_INTERVAL_MS = 200;
+/** How long a session may spend, after it ended, giving its reservations back. Redis may be down: bounded. */
+const ABANDON_TIMEOUT_MS = 3000;
+
+export class BridgeSession {
+  private readonly cfg: BridgeConfig;
+  private readonly log: Logger;
+  private readonly pending = new Deque<Job>();
+  private readonly unsettled = new Set<Job>();
+  private seq = 0;
+  private failure?: BridgeError;
+  private draining = false;
+  private blocked = false;
+  private cacheDown = false;
+  private wakeLoop?: () => void;
+  private wakeDrain?: () => void;
+  private unblock?: () => void;
+  private stampsToForget: { fingerprint: string; id: string }[] = [];
+  private barrierTimer?: NodeJS.Timeout;
+  private resolveEnded!: (end: SessionEnd) => void;
+  private ended?: SessionEnd;
+  /** Resolves once, when the session has ended and its connections are closed. */
+  readonly finished: Promise<SessionEnd>;
+
+  constructor(private readonly deps: SessionDeps) {
+    this.cfg = deps.bridge;
+    this.log = deps.log;
+    this.finished = new Promise((resolve) => (this.resolveEnded = resolve));
+  }
+
+  private get dedupe(): boolean {
+    return this.cfg.useDuplicateDetection;
+  }
+
+  /** Opens target, dead-letter and source (in that order, so nothing is consumed before it can go somewhere). */
+  async open(): Promise<void> {
+    const { source, target, deadLetter } = this.deps;
+    try {
+      await target.open({ onLost: (e) => this.fail(e), onBlocked: (b, reason) => this.setBlocked(b, reason) });
+      if (deadLetter) await deadLetter.open({ onLost: (e) => this.fail(e) });
+      await source.open({ onDelivery: (d) => this.accept(d), onLost: (e) => this.fail(e) });
+    } catch (err) {
+      await Promise.allSettled([source.close(), target.close(), deadLetter?.close()]);
+      throw err;
+    }
+    void this.forwardLoop();
+    this.barrierTimer = setInterval(() => void this.forgetAckedStamps(), ACK_BARRIER_INTERVAL_MS);
+    this.barrierTimer.unref();
+  }
+
+  /** Stops consuming, lets in-flight messages finish within `timeoutMs`, then closes. Unfinished ones stay unacked. */
+  async drain(timeoutMs: number): Promise<SessionEnd> {
+    if (!this.failure) {
+      this.draining = true;
+      await this.deps.source.stopConsuming().catch(() => undefined);
+      const deadline = Date.now() + timeoutMs;
+      while (this.unsettled.size > 0 && !this.failure && Date.now() < deadline) {
+        await new Promise<void>((r) => {
+          this.wakeDrain = r;
+          setTimeout(r, Math.min(100, Math.max(1, deadline - Date.now())));
+        });
+      }
+      if (this.unsettled.size > 0 && !this.failure) {
+        this.log.warn({ unfinished: this.unsettled.size }, 'drain timeout reached: unfinished messages stay unacked and will be redelivered');
+      }
+      await this.forgetAckedStamps();
+      this.fail(new SessionStopped('stopped'));
+    }
+    return this.finished;
+  }
+
+  // ---- intake ------------------------------------------------------------------------------------------------
+
+  private accept(delivery: SourceDelivery): void {
+    // After a failure or during a drain the message is left unacked: the broker redelivers it.
+    if (this.failure || this.draining) return;
+    this.seq += 1;
+    const job: Job = {
+      delivery,
+      token: `${this.deps.tokenPrefix}.${this.seq}`,
+      reserved: false,
+      attempts: 0,
+      sent: false,
+      confirmed: false,
+      settled: false,
+      prepared: Promise.resolve('busy'),
+    };
+    job.prepared = this.prepare(job);
+    // The loop awaits `prepared` in order; an early rejection must not surface as unhandled in between.
+    job.prepared.catch(() => undefined);
+    this.unsettled.add(job);
+    this.pending.push(job);
+    this.wakeLoop?.();
+  }
+
+  /** Resolves the duplicate ID and reserves it. Never forwards anything. */
+  private async prepare(job: Job): Promise<Prepared> {
+    const msg = job.delivery.message;
+    if (!this.dedupe) {
+      job.outgoing = msg;
+      return 'forward';
+    }
+    const { cache, source, target } = this.deps;
+    if (job.id === undefined) {
+      const id = readDuplicateId(msg, this.cfg.duplicateIdHeader) ?? job.delivery.stableId;
+      if (id !== undefined) {
+        job.id = id;
+      } else {
+        const fp = fingerprint(msg);
+        if (job.delivery.redelivered) {
+          const claim = await this.cacheCall(() => cache.claimStamp(source.address, fp, job.token));
+          if (claim.status === 'busy') return 'busy';
+          if (claim.status === 'claimed') {
+            job.id = claim.id;
+            job.stampFingerprint = fp;
+          }
+        }
+        if (job.id === undefined) {
+          const stamped = newStampedId();
+          await this.cacheCall(() => cache.recordStamp(source.address, fp, stamped, job.token));
+          job.id = stamped;
+          job.stampFingerprint = fp;
+        }
+      }
+    }
+    const id = job.id;
+    const result: ReserveResult = await this.cacheCall(() => cache.reserve(target.address, id, job.token));
+    if (result.status === 'busy') return 'busy';
+    if (result.status === 'duplicate') return 'duplicate';
+    job.reserved = true;
+    job.outgoing = withDuplicateId(msg, this.cfg.duplicateIdHeader, id, result.possibleDuplicate);
+    if (result.possibleDuplicate) this.deps.metrics.possibleDuplicates.inc({ bridge: this.cfg.name });
+    return 'forward';
+  }
+
+  // ---- the ordered send loop -----------------------------------------------------------------------------------
+
+  private async forwardLoop(): Promise<void> {
+    const batchSize = this.cfg.maxBatchSize;
+    let batch: Job[] = [];
+    let batchStarted = 0;
+    try {
+      while (!this.failure) {
+        const job = this.pending.peek();
+        if (!job) {
+          if (batch.length > 0) {
+            const waited = Date.now() - batchStarted;
+            // A full prefetch window brings no new deliveries: waiting would only add latency.
+            if (waited >= this.cfg.maxBatchTime || this.unsettled.size >= this.cfg.prefetch || this.draining) {
+              this.sendBatch(batch);
+              batch = [];
+              continue;
+            }
+            await this.waitForWork(this.cfg.maxBatchTime - waited);
+          } else {
+            await this.waitForWork();
+          }
+          continue;
+        }
+        let prepared = await job.prepared;
+        while (prepared === 'busy' && !this.failure) {
+          // Another owner holds this ID (often an earlier copy in our own batch): let it finish first.
+          if (batch.length > 0) {
+            this.sendBatch(batch);
+            batch = [];
+          }
+          await sleep(BUSY_RETRY_MS);
+          job.prepared = this.prepare(job);
+          prepared = await job.prepared;
+        }
+        if (this.failure) break;
+        this.pending.shift();
+        if (prepared === 'duplicate') {
+          this.dropDuplicate(job);
+          continue;
+        }
+        while (this.blocked && !this.failure) await new Promise<void>((r) => (this.unblock = r));
+        if (this.failure) break;
+        if (batchSize > 1) {
+          if (batch.length === 0) batchStarted = Date.now();
+          batch.push(job);
+          if (batch.length >= batchSize) {
+            this.sendBatch(batch);
+            batch = [];
+          }
+        } else {
+          this.sendOne(job);
+        }
+      }
+    } catch (err) {
+      this.fail(err);
+    }
+  }
+
+  private waitForWork(timeoutMs?: number): Promise<void> {
+    return new Promise<void>((resolve) => {
+      const timer = timeoutMs !== undefined ? setTimeout(resolve, Math.max(1, timeoutMs)) : undefined;
+      this.wakeLoop = () => {
+        if (timer) clearTimeout(timer);
+        this.wakeLoop = undefined;
+        resolve();
+      };
+    });
+  }
+
+  private setBlocked(blocked: boolean, reason?: string): void {
+    if (blocked === this.blocked) return;
+    this.blocked = blocked;
+    if (blocked) {
+      this.log.warn({ reason }, 'target broker blocked publishing (flow control): holding messages');
+    } else {
+      this.log.info('target broker unblocked publishing: resuming');
+      this.unblock?.();
+    }
+  }
+
+  private sendOne(job: Job): void {
+    const message = job.outgoing as BridgeMessage;
+    job.sent = true;
+    this.deps.target.send(message).then(
+      () => this.onConfirmed([job]),
+      (err: unknown) => this.onSendFailed(job, err),
+    );
+  }
+
+  private sendBatch(jobs: Job[]): void {
+    const target = this.deps.target;
+    if (!target.sendBatch || jobs.length === 1) {
+      for (const job of jobs) this.sendOne(job);
+      return;
+    }
+    for (const job of jobs) job.sent = true;
+    target.sendBatch(jobs.map((j) => j.outgoing as BridgeMessage)).then(
+      () => this.onConfirmed(jobs),
+      (err: unknown) => {
+        if (this.failure) return;
+        if (err instanceof MessageRejectedError) {
+          // The transaction as a whole was refused; we cannot tell which message caused it. Nothing of it was
+          // delivered, so send them one by one: the culprit is counted and dead-lettered, the rest go through.
+          this.log.warn({ err, size: jobs.length }, 'target refused a batch: sending its messages one by one');
+          for (const job of jobs) this.sendOne(job);
+        } else {
+          this.fail(err);
+        }
+      },
+    );
+  }
+
+  // ---- settling ----------------------------------------------------------------------------------------------
+
+  private onConfirmed(jobs: Job[]): void {
+    for (const job of jobs) job.confirmed = true;
+    if (this.failure) return;
+    for (const job of jobs) {
+      void this.commitAndAck(job).catch((err: unknown) => this.fail(err));
+    }
+  }
+
+  private async commitAndAck(job: Job): Promise<void> {
+    if (this.dedupe && job.reserved && job.id !== undefined) {
+      const id = job.id;
+      await this.cacheCall(() => this.deps.cache.commit(this.deps.target.address, id, job.token));
+    }
+    this.deps.metrics.forwarded.inc({ bridge: this.cfg.name });
+    this.settle(job);
+  }
+
+  private dropDuplicate(job: Job): void {
+    this.deps.metrics.duplicates.inc({ bridge: this.cfg.name });
+    this.log.info({ duplicateId: job.id, redelivered: job.delivery.redelivered }, 'duplicate dropped: its ID is already recorded for the target address');
+    this.settle(job);
+  }
+
+  /** Acks the source; the job is done. */
+  private settle(job: Job): void {
+    if (job.settled || this.failure) return;
+    job.settled = true;
+    this.deps.source.ack(job.delivery);
+    this.unsettled.delete(job);
+    if (job.stampFingerprint !== undefined && job.id !== undefined) {
+      this.stampsToForget.push({ fingerprint: job.stampFingerprint, id: job.id });
+    }
+    if (this.unsettled.size === 0) this.wakeDrain?.();
+  }
+
+  private onSendFailed(job: Job, err: unknown): void {
+    if (this.failure) return;
+    if (!(err instanceof MessageRejectedError)) {
+      this.fail(err);
+      return;
+    }
+    job.attempts += 1;
+    this.deps.metrics.rejections.inc({ bridge: this.cfg.name, reason: err.reason });
+    if (job.attempts < this.cfg.maxDeliveryAttempts) {
+      this.log.warn({ duplicateId: job.id, attempt: job.attempts, reason: err.reason, err }, 'target refused a message: sending it again');
+      this.sendOne(job);
+      return;
+    }
+    void this.deadLetterJob(job, err).catch((e: unknown) => this.fail(e));
+  }
+
+  private async deadLetterJob(job: Job, err: MessageRejectedError): Promise<void> {
+    const { deadLetter, target } = this.deps;
+    const what = `bridge '${this.cfg.name}': the target ${target.description} refused a message${job.id ? ` (duplicate ID ${job.id})` : ''} ${job.attempts} times (${err.reason}: ${err.message})`;
+    if (!deadLetter) {
+      throw new FatalBridgeError(`${what}, and no dead-letter destination is configured: stopping the bridge instead of dropping the message`);
+    }
+    const original = job.outgoing ?? job.delivery.message;
+    const message: BridgeMessage = {
+      ...original,
+      headers: {
+        ...original.headers,
+        [DEAD_LETTER_HEADERS.reason]: err.reason,
+        [DEAD_LETTER_HEADERS.detail]: err.message,
+        [DEAD_LETTER_HEADERS.bridge]: this.cfg.name,
+        [DEAD_LETTER_HEADERS.target]: target.description,
+        [DEAD_LETTER_HEADERS.attempts]: job.attempts,
+        [DEAD_LETTER_HEADERS.time]: new Date().toISOString(),
+      },
+    };
+    try {
+      await deadLetter.send(message);
+    } catch (dlErr) {
+      if (dlErr instanceof MessageRejectedError) {
+        throw new FatalBridgeError(`${what}, and the dead-letter destination ${deadLetter.description} refused it too (${dlErr.message}): stopping the bridge instead of dropping the message`, { cause: dlErr });
+      }
+      throw dlErr;
+    }
+    // The ID never reached the target: give it back so that a later, fixed re-send of it can go through.
+    if (this.dedupe && job.reserved && job.id !== undefined) {
+      const id = job.id;
+      await this.cacheCall(() => this.deps.cache.release(target.address, id, job.token, false));
+      job.reserved = false;
+    }
+    this.deps.metrics.deadLettered.inc({ bridge: this.cfg.name, reason: err.reason });
+    this.log.warn({ duplicateId: job.id, reason: err.reason, deadLetter: deadLetter.description }, 'message moved to the dead-letter destination');
+    this.settle(job);
+  }
+
+  // ---- the cache, failing closed -----------------------------------------------------------------------------
+
+  /** Runs a cache call, retrying while the cache is unreachable and the session lives. Logs once per state change. */
+  private async cacheCall<T>(call: () => Promise<T>): Promise<T> {
+    let delay = CACHE_RETRY_MIN_MS;
+    for (;;) {
+      if (this.failure) throw this.failure;
+      try {
+        const result = await call();
+        if (this.cacheDown) {
+          this.cacheDown = false;
+          this.log.info('duplicate-ID cache reachable again: resuming');
+        }
+        return result;
+      } catch (err) {
+        if (!isTransient(err)) throw err;
+        if (!this.cacheDown) {
+          this.cacheDown = true;
+          this.log.warn({ err }, 'duplicate-ID cache unreachable: holding messages (nothing is forwarded unchecked) until it is back');
+        }
+        await sleep(delay);
+        delay = Math.min(delay * 2, CACHE_RETRY_MAX_MS);
+      }
+    }
+  }
+
+  /**
+   * Stamp records are forgotten only once the acks of their messages provably reached the broker; forgetting earlier
+   * would let a redelivery (of an ack lost in a crash) get a new ID.
+   */
+  private async forgetAckedStamps(): Promise<void> {
+    if (this.stampsToForget.length === 0) return;
+    const batch = this.stampsToForget;
+    this.stampsToForget = [];
+    try {
+      await this.deps.source.ackBarrier();
+      const { cache, source } = this.deps;
+      await Promise.all(batch.map((s) => cache.forgetStamp(source.address, s.fingerprint, s.id)));
+    } catch (err) {
+      // Left behind, the records expire by their TTL; a redelivery of one of these messages is a duplicate anyway.
+      this.log.debug({ err, count: batch.length }, 'could not forget stamp records');
+    }
+  }
+
+  // ---- the end -----------------------------------------------------------------------------------------------
+
+  private fail(err: unknown): void {
+    if (this.failure) return;
+    const error =
+      err instanceof BridgeError
+        ? err
+        : new FatalBridgeError(`bridge '${this.cfg.name}' hit an unexpected error: ${err instanceof Error ? err.message : String(err)}`, { cause: err });
+    this.failure = error;
+    this.wakeLoop?.();
+    this.unblock?.();
+    this.wakeDrain?.();
+    if (this.barrierTimer) clearInterval(this.barrierTimer);
+    void this.teardown(error);
+  }
+
+  private async teardown(error: BridgeError): Promise<void> {
+    const { source, target, deadLetter } = this.deps;
+    // Source first: from here on nothing more is acked, and the broker takes back every unacked message.
+    await source.close();
+    await Promise.allSettled([target.close(), deadLetter?.close()]);
+    const abandoned = [...this.unsettled];
+    if (abandoned.length > 0 && this.dedupe) {
+      await Promise.race([
+        Promise.allSettled(abandoned.map((job) => this.abandon(job))),
+        sleep(ABANDON_TIMEOUT_MS),
+      ]);
+    }
+    this.ended = error instanceof SessionStopped ? { kind: 'stopped' } : { kind: 'failed', error };
+    this.resolveEnded(this.ended);
+  }
+
+  /** Gives back what an unfinished message held, so that its redelivery need not wait for a lease to expire. */
+  private async abandon(job: Job): Promise<void> {
+    const { cache, source, target } = this.deps;
+    if (job.reserved && job.id !== undefined) {
+      if (job.confirmed) await cache.commit(target.address, job.id, job.token);
+      else await cache.release(target.address, job.id, job.token, job.sent);
+    }
+    if (job.stampFingerprint !== undefined && job.id !== undefined && !job.settled) {
+      await cache.releaseStamp(source.address, job.stampFingerprint, job.id, job.token);
+    }
+  }
+}
+

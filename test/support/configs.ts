@@ -1,0 +1,48 @@
+/** Builds bridges.yaml texts for tests, with unique cache key prefixes so tests never share duplicate-ID caches. */
+import { services, uniqueName } from './services.js';
+
+export interface BridgeYamlOptions {
+  name?: string;
+  sourceConnection?: 'rabbit' | 'activemq';
+  sourceQueue: string;
+  targetConnection?: 'rabbit' | 'activemq';
+  /** Raw YAML for the target mapping's body, e.g. `queue: out` or `exchange: x, routing-key: k`. */
+  target: string;
+  deadLetter?: string;
+  extra?: Record<string, string | number | boolean>;
+}
+
+export interface ConfigOptions {
+  bridges: BridgeYamlOptions[];
+  keyPrefix?: string;
+  idCache?: Record<string, string | number | boolean>;
+  redisUrl?: string;
+  amqpUrl?: string;
+  stompUrl?: string;
+  logLevel?: string;
+  shutdownTimeout?: number;
+}
+
+export function bridgeConfig(o: ConfigOptions): { yaml: string; keyPrefix: string } {
+  const keyPrefix = o.keyPrefix ?? uniqueName('bbtest');
+  const idCache = { 'key-prefix': keyPrefix, 'redis-url': o.redisUrl ?? services.redisUrl, ...o.idCache };
+  const lines = [
+    `log-level: ${o.logLevel ?? 'info'}`,
+    `shutdown-timeout: ${o.shutdownTimeout ?? 10000}`,
+    'connections:',
+    `  rabbit: { type: amqp, url: "${o.amqpUrl ?? services.amqpUrl}" }`,
+  ];
+  const needsStomp = o.bridges.some((b) => b.sourceConnection === 'activemq' || b.targetConnection === 'activemq' || (b.deadLetter ?? '').includes('activemq'));
+  if (needsStomp || o.stompUrl) lines.push(`  activemq: { type: stomp, url: "${o.stompUrl ?? services.stompUrl}" }`);
+  lines.push('id-cache:');
+  for (const [k, v] of Object.entries(idCache)) lines.push(`  ${k}: ${typeof v === 'string' ? JSON.stringify(v) : v}`);
+  lines.push('bridges:');
+  for (const b of o.bridges) {
+    lines.push(`  - name: ${b.name ?? 'test-bridge'}`);
+    lines.push(`    source: { connection: ${b.sourceConnection ?? 'rabbit'}, queue: "${b.sourceQueue}" }`);
+    lines.push(`    target: { connection: ${b.targetConnection ?? 'rabbit'}, ${b.target} }`);
+    if (b.deadLetter) lines.push(`    dead-letter: { ${b.deadLetter} }`);
+    for (const [k, v] of Object.entries(b.extra ?? {})) lines.push(`    ${k}: ${v}`);
+  }
+  return { yaml: lines.join('\n') + '\n', keyPrefix };
+}

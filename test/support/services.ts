@@ -1,0 +1,36 @@
+/**
+ * Where the tests find the real brokers. The vitest globalSetup (test/support/global-setup.ts) fills these from the
+ * environment or from testcontainers; a test that reads one that is missing fails with a message naming it.
+ */
+function required(name: string): string {
+  const v = process.env[name];
+  if (!v) {
+    throw new Error(
+      `${name} is not set. Set AMQP_URL, REDIS_URL and STOMP_URL to running services, or run with a Docker engine so that testcontainers can start them.`,
+    );
+  }
+  return v;
+}
+
+export const services = {
+  get amqpUrl(): string {
+    return required('AMQP_URL');
+  },
+  get redisUrl(): string {
+    return required('REDIS_URL');
+  },
+  get stompUrl(): string {
+    return required('STOMP_URL');
+  },
+  /** RabbitMQ management API (http://guest:guest@127.0.0.1:15672), used by fault tests to close connections. */
+  get rabbitManagementUrl(): string | undefined {
+    return process.env.RABBITMQ_MANAGEMENT_URL;
+  },
+};
+
+/** A name unique to this test run, for queues, exchanges and Redis keys. */
+let counter = 0;
+export function uniqueName(prefix: string): string {
+  counter += 1;
+  return `${prefix}-${process.pid}-${Date.now().toString(36)}-${counter}`;
+}

@@ -1,0 +1,274 @@
+/**
+ * The worker's state machine with fake endpoints (pure logic: ordering, when acks happen, retries, dead-lettering,
+ * failing closed). Delivery itself is proven against real brokers in test/integration.
+ */
+import { describe, expect, it } from 'vitest';
+import { MemoryIdCache } from '../../src/cache/memory-id-cache.js';
+import type { IdCache } from '../../src/cache/id-cache.js';
+import type { BridgeConfig } from '../../src/config/types.js';
+import { MessageRejectedError, TransientError } from '../../src/core/errors.js';
+import type { BridgeMessage, SourceDelivery } from '../../src/core/message.js';
+import { Metrics } from '../../src/core/metrics.js';
+import type { SourceEndpoint, SourceHandlers, TargetEndpoint, TargetHandlers } from '../../src/core/ports.js';
+import { BridgeSession } from '../../src/core/session.js';
+import { silentLogger } from '../../src/log.js';
+
+const tick = (ms = 5) => new Promise((r) => setTimeout(r, ms));
+async function until(pred: () => boolean, ms = 2000): Promise<void> {
+  const end = Date.now() + ms;
+  while (!pred()) {
+    if (Date.now() > end) throw new Error('condition not reached');
+    await tick();
+  }
+}
+
+class FakeSource implements SourceEndpoint {
+  readonly description = 'fake source';
+  readonly address = 'fake://source';
+  handlers?: SourceHandlers;
+  acked: number[] = [];
+  closed = false;
+  consuming = true;
+  private seq = 0;
+  async open(h: SourceHandlers) {
+    this.handlers = h;
+  }
+  deliver(message: BridgeMessage, redelivered = false, stableId?: string): void {
+    this.seq += 1;
+    this.handlers!.onDelivery({ message, redelivered, stableId, seq: this.seq });
+  }
+  ack(d: SourceDelivery) {
+    if (!this.closed) this.acked.push(d.seq);
+  }
+  async ackBarrier() {}
+  async stopConsuming() {
+    this.consuming = false;
+  }
+  async close() {
+    this.closed = true;
+  }
+}
+
+type Outcome = 'confirm' | 'hold' | Error;
+
+class FakeTarget implements TargetEndpoint {
+  readonly description = 'fake target';
+  constructor(readonly address = 'fake://target') {}
+  handlers?: TargetHandlers;
+  sent: BridgeMessage[] = [];
+  batches: number[] = [];
+  held: (() => void)[] = [];
+  outcome: (m: BridgeMessage) => Outcome = () => 'confirm';
+  closed = false;
+  batching = false;
+  async open(h: TargetHandlers) {
+    this.handlers = h;
+  }
+  send(m: BridgeMessage): Promise<void> {
+    this.sent.push(m);
+    const o = this.outcome(m);
+    if (o === 'confirm') return Promise.resolve();
+    if (o === 'hold') return new Promise((r) => this.held.push(r));
+    return Promise.reject(o);
+  }
+  get sendBatch() {
+    if (!this.batching) return undefined;
+    return (ms: BridgeMessage[]) => {
+      this.batches.push(ms.length);
+      return Promise.all(ms.map((m) => this.send(m))).then(() => undefined);
+    };
+  }
+  async close() {
+    this.closed = true;
+  }
+}
+
+function cfg(over: Partial<BridgeConfig> = {}): BridgeConfig {
+  return {
+    name: 'test',
+    source: { connection: { name: 's', type: 'amqp', urls: ['amqp://x'], heartbeat: 10, connectTimeout: 1000 }, queue: 'q' },
+    target: { connection: { name: 't', type: 'amqp', urls: ['amqp://x'], heartbeat: 10, connectTimeout: 1000 }, queue: 'q2' },
+    useDuplicateDetection: true,
+    duplicateIdHeader: '_AMQ_DUPL_ID',
+    prefetch: 100,
+    maxDeliveryAttempts: 3,
+    confirmTimeout: 1000,
+    maxBatchSize: 1,
+    maxBatchTime: 20,
+    retryInterval: 10,
+    retryIntervalMultiplier: 1,
+    maxRetryInterval: 10,
+    reconnectAttempts: -1,
+    ...over,
+  };
+}
+
+function msg(i: number, id: string | null = `id-${i}`): BridgeMessage {
+  return { body: Buffer.from(`m${i}`), properties: { persistent: true }, headers: id ? { _AMQ_DUPL_ID: id } : {} };
+}
+
+function setup(over: Partial<BridgeConfig> = {}, opts: { cache?: IdCache; deadLetter?: boolean } = {}) {
+  const source = new FakeSource();
+  const target = new FakeTarget();
+  const deadLetter = opts.deadLetter ? new FakeTarget('fake://dlq') : undefined;
+  const cache = opts.cache ?? new MemoryIdCache({ size: 100, lease: 1000 });
+  const session = new BridgeSession({
+    bridge: cfg(over),
+    source,
+    target,
+    deadLetter,
+    cache,
+    log: silentLogger,
+    metrics: new Metrics(),
+    tokenPrefix: 'unit',
+  });
+  return { source, target, deadLetter, cache, session };
+}
+
+describe('BridgeSession', () => {
+  it('sends in source order and acks each message only after the target confirmed it', async () => {
+    const { source, target, session } = setup();
+    target.outcome = () => 'hold';
+    await session.open();
+    for (let i = 0; i < 5; i++) source.deliver(msg(i));
+    await until(() => target.sent.length === 5);
+    expect(target.sent.map((m) => m.headers._AMQ_DUPL_ID)).toEqual(['id-0', 'id-1', 'id-2', 'id-3', 'id-4']);
+    expect(source.acked).toEqual([]);
+    target.held.splice(0, 2).forEach((r) => r());
+    await until(() => source.acked.length === 2);
+    expect(source.acked).toEqual([1, 2]);
+  });
+
+  it('forwards one of two in-flight copies of an ID and acks both', async () => {
+    const { source, target, session } = setup();
+    await session.open();
+    source.deliver(msg(1));
+    source.deliver(msg(1));
+    source.deliver(msg(2));
+    await until(() => source.acked.length === 3);
+    expect(target.sent.map((m) => m.headers._AMQ_DUPL_ID)).toEqual(['id-1', 'id-2']);
+  });
+
+  it('stamps a fresh ID on each first delivery, even for identical content', async () => {
+    const { source, target, session } = setup();
+    await session.open();
+    source.deliver(msg(1, null));
+    source.deliver(msg(1, null));
+    await until(() => source.acked.length === 2);
+    const ids = target.sent.map((m) => m.headers._AMQ_DUPL_ID);
+    expect(new Set(ids).size).toBe(2);
+    expect(String(ids[0])).toMatch(/^bb-/);
+  });
+
+  it('uses the stable source identity when there is no header', async () => {
+    const { source, target, session } = setup();
+    await session.open();
+    source.deliver(msg(1, null), false, 'ID:broker-1:1');
+    source.deliver(msg(1, null), true, 'ID:broker-1:1');
+    await until(() => source.acked.length === 2);
+    expect(target.sent.map((m) => m.headers._AMQ_DUPL_ID)).toEqual(['ID:broker-1:1']);
+  });
+
+  it('retries a refused message, then dead-letters it with the reason and acks it', async () => {
+    const { source, target, deadLetter, session } = setup({}, { deadLetter: true });
+    target.outcome = (m) => (m.headers._AMQ_DUPL_ID === 'id-1' ? new MessageRejectedError('unroutable', 'no route') : 'confirm');
+    await session.open();
+    source.deliver(msg(1));
+    source.deliver(msg(2));
+    await until(() => source.acked.length === 2);
+    expect(target.sent.filter((m) => m.headers._AMQ_DUPL_ID === 'id-1')).toHaveLength(3);
+    expect(deadLetter!.sent).toHaveLength(1);
+    expect(deadLetter!.sent[0]!.headers).toMatchObject({ 'x-bridge-dead-letter-reason': 'unroutable', 'x-bridge-delivery-attempts': 3, _AMQ_DUPL_ID: 'id-1' });
+  });
+
+  it('stops without acking a refused message when there is no dead-letter destination', async () => {
+    const { source, target, session } = setup();
+    target.outcome = () => new MessageRejectedError('nacked', 'nack');
+    await session.open();
+    source.deliver(msg(1));
+    const end = await session.finished;
+    expect(end.kind).toBe('failed');
+    expect(end.kind === 'failed' && end.error.message).toMatch(/no dead-letter destination/);
+    expect(source.acked).toEqual([]);
+    expect(source.closed).toBe(true);
+  });
+
+  it('fails closed: nothing is sent or acked while the cache is unreachable, and the flow resumes when it returns', async () => {
+    const real = new MemoryIdCache({ size: 100, lease: 1000 });
+    let down = true;
+    const flaky = new Proxy(real, {
+      get(t, p, r) {
+        const v = Reflect.get(t, p, r);
+        if (typeof v !== 'function') return v;
+        return (...args: unknown[]) => (down ? Promise.reject(new TransientError('redis down')) : (v as (...a: unknown[]) => unknown).apply(t, args));
+      },
+    }) as IdCache;
+    const { source, target, session } = setup({}, { cache: flaky });
+    await session.open();
+    for (let i = 0; i < 3; i++) source.deliver(msg(i));
+    await tick(300);
+    expect(target.sent).toHaveLength(0);
+    expect(source.acked).toEqual([]);
+    down = false;
+    await until(() => source.acked.length === 3, 5000);
+    expect(target.sent).toHaveLength(3);
+  });
+
+  it('on a lost target, acks nothing unconfirmed and flags the next copy of an uncertain send', async () => {
+    const { source, target, session, cache } = setup();
+    target.outcome = () => 'hold';
+    await session.open();
+    source.deliver(msg(1));
+    await until(() => target.sent.length === 1);
+    target.handlers!.onLost(new TransientError('gone', { outcomeUnknown: true }));
+    const end = await session.finished;
+    expect(end.kind).toBe('failed');
+    expect(source.acked).toEqual([]);
+    expect(await cache.reserve('fake://target', 'id-1', 'next-owner')).toEqual({ status: 'reserved', possibleDuplicate: true });
+  });
+
+  it('sends transactional batches, and a failed commit acks nothing of the batch', async () => {
+    const { source, target, session } = setup({ maxBatchSize: 4, maxBatchTime: 50 });
+    target.batching = true;
+    await session.open();
+    for (let i = 0; i < 8; i++) source.deliver(msg(i));
+    await until(() => source.acked.length === 8);
+    expect(target.batches).toEqual([4, 4]);
+
+    const second = setup({ maxBatchSize: 4, maxBatchTime: 50 });
+    second.target.batching = true;
+    second.target.outcome = () => new TransientError('commit failed', { outcomeUnknown: true });
+    await second.session.open();
+    for (let i = 0; i < 4; i++) second.source.deliver(msg(i));
+    const end = await second.session.finished;
+    expect(end.kind).toBe('failed');
+    expect(second.source.acked).toEqual([]);
+  });
+
+  it('drops a re-sent ID inside a batch', async () => {
+    const { source, target, session } = setup({ maxBatchSize: 10, maxBatchTime: 30 });
+    target.batching = true;
+    await session.open();
+    source.deliver(msg(1));
+    source.deliver(msg(2));
+    source.deliver(msg(1));
+    source.deliver(msg(3));
+    await until(() => source.acked.length === 4);
+    expect(target.sent.map((m) => m.headers._AMQ_DUPL_ID)).toEqual(['id-1', 'id-2', 'id-3']);
+  });
+
+  it('drains on stop: stops consuming, finishes in-flight messages, then closes', async () => {
+    const { source, target, session } = setup();
+    target.outcome = () => 'hold';
+    await session.open();
+    source.deliver(msg(1));
+    await until(() => target.sent.length === 1);
+    const drained = session.drain(2000);
+    await tick(20);
+    expect(source.consuming).toBe(false);
+    target.held.forEach((r) => r());
+    expect(await drained).toEqual({ kind: 'stopped' });
+    expect(source.acked).toEqual([1]);
+    expect(source.closed && target.closed).toBe(true);
+  });
+});

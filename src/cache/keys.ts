@@ -1,0 +1,55 @@
+/**
+ * Redis key names of the duplicate-ID cache.
+ *
+ * Every key of one target address carries the same hash tag `{<address>}`, so one Lua script can touch all of them
+ * on Redis Cluster (a script may only use keys of one slot). Stamp records use their source address as the tag.
+ * Redis hashes only what sits between the first `{` and the first `}` after it, so braces inside the prefix or the
+ * address would move the tag: they are percent-encoded (and `%` itself, to keep the encoding one-to-one).
+ */
+
+/** The keys of one target address's cache, in the order the scripts' KEYS lists use them. */
+export interface AddressKeys {
+  /** ZSET id → commit sequence number: the circular cache; the lowest score is the oldest entry. */
+  readonly ids: string;
+  /** HASH id → commit time (ms, Redis clock): what `id-cache-ttl` is checked against. */
+  readonly at: string;
+  /** STRING counter: the commit sequence (orders eviction exactly, even within one millisecond). */
+  readonly seq: string;
+  /** HASH id → `token|expiry|possibleDuplicate`: live reservations. */
+  readonly res: string;
+  /** ZSET id → reservation expiry: finds expired reservations without scanning the hash. */
+  readonly resExp: string;
+  /** ZSET id → marker expiry: IDs whose last send had an unknown outcome (next reserve is a possible duplicate). */
+  readonly uncertain: string;
+}
+
+/** Percent-encodes `%`, `{` and `}` so the string can sit inside (or before) a hash tag. */
+export function tagSafe(text: string): string {
+  return text.replace(/[%{}]/g, (c) => `%${c.charCodeAt(0).toString(16).toUpperCase().padStart(2, '0')}`);
+}
+
+/**
+ * The hash tag of an address, braces included. An empty tag `{}` would make Redis hash the whole key (spreading
+ * one address over several slots), so the empty address gets a lone `%`, which no encoded address can produce.
+ */
+export function hashTag(address: string): string {
+  return `{${address === '' ? '%' : tagSafe(address)}}`;
+}
+
+export function addressKeys(prefix: string, address: string): AddressKeys {
+  const base = `${tagSafe(prefix)}:${hashTag(address)}`;
+  return {
+    ids: `${base}:ids`,
+    at: `${base}:at`,
+    seq: `${base}:seq`,
+    res: `${base}:res`,
+    resExp: `${base}:res-exp`,
+    uncertain: `${base}:uncertain`,
+  };
+}
+
+/** The hash holding the stamps recorded for one fingerprint of one source: id → `token|leaseExpiry`. */
+export function stampKey(prefix: string, source: string, fingerprint: string): string {
+  // The fingerprint follows the tag, so its characters cannot move the tag and need no encoding.
+  return `${tagSafe(prefix)}:${hashTag(source)}:stamp:${fingerprint}`;
+}

@@ -1,0 +1,311 @@
+/**
+ * The in-process duplicate-ID cache (persist-id-cache: false): the same semantics as the Redis scripts
+ * (./scripts/*.lua) — circular per address, optional ttl, leased reservations with takeover, uncertain markers,
+ * stamp records — kept in Maps. Lost on restart, and not shared between replicas.
+ *
+ * Maps iterate in insertion order. Every write re-inserts its entry with `now + <constant>` as expiry, so the first
+ * entries are always the oldest: expiry and eviction look only at the front (bounded work per call).
+ */
+import type { ClaimResult, IdCache, ReserveResult } from './id-cache.js';
+
+export interface MemoryIdCacheOptions {
+  /** id-cache-size: IDs kept per address. */
+  size: number;
+  /** id-cache-ttl in ms; undefined = no expiry by age. */
+  ttl?: number;
+  /** Reservation and stamp-claim lease, ms. */
+  lease: number;
+  /** How long an uncertain marker is remembered. Default 24 h. */
+  markerRetention?: number;
+  /** Most uncertain markers kept per address. Default 100 000. */
+  maxMarkers?: number;
+  /** A fingerprint's stamp record is forgotten after this long without a write. Default 24 h. */
+  stampTtl?: number;
+  /** Most expired entries one call cleans up. Default 100. */
+  cleanupBatch?: number;
+  /** The clock, in ms (tests pass a fake one). Default Date.now. */
+  now?: () => number;
+}
+
+interface Reservation {
+  token: string;
+  expiry: number;
+  possibleDuplicate: boolean;
+}
+
+interface AddressState {
+  /** id → commit time, in commit order. */
+  ids: Map<string, number>;
+  /** id → reservation, in expiry order. */
+  res: Map<string, Reservation>;
+  /** id → marker expiry, in expiry order. */
+  markers: Map<string, number>;
+}
+
+interface StampEntry {
+  /** Empty = free to claim. */
+  token: string;
+  expiry: number;
+}
+
+interface StampRecord {
+  entries: Map<string, StampEntry>;
+  expiry: number;
+}
+
+const DAY = 24 * 60 * 60 * 1000;
+
+/** Sizes of the structures of one address, for tests and diagnostics. */
+export interface MemoryCacheSizes {
+  ids: number;
+  reservations: number;
+  markers: number;
+}
+
+export class MemoryIdCache implements IdCache {
+  readonly kind = 'memory';
+  private readonly addresses = new Map<string, AddressState>();
+  private readonly stamps = new Map<string, StampRecord>();
+  private readonly size: number;
+  private readonly ttl: number;
+  private readonly lease: number;
+  private readonly markerRetention: number;
+  private readonly maxMarkers: number;
+  private readonly stampTtl: number;
+  private readonly batch: number;
+  private readonly now: () => number;
+  private closed = false;
+
+  constructor(options: MemoryIdCacheOptions) {
+    this.size = options.size;
+    this.ttl = options.ttl ?? 0;
+    this.lease = options.lease;
+    this.markerRetention = options.markerRetention ?? DAY;
+    this.maxMarkers = options.maxMarkers ?? 100_000;
+    this.stampTtl = options.stampTtl ?? DAY;
+    this.batch = options.cleanupBatch ?? 100;
+    this.now = options.now ?? Date.now;
+    if (!(this.size >= 1 && this.lease > 0 && this.ttl >= 0)) {
+      throw new TypeError('MemoryIdCache needs size >= 1, lease > 0 and ttl >= 0');
+    }
+  }
+
+  async ping(): Promise<void> {
+    this.assertOpen();
+  }
+
+  async reserve(address: string, id: string, token: string): Promise<ReserveResult> {
+    this.assertOpen();
+    assertToken(token);
+    const a = this.state(address);
+    const now = this.now();
+    this.housekeep(a, now, id);
+
+    const at = a.ids.get(id);
+    if (at !== undefined) {
+      if (this.ttl === 0 || now - at < this.ttl) return { status: 'duplicate' };
+      a.ids.delete(id);
+    }
+
+    let possibleDuplicate = false;
+    const cur = a.res.get(id);
+    if (cur) {
+      if (cur.token === token) return { status: 'reserved', possibleDuplicate: cur.possibleDuplicate };
+      if (cur.expiry > now) return { status: 'busy' };
+      possibleDuplicate = true;
+    } else {
+      const marker = a.markers.get(id);
+      possibleDuplicate = marker !== undefined && marker > now;
+    }
+    a.markers.delete(id);
+    a.res.delete(id);
+    a.res.set(id, { token, expiry: now + this.lease, possibleDuplicate });
+    return { status: 'reserved', possibleDuplicate };
+  }
+
+  async commit(address: string, id: string, token: string): Promise<void> {
+    this.assertOpen();
+    assertToken(token);
+    const a = this.state(address);
+    const now = this.now();
+    const cur = a.res.get(id);
+    // Record even if the reservation was taken over (the message was delivered), but leave a live owner's alone.
+    if (cur && (cur.token === token || cur.expiry <= now)) a.res.delete(id);
+    a.markers.delete(id);
+
+    const at = a.ids.get(id);
+    if (at !== undefined) {
+      if (this.ttl === 0 || now - at < this.ttl) return;
+      a.ids.delete(id);
+    }
+    a.ids.set(id, now);
+    for (const oldest of a.ids.keys()) {
+      if (a.ids.size <= this.size) break;
+      a.ids.delete(oldest);
+    }
+    this.trimIds(a, now);
+  }
+
+  async release(address: string, id: string, token: string, uncertain: boolean): Promise<void> {
+    this.assertOpen();
+    assertToken(token);
+    const a = this.state(address);
+    const cur = a.res.get(id);
+    if (!cur || cur.token !== token) return;
+    a.res.delete(id);
+    // A certain failure now does not undo an earlier send of unknown outcome.
+    if (uncertain || cur.possibleDuplicate) this.mark(a, id, this.now());
+  }
+
+  async recordStamp(source: string, fingerprint: string, id: string, token: string): Promise<void> {
+    this.assertOpen();
+    assertToken(token);
+    const now = this.now();
+    this.trimStamps(now);
+    const record = this.stampRecord(source, fingerprint, now, true);
+    if (!record) return;
+    record.entries.set(id, { token, expiry: now + this.lease });
+    this.touch(source, fingerprint, record, now);
+  }
+
+  async claimStamp(source: string, fingerprint: string, token: string): Promise<ClaimResult> {
+    this.assertOpen();
+    assertToken(token);
+    const now = this.now();
+    this.trimStamps(now);
+    const record = this.stampRecord(source, fingerprint, now, false);
+    if (!record || record.entries.size === 0) return { status: 'none' };
+    for (const [id, e] of record.entries) if (e.token === token) return { status: 'claimed', id };
+    for (const [id, e] of record.entries) {
+      if (e.token === '' || e.expiry <= now) {
+        record.entries.set(id, { token, expiry: now + this.lease });
+        this.touch(source, fingerprint, record, now);
+        return { status: 'claimed', id };
+      }
+    }
+    return { status: 'busy' };
+  }
+
+  async forgetStamp(source: string, fingerprint: string, id: string): Promise<void> {
+    this.assertOpen();
+    const record = this.stampRecord(source, fingerprint, this.now(), false);
+    if (!record) return;
+    record.entries.delete(id);
+    if (record.entries.size === 0) this.stamps.delete(stampMapKey(source, fingerprint));
+  }
+
+  async releaseStamp(source: string, fingerprint: string, id: string, token: string): Promise<void> {
+    this.assertOpen();
+    assertToken(token);
+    const now = this.now();
+    const record = this.stampRecord(source, fingerprint, now, false);
+    const e = record?.entries.get(id);
+    if (!record || !e || e.token !== token) return;
+    record.entries.set(id, { token: '', expiry: 0 });
+    this.touch(source, fingerprint, record, now);
+  }
+
+  async close(): Promise<void> {
+    this.closed = true;
+    this.addresses.clear();
+    this.stamps.clear();
+  }
+
+  /** How much one address holds (tests use it to check that nothing grows without bound). */
+  sizes(address: string): MemoryCacheSizes {
+    const a = this.addresses.get(address);
+    return { ids: a?.ids.size ?? 0, reservations: a?.res.size ?? 0, markers: a?.markers.size ?? 0 };
+  }
+
+  /** Number of fingerprint records held (all sources). */
+  stampRecordCount(): number {
+    return this.stamps.size;
+  }
+
+  private assertOpen(): void {
+    if (this.closed) throw new Error('the duplicate-ID cache is closed');
+  }
+
+  private state(address: string): AddressState {
+    let a = this.addresses.get(address);
+    if (!a) {
+      a = { ids: new Map(), res: new Map(), markers: new Map() };
+      this.addresses.set(address, a);
+    }
+    return a;
+  }
+
+  /** Bounded cleanup, as reserve-5.lua does: abandoned reservations become markers; old markers and IDs go. */
+  private housekeep(a: AddressState, now: number, keep: string): void {
+    let n = 0;
+    for (const [id, r] of a.res) {
+      if (n++ >= this.batch || r.expiry > now) break;
+      if (id === keep) continue;
+      a.res.delete(id);
+      this.mark(a, id, now);
+    }
+    n = 0;
+    for (const [id, expiry] of a.markers) {
+      if (n++ >= this.batch || expiry > now) break;
+      a.markers.delete(id);
+    }
+    this.trimIds(a, now);
+  }
+
+  private mark(a: AddressState, id: string, now: number): void {
+    a.markers.delete(id);
+    a.markers.set(id, now + this.markerRetention);
+    for (const oldest of a.markers.keys()) {
+      if (a.markers.size <= this.maxMarkers) break;
+      a.markers.delete(oldest);
+    }
+  }
+
+  private trimIds(a: AddressState, now: number): void {
+    if (this.ttl === 0) return;
+    let n = 0;
+    for (const [id, at] of a.ids) {
+      if (n++ >= this.batch || now - at < this.ttl) break;
+      a.ids.delete(id);
+    }
+  }
+
+  private stampRecord(source: string, fingerprint: string, now: number, create: boolean): StampRecord | undefined {
+    const key = stampMapKey(source, fingerprint);
+    let record = this.stamps.get(key);
+    if (record && record.expiry <= now) {
+      this.stamps.delete(key);
+      record = undefined;
+    }
+    if (!record && create) {
+      record = { entries: new Map(), expiry: now + this.stampTtl };
+      this.stamps.set(key, record);
+    }
+    return record;
+  }
+
+  /** Refreshes a record's expiry and moves it to the back, keeping the map in expiry order. */
+  private touch(source: string, fingerprint: string, record: StampRecord, now: number): void {
+    const key = stampMapKey(source, fingerprint);
+    record.expiry = now + this.stampTtl;
+    this.stamps.delete(key);
+    this.stamps.set(key, record);
+  }
+
+  private trimStamps(now: number): void {
+    let n = 0;
+    for (const [key, record] of this.stamps) {
+      if (n++ >= this.batch || record.expiry > now) break;
+      this.stamps.delete(key);
+    }
+  }
+}
+
+function stampMapKey(source: string, fingerprint: string): string {
+  return JSON.stringify([source, fingerprint]);
+}
+
+function assertToken(token: string): void {
+  // The empty token marks a released stamp; as an owner it would match every released entry.
+  if (token === '') throw new TypeError('an owner token must not be empty');
+}

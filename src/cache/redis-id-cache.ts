@@ -1,0 +1,348 @@
+/**
+ * The Redis implementation of the duplicate-ID cache (persist-id-cache: true). Each step of the protocol is one Lua
+ * script (./scripts/*.lua, loaded with ioredis `defineCommand`), so it is atomic and safe across bridge replicas;
+ * the key layout is in ./keys.ts, the scripts' status codes in ./script-status.ts.
+ *
+ * Connection policy: fail closed, recover by itself. Every command is bounded (`commandTimeout`, and the offline
+ * queue is flushed after a failed reconnect attempt), so while Redis is away every call rejects with TransientError
+ * within a few seconds; ioredis keeps reconnecting (retryStrategy never gives up), so calls succeed again once Redis
+ * is back, on the same client. Calls are auto-pipelined: hundreds of in-flight messages share round trips.
+ */
+import { readdirSync, readFileSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
+import { Redis, type RedisOptions } from 'ioredis';
+import type { ClaimResult, IdCache, ReserveResult } from './id-cache.js';
+import { addressKeys, stampKey } from './keys.js';
+import { ScriptStatus, ScriptReplyError, decodeScriptReply } from './script-status.js';
+import { TransientError, redactUrl } from '../core/errors.js';
+import { describeUrl, silentLogger, type Logger } from '../log.js';
+
+/** Script name (camelCase of the file name without its `-<numberOfKeys>` suffix) → number of keys. */
+export const SCRIPT_KEYS = {
+  reserve: 5,
+  commit: 6,
+  release: 3,
+  stampRecord: 1,
+  stampClaim: 1,
+  stampForget: 1,
+  stampRelease: 1,
+} as const;
+
+export type ScriptName = keyof typeof SCRIPT_KEYS;
+
+export interface ScriptDefinition {
+  lua: string;
+  numberOfKeys: number;
+}
+
+let loadedScripts: Record<ScriptName, ScriptDefinition> | undefined;
+
+/**
+ * Reads the Lua scripts that sit next to this module (src/cache/scripts when run from source, dist/cache/scripts
+ * after the build copied them). Throws at once when one is missing, rather than on the first message.
+ */
+export function loadScripts(): Record<ScriptName, ScriptDefinition> {
+  if (loadedScripts) return loadedScripts;
+  const dir = new URL('./scripts/', import.meta.url);
+  const found = new Map<string, ScriptDefinition>();
+  for (const file of readdirSync(dir)) {
+    const m = /^([a-z][a-z0-9-]*)-(\d+)\.lua$/.exec(file);
+    if (!m || m[1] === undefined || m[2] === undefined) continue;
+    const name = m[1].replace(/-([a-z0-9])/g, (_, c: string) => c.toUpperCase());
+    found.set(name, { lua: readFileSync(new URL(file, dir), 'utf8'), numberOfKeys: Number(m[2]) });
+  }
+  const scripts = {} as Record<ScriptName, ScriptDefinition>;
+  for (const [name, keys] of Object.entries(SCRIPT_KEYS) as [ScriptName, number][]) {
+    const def = found.get(name);
+    if (!def || def.numberOfKeys !== keys) {
+      throw new Error(
+        `duplicate-ID cache script ${name} (${keys} keys) is missing from ${fileURLToPath(dir)}; the build must copy src/cache/scripts/*.lua there`,
+      );
+    }
+    scripts[name] = def;
+  }
+  loadedScripts = scripts;
+  return scripts;
+}
+
+/** Defines every cache script as a command on a client (also used by tests that call a script directly). */
+export function defineScripts(redis: Redis): void {
+  for (const [name, def] of Object.entries(loadScripts())) redis.defineCommand(name, def);
+}
+
+export interface RedisIdCacheOptions {
+  /** redis:// or rediss:// URL (credentials allowed; they never reach logs or errors). */
+  url: string;
+  keyPrefix: string;
+  /** id-cache-size: IDs kept per address. */
+  size: number;
+  /** id-cache-ttl in ms; undefined = no expiry by age. */
+  ttl?: number;
+  /** Reservation and stamp-claim lease, ms. */
+  lease: number;
+  /**
+   * How long an "uncertain" marker (a send of unknown outcome, or a reservation whose owner vanished) is remembered,
+   * so that the next reserve of the ID answers possibleDuplicate. Default 24 h.
+   */
+  markerRetention?: number;
+  /** Most uncertain markers kept per address; the oldest beyond it are dropped. Default 100 000. */
+  maxMarkers?: number;
+  /** A fingerprint's stamp record is forgotten after this long without a write. Default 24 h. */
+  stampTtl?: number;
+  /** Most expired entries one call cleans up (bounded work per call). Default 100. */
+  cleanupBatch?: number;
+  /** Longest a call waits for Redis before rejecting with TransientError. Default 3000 ms. */
+  commandTimeout?: number;
+  /** TCP connect timeout. Default 3000 ms. */
+  connectTimeout?: number;
+  log?: Logger;
+}
+
+const DAY = 24 * 60 * 60 * 1000;
+
+/** Redis error replies that mean "not now" rather than "never": the call is failed as transient. */
+const TRANSIENT_REPLIES = /^(LOADING|BUSY|READONLY|MASTERDOWN|CLUSTERDOWN|TRYAGAIN|OOM|NOREPLICAS|MOVED|ASK)\b/;
+
+type ScriptFn = (...args: (string | number)[]) => Promise<unknown>;
+
+export class RedisIdCache implements IdCache {
+  readonly kind = 'redis';
+  private readonly redis: Redis;
+  private readonly where: string;
+  private readonly log: Logger;
+  private readonly o: Required<Omit<RedisIdCacheOptions, 'ttl' | 'log' | 'url'>> & { ttl: number };
+  /** Why Redis is unreachable right now (undefined while connected): makes timeouts read as the real cause. */
+  private downReason: string | undefined;
+  private closed = false;
+
+  constructor(options: RedisIdCacheOptions) {
+    this.where = describeUrl(options.url);
+    this.log = options.log ?? silentLogger;
+    this.o = {
+      keyPrefix: options.keyPrefix,
+      size: options.size,
+      ttl: options.ttl ?? 0,
+      lease: options.lease,
+      markerRetention: options.markerRetention ?? DAY,
+      maxMarkers: options.maxMarkers ?? 100_000,
+      stampTtl: options.stampTtl ?? DAY,
+      cleanupBatch: options.cleanupBatch ?? 100,
+      commandTimeout: options.commandTimeout ?? 3000,
+      connectTimeout: options.connectTimeout ?? 3000,
+    };
+    if (!(this.o.size >= 1 && this.o.lease > 0 && this.o.ttl >= 0)) {
+      throw new TypeError('RedisIdCache needs size >= 1, lease > 0 and ttl >= 0');
+    }
+    const redisOptions: RedisOptions = {
+      enableAutoPipelining: true,
+      commandTimeout: this.o.commandTimeout,
+      connectTimeout: this.o.connectTimeout,
+      // A connection that swallows commands without ever answering (a network black hole) is dropped and rebuilt,
+      // instead of waiting minutes for TCP keep-alive to notice.
+      socketTimeout: this.o.commandTimeout * 2,
+      // Commands issued while disconnected wait in the offline queue only until the next failed reconnect attempt
+      // (or commandTimeout): fail closed quickly, and a command whose reply was lost gets one resend (our scripts
+      // are replay-safe).
+      maxRetriesPerRequest: 1,
+      // Never give up: the bridge resumes by itself when Redis is back. The supervisor owns backoff of messages;
+      // this only paces connection attempts.
+      retryStrategy: (times: number) => Math.min(100 * times, 2000),
+      connectionName: 'broker-bridge-id-cache',
+    };
+    this.redis = new Redis(options.url, redisOptions);
+    defineScripts(this.redis);
+    // Without an 'error' listener a broken connection would crash the process. Log once per state change, not once
+    // per reconnect attempt; a connection can end with or without an error, so both events mark it down.
+    const markDown = (reason: string, err?: unknown): void => {
+      if (this.closed) return;
+      if (this.downReason === undefined) {
+        this.log.warn(
+          err === undefined ? {} : { err },
+          `Redis at ${this.where} is unreachable: ${reason}; duplicate checks wait until it is back`,
+        );
+      }
+      this.downReason = reason;
+    };
+    this.redis.on('error', (err: unknown) => markDown(connectionReason(err), err));
+    this.redis.on('close', () => markDown(this.downReason ?? 'connection closed'));
+    this.redis.on('ready', () => {
+      if (this.downReason !== undefined && !this.closed) this.log.info(`Redis at ${this.where} is reachable again`);
+      this.downReason = undefined;
+    });
+  }
+
+  async ping(): Promise<void> {
+    this.assertOpen();
+    try {
+      await this.redis.ping();
+    } catch (err) {
+      throw this.translate(err);
+    }
+  }
+
+  async reserve(address: string, id: string, token: string): Promise<ReserveResult> {
+    const k = addressKeys(this.o.keyPrefix, address);
+    const reply = await this.run(
+      'reserve',
+      [k.ids, k.at, k.res, k.resExp, k.uncertain],
+      [id, token, this.o.lease, this.o.ttl, this.o.markerRetention, this.o.maxMarkers, this.o.cleanupBatch],
+    );
+    const r = decodeScriptReply('reserve', reply, [
+      ScriptStatus.Reserved,
+      ScriptStatus.Duplicate,
+      ScriptStatus.Busy,
+    ] as const);
+    switch (r.status) {
+      case ScriptStatus.Reserved:
+        return { status: 'reserved', possibleDuplicate: r.possibleDuplicate };
+      case ScriptStatus.Duplicate:
+        return { status: 'duplicate' };
+      case ScriptStatus.Busy:
+        return { status: 'busy' };
+    }
+  }
+
+  async commit(address: string, id: string, token: string): Promise<void> {
+    const k = addressKeys(this.o.keyPrefix, address);
+    const reply = await this.run(
+      'commit',
+      [k.ids, k.at, k.seq, k.res, k.resExp, k.uncertain],
+      [id, token, this.o.size, this.o.ttl, this.o.cleanupBatch],
+    );
+    decodeScriptReply('commit', reply, [ScriptStatus.Ok] as const);
+  }
+
+  async release(address: string, id: string, token: string, uncertain: boolean): Promise<void> {
+    const k = addressKeys(this.o.keyPrefix, address);
+    const reply = await this.run(
+      'release',
+      [k.res, k.resExp, k.uncertain],
+      [id, token, uncertain ? 1 : 0, this.o.markerRetention, this.o.maxMarkers],
+    );
+    decodeScriptReply('release', reply, [ScriptStatus.Ok, ScriptStatus.NotOwner] as const);
+  }
+
+  async recordStamp(source: string, fingerprint: string, id: string, token: string): Promise<void> {
+    const reply = await this.run(
+      'stampRecord',
+      [stampKey(this.o.keyPrefix, source, fingerprint)],
+      [id, token, this.o.lease, this.o.stampTtl],
+    );
+    decodeScriptReply('stamp-record', reply, [ScriptStatus.Ok] as const);
+  }
+
+  async claimStamp(source: string, fingerprint: string, token: string): Promise<ClaimResult> {
+    const reply = await this.run(
+      'stampClaim',
+      [stampKey(this.o.keyPrefix, source, fingerprint)],
+      [token, this.o.lease, this.o.stampTtl],
+    );
+    const r = decodeScriptReply('stamp-claim', reply, [
+      ScriptStatus.Claimed,
+      ScriptStatus.None,
+      ScriptStatus.Busy,
+    ] as const);
+    switch (r.status) {
+      case ScriptStatus.Claimed:
+        return { status: 'claimed', id: r.id };
+      case ScriptStatus.None:
+        return { status: 'none' };
+      case ScriptStatus.Busy:
+        return { status: 'busy' };
+    }
+  }
+
+  async forgetStamp(source: string, fingerprint: string, id: string): Promise<void> {
+    const reply = await this.run('stampForget', [stampKey(this.o.keyPrefix, source, fingerprint)], [id]);
+    decodeScriptReply('stamp-forget', reply, [ScriptStatus.Ok] as const);
+  }
+
+  async releaseStamp(source: string, fingerprint: string, id: string, token: string): Promise<void> {
+    const reply = await this.run(
+      'stampRelease',
+      [stampKey(this.o.keyPrefix, source, fingerprint)],
+      [id, token, this.o.stampTtl],
+    );
+    decodeScriptReply('stamp-release', reply, [ScriptStatus.Ok, ScriptStatus.NotOwner] as const);
+  }
+
+  async close(): Promise<void> {
+    if (this.closed) return;
+    this.closed = true;
+    let timer: NodeJS.Timeout | undefined;
+    try {
+      // QUIT lets queued replies arrive; when Redis is away it would wait for a reconnect, so cap it.
+      await Promise.race([
+        this.redis.quit().catch(() => undefined),
+        new Promise((resolve) => {
+          timer = setTimeout(resolve, 1000);
+        }),
+      ]);
+    } finally {
+      if (timer) clearTimeout(timer);
+      this.redis.disconnect();
+    }
+  }
+
+  private assertOpen(): void {
+    if (this.closed) throw new Error('the duplicate-ID cache is closed');
+  }
+
+  private async run(name: ScriptName, keys: string[], args: (string | number)[]): Promise<unknown> {
+    this.assertOpen();
+    const fn = (this.redis as unknown as Record<ScriptName, ScriptFn>)[name];
+    try {
+      return await fn.apply(this.redis, [...keys, ...args]);
+    } catch (err) {
+      throw this.translate(err);
+    }
+  }
+
+  /** Connection trouble → TransientError with a sentence; a script or argument bug stays a plain error. */
+  private translate(err: unknown): Error {
+    if (err instanceof ScriptReplyError) return err;
+    const message = err instanceof Error ? err.message : String(err);
+    if (err instanceof Error && err.name === 'ReplyError' && !TRANSIENT_REPLIES.test(message)) {
+      return new Error(`Redis at ${this.where} refused a duplicate-ID cache command: ${redactUrl(message)}`, {
+        cause: err,
+      });
+    }
+    if (err instanceof Error && err.name === 'ReplyError') {
+      return new TransientError(`Redis at ${this.where} is not available: ${redactUrl(message)}`, { cause: err });
+    }
+    if (message === 'Command timed out' && this.downReason === undefined) {
+      return new TransientError(`Redis at ${this.where} did not answer within ${this.o.commandTimeout} ms`, {
+        cause: err,
+      });
+    }
+    const reason = this.downReason ?? connectionReason(err);
+    return new TransientError(`Redis at ${this.where} is unreachable: ${reason}`, { cause: err });
+  }
+}
+
+/** A low-level connection error as a few words ("connection refused"), without credentials. */
+function connectionReason(err: unknown): string {
+  const code = typeof err === 'object' && err !== null && 'code' in err ? String(err.code) : undefined;
+  switch (code) {
+    case 'ECONNREFUSED':
+      return 'connection refused';
+    case 'ECONNRESET':
+      return 'connection reset';
+    case 'EPIPE':
+      return 'connection broken';
+    case 'ETIMEDOUT':
+      return 'connection timed out';
+    case 'ENOTFOUND':
+    case 'EAI_AGAIN':
+      return 'host not found';
+    case 'EHOSTUNREACH':
+    case 'ENETUNREACH':
+      return 'host unreachable';
+    default:
+      break;
+  }
+  const message = err instanceof Error ? err.message : String(err);
+  if (/^(NOAUTH|WRONGPASS)/.test(message)) return 'authentication failed';
+  if (message === 'Connection is closed.') return 'connection closed';
+  return redactUrl(message);
+}

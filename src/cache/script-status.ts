@@ -1,0 +1,89 @@
+/**
+ * Status codes of the cache's Lua scripts (src/cache/scripts/*.lua) and the one function that turns a script reply
+ * into a typed result. Every script replies with an array whose first element is one of these codes; the header
+ * comment of each script lists which codes it returns and what follows the code.
+ */
+
+export enum ScriptStatus {
+  /** The write was done (commit, release, stamp writes). */
+  Ok = 0,
+  /** reserve: the caller holds the reservation; followed by 1 when the ID is a possible duplicate, else 0. */
+  Reserved = 1,
+  /** reserve: the ID is recorded for the address (and not expired). */
+  Duplicate = 2,
+  /** reserve / stamp-claim: held by another live owner. */
+  Busy = 3,
+  /** release / stamp-release: the caller does not own the entry; nothing changed (a no-op by contract). */
+  NotOwner = 4,
+  /** stamp-claim: the caller holds the stamp; followed by the stamped ID. */
+  Claimed = 5,
+  /** stamp-claim: no stamp is recorded for the fingerprint. */
+  None = 6,
+  /** Any script: an argument was malformed (a bug in the caller, never retried). */
+  BadArgument = 9,
+}
+
+export type ScriptReply =
+  | { status: ScriptStatus.Ok }
+  | { status: ScriptStatus.Reserved; possibleDuplicate: boolean }
+  | { status: ScriptStatus.Duplicate }
+  | { status: ScriptStatus.Busy }
+  | { status: ScriptStatus.NotOwner }
+  | { status: ScriptStatus.Claimed; id: string }
+  | { status: ScriptStatus.None };
+
+/** A reply no script version of ours produces: a programmer error (or scripts from another version), never retried. */
+export class ScriptReplyError extends Error {
+  constructor(script: string, detail: string) {
+    super(`duplicate-ID cache script '${script}' replied unexpectedly: ${detail}`);
+    this.name = 'ScriptReplyError';
+  }
+}
+
+function text(value: unknown): string | undefined {
+  if (typeof value === 'string') return value;
+  if (Buffer.isBuffer(value)) return value.toString('utf8');
+  return undefined;
+}
+
+/**
+ * Decodes a script reply. `expected` lists the statuses this script may return; anything else (or a malformed reply)
+ * throws ScriptReplyError, so callers can switch over the result without a default branch.
+ */
+export function decodeScriptReply<S extends ScriptReply['status']>(
+  script: string,
+  reply: unknown,
+  expected: readonly S[],
+): Extract<ScriptReply, { status: S }> {
+  if (!Array.isArray(reply) || reply.length === 0) {
+    throw new ScriptReplyError(script, `not a status array (${JSON.stringify(reply)})`);
+  }
+  const code = Number(reply[0]);
+  const decoded = decodeCode(script, code, reply);
+  if (!(expected as readonly number[]).includes(decoded.status)) {
+    throw new ScriptReplyError(script, `status ${ScriptStatus[code] ?? code} is not one this script returns`);
+  }
+  return decoded as Extract<ScriptReply, { status: S }>;
+}
+
+function decodeCode(script: string, code: number, reply: unknown[]): ScriptReply {
+  switch (code) {
+    case ScriptStatus.Ok:
+    case ScriptStatus.Duplicate:
+    case ScriptStatus.Busy:
+    case ScriptStatus.NotOwner:
+    case ScriptStatus.None:
+      return { status: code };
+    case ScriptStatus.Reserved:
+      return { status: code, possibleDuplicate: Number(reply[1]) === 1 };
+    case ScriptStatus.Claimed: {
+      const id = text(reply[1]);
+      if (id === undefined) throw new ScriptReplyError(script, 'claimed without an ID');
+      return { status: code, id };
+    }
+    case ScriptStatus.BadArgument:
+      throw new ScriptReplyError(script, `bad argument: ${text(reply[1]) ?? '?'}`);
+    default:
+      throw new ScriptReplyError(script, `unknown status ${String(reply[0])}`);
+  }
+}

@@ -1,0 +1,399 @@
+import net from 'node:net';
+import { Writable } from 'node:stream';
+import { Redis } from 'ioredis';
+import { pino } from 'pino';
+import type { Logger } from '../../src/log.js';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { RedisIdCache, defineScripts, type RedisIdCacheOptions } from '../../src/cache/redis-id-cache.js';
+import { addressKeys, stampKey, tagSafe } from '../../src/cache/keys.js';
+import { TransientError } from '../../src/core/errors.js';
+import { idCacheContract, LEASE, type CacheOptions } from '../support/id-cache-contract.js';
+import { services, uniqueName } from '../support/services.js';
+import { TcpProxy } from '../support/tcp-proxy.js';
+
+const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
+
+let admin: Redis | undefined;
+function adminClient(): Redis {
+  admin ??= new Redis(services.redisUrl);
+  return admin;
+}
+afterAll(async () => {
+  await admin?.quit();
+});
+
+/** Every key a test stored under its prefix. */
+async function keysOf(prefix: string): Promise<string[]> {
+  const found: string[] = [];
+  let cursor = '0';
+  do {
+    const [next, batch] = await adminClient().scan(cursor, 'MATCH', `${tagSafe(prefix)}:*`, 'COUNT', 1000);
+    cursor = next;
+    found.push(...batch);
+  } while (cursor !== '0');
+  return found;
+}
+
+async function deleteKeys(prefix: string): Promise<void> {
+  const keys = await keysOf(prefix);
+  for (let i = 0; i < keys.length; i += 500) await adminClient().del(...keys.slice(i, i + 500));
+}
+
+/** A cache on the test Redis with its own key prefix; `cleanup` closes the caches and deletes the keys. */
+function testWorld(): {
+  prefix: string;
+  make: (options?: Partial<RedisIdCacheOptions>) => RedisIdCache;
+  cleanup: () => Promise<void>;
+} {
+  const prefix = uniqueName('idc');
+  const caches: RedisIdCache[] = [];
+  return {
+    prefix,
+    make(options = {}) {
+      const cache = new RedisIdCache({ url: services.redisUrl, keyPrefix: prefix, size: 2000, lease: LEASE, ...options });
+      caches.push(cache);
+      return cache;
+    },
+    async cleanup() {
+      await Promise.all(caches.map((c) => c.close()));
+      await deleteKeys(prefix);
+    },
+  };
+}
+
+idCacheContract('redis', () => {
+  const world = testWorld();
+  return {
+    cache: (options: CacheOptions = {}) => world.make(options),
+    advance: sleep,
+    cleanup: world.cleanup,
+  };
+});
+
+/** Redis Cluster's key → slot function: CRC16 (XMODEM) of the hash tag, or of the whole key without one. */
+function crc16(data: Buffer): number {
+  let crc = 0;
+  for (const byte of data) {
+    crc ^= byte << 8;
+    for (let bit = 0; bit < 8; bit++) crc = crc & 0x8000 ? ((crc << 1) ^ 0x1021) & 0xffff : (crc << 1) & 0xffff;
+  }
+  return crc;
+}
+function clusterSlot(key: string): number {
+  const open = key.indexOf('{');
+  if (open >= 0) {
+    const close = key.indexOf('}', open + 1);
+    if (close > open + 1) key = key.slice(open + 1, close);
+  }
+  return crc16(Buffer.from(key, 'utf8')) % 16384;
+}
+
+function logCapture(): { log: Logger; lines: Array<{ level: number; msg: string }> } {
+  const lines: Array<{ level: number; msg: string }> = [];
+  const stream = new Writable({
+    write(chunk: Buffer, _enc, done) {
+      lines.push(JSON.parse(chunk.toString('utf8')) as { level: number; msg: string });
+      done();
+    },
+  });
+  return { log: pino({ level: 'info' }, stream), lines };
+}
+
+async function unusedPort(): Promise<number> {
+  const server = net.createServer();
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const { port } = server.address() as net.AddressInfo;
+  await new Promise<void>((resolve) => server.close(() => resolve()));
+  return port;
+}
+
+/** Settles a promise into what it rejected with (or fails when it resolves). */
+async function rejection(p: Promise<unknown>): Promise<Error> {
+  try {
+    await p;
+  } catch (err) {
+    return err as Error;
+  }
+  throw new Error('expected a rejection');
+}
+
+type RawScript = (...args: (string | number)[]) => Promise<unknown>;
+
+describe('RedisIdCache', () => {
+  describe('scripts', () => {
+    let raw: Redis;
+    const world = testWorld();
+    beforeAll(() => {
+      raw = new Redis(services.redisUrl);
+      defineScripts(raw);
+    });
+    afterAll(async () => {
+      await raw.quit();
+      await world.cleanup();
+    });
+    const script = (name: string): RawScript => {
+      const fn = (raw as unknown as Record<string, RawScript>)[name];
+      if (!fn) throw new Error(`script ${name} is not defined`);
+      return fn.bind(raw);
+    };
+
+    it('answers a replayed reserve exactly as the first one (fresh reservation and takeover)', async () => {
+      const k = addressKeys(world.prefix, 'orders');
+      const keys = [k.ids, k.at, k.res, k.resExp, k.uncertain];
+      const reserve = (id: string, token: string, lease: number) =>
+        script('reserve')(...keys, id, token, lease, 0, 60_000, 1000, 100);
+
+      const first = await reserve('x', 't1', 150);
+      expect(first).toEqual([1, 0]);
+      expect(await reserve('x', 't1', 150)).toEqual(first);
+      expect(await reserve('x', 't2', 150)).toEqual([3]);
+
+      await sleep(250);
+      const takeover = await reserve('x', 't2', 150);
+      expect(takeover).toEqual([1, 1]);
+      expect(await reserve('x', 't2', 150)).toEqual(takeover);
+
+      const commit = script('commit');
+      const commitArgs = [k.ids, k.at, k.seq, k.res, k.resExp, k.uncertain, 'x', 't2', 10, 0, 100];
+      expect(await commit(...commitArgs)).toEqual([0]);
+      expect(await commit(...commitArgs)).toEqual([0]);
+      expect(await adminClient().zcard(k.ids)).toBe(1);
+      expect(await adminClient().hlen(k.res)).toBe(0);
+    });
+
+    it('answers a replayed stamp claim with the same ID', async () => {
+      const key = stampKey(world.prefix, 'rabbit/orders', 'fp');
+      expect(await script('stampRecord')(key, 'id-1', 't1', 100, 60_000)).toEqual([0]);
+      await sleep(200);
+      const first = await script('stampClaim')(key, 't2', 10_000, 60_000);
+      expect(first).toEqual([5, 'id-1']);
+      expect(await script('stampClaim')(key, 't2', 10_000, 60_000)).toEqual(first);
+      expect(await script('stampClaim')(key, 't3', 10_000, 60_000)).toEqual([3]);
+    });
+
+    it('rejects a malformed call as a bug, not as a transient failure', async () => {
+      const cache = world.make();
+      const err = await rejection(cache.reserve('orders', 'x', ''));
+      expect(err).not.toBeInstanceOf(TransientError);
+      expect(err.message).toMatch(/empty token/);
+    });
+  });
+
+  describe('keys', () => {
+    it('computes cluster slots like Redis does', () => {
+      expect(clusterSlot('foo')).toBe(12182);
+      expect(clusterSlot('{user1000}.following')).toBe(clusterSlot('{user1000}.followers'));
+    });
+
+    it('puts every key of one address in one cluster slot, whatever the address contains', () => {
+      for (const address of ['orders', '', '{', '}', '{}', 'a{b}c', 'x}y{z', '%7B', 'amqp 10.0.0.1:5672/{v}/q']) {
+        const keys = Object.values(addressKeys('pre{fix}', address));
+        const slots = new Set(keys.map(clusterSlot));
+        expect(slots.size, `address ${JSON.stringify(address)}`).toBe(1);
+        expect(clusterSlot(stampKey('pre{fix}', address, 'f{p}'))).toBe(clusterSlot(keys[0]!));
+      }
+      // Distinct addresses get distinct tags (the encoding is one-to-one).
+      expect(addressKeys('p', '{').ids).not.toBe(addressKeys('p', '%7B').ids);
+      expect(addressKeys('p', '').ids).not.toBe(addressKeys('p', '%').ids);
+    });
+
+    it('stores what one address needs only under keys of that address hash tag', async () => {
+      const world = testWorld();
+      try {
+        const cache = world.make({ lease: 100, markerRetention: 60_000 });
+        const address = 'stomp 127.0.0.1:61613 /queue/{orders}';
+        await cache.reserve(address, 'a', 't1');
+        await cache.reserve(address, 'b', 't1');
+        await cache.release(address, 'b', 't1', true);
+        await cache.commit(address, 'a', 't1');
+        await cache.reserve(address, 'c', 't2');
+        await cache.recordStamp('amqp 127.0.0.1:5672/ {src}', 'fp', 'a', 't1');
+        const keys = await keysOf(world.prefix);
+        const addressKeyNames = keys.filter((k) => !k.includes(':stamp:'));
+        expect(addressKeyNames.length).toBeGreaterThanOrEqual(5);
+        expect(new Set(addressKeyNames.map(clusterSlot)).size).toBe(1);
+        for (const k of addressKeyNames) expect(k.startsWith(`${world.prefix}:{stomp 127.0.0.1:61613 /queue/%7Borders%7D}:`)).toBe(true);
+        expect(keys.filter((k) => k.includes(':stamp:'))).toEqual([`${world.prefix}:{amqp 127.0.0.1:5672/ %7Bsrc%7D}:stamp:fp`]);
+      } finally {
+        await world.cleanup();
+      }
+    });
+  });
+
+  describe('ownership', () => {
+    it("a commit by a taken-over owner records the ID but leaves the live owner's reservation", async () => {
+      const world = testWorld();
+      try {
+        const cache = world.make({ lease: 200 });
+        await cache.reserve('orders', 'x', 't1');
+        await sleep(300);
+        await cache.reserve('orders', 'x', 't2');
+        await cache.commit('orders', 'x', 't1');
+        const k = addressKeys(world.prefix, 'orders');
+        expect(await adminClient().hget(k.res, 'x')).toMatch(/^t2\|\d+\|1$/);
+        expect(await adminClient().zscore(k.ids, 'x')).not.toBeNull();
+        await cache.commit('orders', 'x', 't2');
+        expect(await adminClient().hget(k.res, 'x')).toBeNull();
+      } finally {
+        await world.cleanup();
+      }
+    });
+
+    it('gives each stamp record key a ttl', async () => {
+      const world = testWorld();
+      try {
+        const cache = world.make({ stampTtl: 60_000 });
+        await cache.recordStamp('src', 'fp', 'id', 't');
+        const ttl = await adminClient().pttl(stampKey(world.prefix, 'src', 'fp'));
+        expect(ttl).toBeGreaterThan(50_000);
+        expect(ttl).toBeLessThanOrEqual(60_000);
+      } finally {
+        await world.cleanup();
+      }
+    });
+  });
+
+  describe('bounded storage', () => {
+    it('reservations never committed or released do not accumulate', async () => {
+      const world = testWorld();
+      try {
+        const cache = world.make({ lease: 200, markerRetention: 200 });
+        const k = addressKeys(world.prefix, 'orders');
+        await Promise.all(Array.from({ length: 10_000 }, (_, i) => cache.reserve('orders', `id-${i}`, `t-${i}`)));
+        // (A slow run may already have cleaned some of them up while the burst was still going.)
+        const held = (await adminClient().hlen(k.res)) + (await adminClient().zcard(k.uncertain));
+        expect(held).toBeGreaterThan(150);
+
+        await sleep(300);
+        // Each call cleans up at most 100 expired reservations: 100 calls turn all 10,000 into markers.
+        await Promise.all(Array.from({ length: 150 }, (_, i) => cache.reserve('orders', `new-${i}`, `n-${i}`)));
+        expect(await adminClient().hlen(k.res)).toBe(150);
+        expect(await adminClient().zcard(k.resExp)).toBe(150);
+
+        await sleep(300);
+        // ...and markers past their retention are dropped the same way.
+        await Promise.all(Array.from({ length: 150 }, (_, i) => cache.reserve('orders', `later-${i}`, `l-${i}`)));
+        expect(await adminClient().hlen(k.res)).toBe(150);
+        expect(await adminClient().zcard(k.uncertain)).toBe(150); // the abandoned 'new-*' reservations
+      } finally {
+        await world.cleanup();
+      }
+    });
+
+    it('keeps at most id-cache-size IDs per address', async () => {
+      const world = testWorld();
+      try {
+        const cache = world.make({ size: 50 });
+        await Promise.all(Array.from({ length: 500 }, (_, i) => cache.commit('orders', `id-${i}`, 't')));
+        const k = addressKeys(world.prefix, 'orders');
+        expect(await adminClient().zcard(k.ids)).toBe(50);
+        expect(await adminClient().hlen(k.at)).toBe(50);
+        expect(await adminClient().zrange(k.ids, '0', '0')).toEqual(['id-450']);
+      } finally {
+        await world.cleanup();
+      }
+    });
+  });
+
+  describe('fail closed', () => {
+    it('rejects every call with a TransientError within seconds when Redis is unreachable', async () => {
+      const port = await unusedPort();
+      const { log, lines } = logCapture();
+      const cache = new RedisIdCache({
+        url: `redis://bridge:s3cret@127.0.0.1:${port}`,
+        keyPrefix: uniqueName('idc'),
+        size: 10,
+        lease: 1000,
+        log,
+      });
+      try {
+        const started = Date.now();
+        const errors = await Promise.all([
+          rejection(cache.ping()),
+          rejection(cache.reserve('orders', 'x', 't')),
+          rejection(cache.commit('orders', 'x', 't')),
+          rejection(cache.release('orders', 'x', 't', true)),
+          rejection(cache.recordStamp('src', 'fp', 'x', 't')),
+          rejection(cache.claimStamp('src', 'fp', 't')),
+          rejection(cache.forgetStamp('src', 'fp', 'x')),
+          rejection(cache.releaseStamp('src', 'fp', 'x', 't')),
+        ]);
+        expect(Date.now() - started).toBeLessThan(5000);
+        for (const err of errors) {
+          expect(err).toBeInstanceOf(TransientError);
+          expect(err.message).toBe(`Redis at 127.0.0.1:${port} is unreachable: connection refused`);
+        }
+        // Still down a while later: calls keep failing fast, the process keeps running.
+        await sleep(1000);
+        const again = await rejection(cache.reserve('orders', 'x', 't'));
+        expect(again).toBeInstanceOf(TransientError);
+        expect(lines.filter((l) => l.level === 40)).toHaveLength(1); // one line per state change
+        expect(JSON.stringify(lines)).not.toContain('s3cret');
+      } finally {
+        await cache.close();
+      }
+    });
+
+    it('recovers on the same client when Redis comes back (cut, then black hole)', async () => {
+      const proxy = await TcpProxy.forUrl(services.redisUrl).start();
+      const world = testWorld();
+      const { log, lines } = logCapture();
+      const cache = new RedisIdCache({
+        url: proxy.rewrite(services.redisUrl),
+        keyPrefix: world.prefix,
+        size: 10,
+        lease: 60_000,
+        commandTimeout: 1000,
+        log,
+      });
+      const untilWorks = async () => {
+        const deadline = Date.now() + 15_000;
+        for (;;) {
+          try {
+            return await cache.reserve('orders', 'x', 't1');
+          } catch (err) {
+            expect(err).toBeInstanceOf(TransientError);
+            if (Date.now() > deadline) throw err;
+            await sleep(200);
+          }
+        }
+      };
+      try {
+        expect(await cache.reserve('orders', 'x', 't1')).toEqual({ status: 'reserved', possibleDuplicate: false });
+
+        proxy.cut();
+        let started = Date.now();
+        const cutErr = await rejection(cache.reserve('orders', 'y', 't1'));
+        expect(cutErr).toBeInstanceOf(TransientError);
+        expect(cutErr.message).toMatch(/^Redis at 127\.0\.0\.1:\d+ is unreachable: /);
+        expect(Date.now() - started).toBeLessThan(5000);
+        await sleep(500);
+        proxy.resume();
+        // The replayed reserve (same token) is still ours; another token is still busy.
+        expect(await untilWorks()).toEqual({ status: 'reserved', possibleDuplicate: false });
+        expect(await cache.reserve('orders', 'x', 't2')).toEqual({ status: 'busy' });
+
+        proxy.stall();
+        started = Date.now();
+        const stallErr = await rejection(cache.reserve('orders', 'z', 't1'));
+        expect(stallErr).toBeInstanceOf(TransientError);
+        expect(Date.now() - started).toBeLessThan(3000);
+        // A black hole ends with the connection dropped (by the socket timeout here, or by TCP): then Redis is back.
+        await sleep(2500);
+        proxy.cut();
+        proxy.resume();
+        expect(await untilWorks()).toEqual({ status: 'reserved', possibleDuplicate: false });
+        await cache.commit('orders', 'x', 't1');
+        expect(await cache.reserve('orders', 'x', 't3')).toEqual({ status: 'duplicate' });
+
+        // One line per state change: two outages, two recoveries (not one line per reconnect attempt).
+        expect(lines.filter((l) => l.level === 40 && /is unreachable/.test(l.msg))).toHaveLength(2);
+        expect(lines.filter((l) => l.level === 30 && /reachable again/.test(l.msg))).toHaveLength(2);
+      } finally {
+        await cache.close();
+        await proxy.stop();
+        await world.cleanup();
+      }
+    });
+  });
+});

@@ -1,0 +1,252 @@
+/**
+ * The behaviour every IdCache implementation must show, as one suite run against each of them
+ * (test/unit/memory-id-cache.test.ts with a fake clock, test/integration/redis-id-cache.test.ts with real waits).
+ */
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import type { IdCache } from '../../src/cache/id-cache.js';
+
+export interface CacheOptions {
+  size?: number;
+  ttl?: number;
+  lease?: number;
+}
+
+/** One test's world: caches made by it share one store (as bridge replicas share one Redis). */
+export interface ContractHarness {
+  cache(options?: CacheOptions): IdCache;
+  /** Lets `ms` milliseconds pass (a fake clock moves; against Redis, a real wait). */
+  advance(ms: number): Promise<void>;
+  /** Closes the caches and deletes whatever the test stored. */
+  cleanup(): Promise<void>;
+}
+
+/** Leases and ttls used by the suite: short, because the Redis run really waits for them. */
+export const LEASE = 200;
+const PAST_LEASE = LEASE + 100;
+
+export function idCacheContract(name: string, createHarness: () => ContractHarness): void {
+  describe(`IdCache contract: ${name}`, () => {
+    let h: ContractHarness;
+    beforeEach(() => {
+      h = createHarness();
+    });
+    afterEach(async () => {
+      await h.cleanup();
+    });
+
+    describe('circular cache', () => {
+      it('evicts exactly the oldest ID when the (n+1)th is committed', async () => {
+        const c = h.cache({ size: 10 });
+        for (let i = 1; i <= 11; i++) await c.commit('orders', `id-${i}`, `t-${i}`);
+        expect(await c.reserve('orders', 'id-1', 'r-1')).toEqual({ status: 'reserved', possibleDuplicate: false });
+        for (let i = 2; i <= 11; i++) {
+          expect(await c.reserve('orders', `id-${i}`, `r-${i}`), `id-${i}`).toEqual({ status: 'duplicate' });
+        }
+      });
+
+      it('keeps commit order for commits issued all at once', async () => {
+        const c = h.cache({ size: 10 });
+        // Issued in one go (one pipeline against Redis, the same millisecond): order is the call order.
+        await Promise.all(Array.from({ length: 15 }, (_, i) => c.commit('orders', `id-${i + 1}`, `t-${i + 1}`)));
+        const results = await Promise.all(
+          Array.from({ length: 15 }, (_, i) => c.reserve('orders', `id-${i + 1}`, `r-${i + 1}`)),
+        );
+        expect(results.map((r) => r.status)).toEqual([
+          ...Array<string>(5).fill('reserved'),
+          ...Array<string>(10).fill('duplicate'),
+        ]);
+      });
+
+      it('treats a re-commit as a no-op: it neither moves the ID nor adds a second entry', async () => {
+        const c = h.cache({ size: 3 });
+        await c.commit('orders', 'a', 't-a');
+        await c.commit('orders', 'b', 't-b');
+        await c.commit('orders', 'c', 't-c');
+        await c.commit('orders', 'a', 't-a'); // replayed commit
+        await c.commit('orders', 'a', 't-other'); // a second copy's commit
+        await c.commit('orders', 'd', 't-d'); // evicts the oldest: still 'a'
+        expect(await c.reserve('orders', 'a', 'r')).toEqual({ status: 'reserved', possibleDuplicate: false });
+        for (const id of ['b', 'c', 'd']) expect(await c.reserve('orders', id, 'r'), id).toEqual({ status: 'duplicate' });
+      });
+
+      it('counts entries older than id-cache-ttl as absent, and records them afresh', async () => {
+        const c = h.cache({ size: 10, ttl: 200 });
+        await c.commit('orders', 'old', 't1');
+        expect(await c.reserve('orders', 'old', 'r1')).toEqual({ status: 'duplicate' });
+        await h.advance(300);
+        await c.commit('orders', 'young', 't2');
+        expect(await c.reserve('orders', 'old', 'r2')).toEqual({ status: 'reserved', possibleDuplicate: false });
+        expect(await c.reserve('orders', 'young', 'r3')).toEqual({ status: 'duplicate' });
+        await c.commit('orders', 'old', 'r2');
+        expect(await c.reserve('orders', 'old', 'r4')).toEqual({ status: 'duplicate' });
+      });
+
+      it('keeps two addresses independent', async () => {
+        const c = h.cache({ size: 1 });
+        await c.commit('orders', 'x', 't1');
+        expect(await c.reserve('invoices', 'x', 't2')).toEqual({ status: 'reserved', possibleDuplicate: false });
+        await c.commit('invoices', 'y', 't3'); // would evict 'x' if the caches were shared
+        expect(await c.reserve('orders', 'x', 't4')).toEqual({ status: 'duplicate' });
+        expect(await c.reserve('orders', 'z', 'a')).toEqual({ status: 'reserved', possibleDuplicate: false });
+        expect(await c.reserve('invoices', 'z', 'b')).toEqual({ status: 'reserved', possibleDuplicate: false });
+      });
+
+      it('is shared by every cache on the same store (replicas)', async () => {
+        const one = h.cache();
+        const two = h.cache();
+        if (one === two) return; // an in-process cache is one per process by design
+        expect(await one.reserve('orders', 'x', 't1')).toEqual({ status: 'reserved', possibleDuplicate: false });
+        expect(await two.reserve('orders', 'x', 't2')).toEqual({ status: 'busy' });
+        await one.commit('orders', 'x', 't1');
+        expect(await two.reserve('orders', 'x', 't2')).toEqual({ status: 'duplicate' });
+      });
+    });
+
+    describe('reservations', () => {
+      it('answers reserved, then the same for a replay by the same token, busy for another token', async () => {
+        const c = h.cache({ lease: LEASE });
+        expect(await c.reserve('orders', 'x', 't1')).toEqual({ status: 'reserved', possibleDuplicate: false });
+        expect(await c.reserve('orders', 'x', 't1')).toEqual({ status: 'reserved', possibleDuplicate: false });
+        expect(await c.reserve('orders', 'x', 't2')).toEqual({ status: 'busy' });
+      });
+
+      it('lets another owner take over after the lease, flagged as a possible duplicate, replay-safe', async () => {
+        const c = h.cache({ lease: LEASE });
+        await c.reserve('orders', 'x', 't1');
+        await h.advance(PAST_LEASE);
+        expect(await c.reserve('orders', 'x', 't2')).toEqual({ status: 'reserved', possibleDuplicate: true });
+        expect(await c.reserve('orders', 'x', 't2')).toEqual({ status: 'reserved', possibleDuplicate: true });
+        // The old owner is now the one that must wait.
+        expect(await c.reserve('orders', 'x', 't1')).toEqual({ status: 'busy' });
+      });
+
+      it('ends a reservation on release, so the next reserve is not a possible duplicate', async () => {
+        const c = h.cache({ lease: LEASE });
+        await c.reserve('orders', 'x', 't1');
+        await c.release('orders', 'x', 't1', false);
+        await c.release('orders', 'x', 't1', false); // replayed: no-op
+        expect(await c.reserve('orders', 'x', 't2')).toEqual({ status: 'reserved', possibleDuplicate: false });
+      });
+
+      it('ignores a release by a non-owner', async () => {
+        const c = h.cache({ lease: LEASE });
+        await c.reserve('orders', 'x', 't1');
+        await c.release('orders', 'x', 't2', true);
+        expect(await c.reserve('orders', 'x', 't3')).toEqual({ status: 'busy' });
+        expect(await c.reserve('orders', 'x', 't1')).toEqual({ status: 'reserved', possibleDuplicate: false });
+      });
+
+      it('after an uncertain release the next reserve is a possible duplicate, until the ID is committed', async () => {
+        const c = h.cache({ lease: LEASE });
+        await c.reserve('orders', 'x', 't1');
+        await c.release('orders', 'x', 't1', true);
+        expect(await c.reserve('orders', 'x', 't2')).toEqual({ status: 'reserved', possibleDuplicate: true });
+        // A certain failure of the resend does not undo the earlier unknown outcome.
+        await c.release('orders', 'x', 't2', false);
+        expect(await c.reserve('orders', 'x', 't3')).toEqual({ status: 'reserved', possibleDuplicate: true });
+        await c.commit('orders', 'x', 't3');
+        expect(await c.reserve('orders', 'x', 't4')).toEqual({ status: 'duplicate' });
+      });
+
+      it('records a commit by an owner whose reservation was taken over', async () => {
+        const c = h.cache({ lease: LEASE });
+        await c.reserve('orders', 'x', 't1');
+        await h.advance(PAST_LEASE);
+        expect(await c.reserve('orders', 'x', 't2')).toEqual({ status: 'reserved', possibleDuplicate: true });
+        await c.commit('orders', 'x', 't1'); // its copy was delivered after all
+        expect(await c.reserve('orders', 'x', 't3')).toEqual({ status: 'duplicate' });
+        await c.commit('orders', 'x', 't2');
+        expect(await c.reserve('orders', 'x', 't3')).toEqual({ status: 'duplicate' });
+      });
+
+      it('answers duplicate to a reserve of a committed ID, whoever asks', async () => {
+        const c = h.cache({ lease: LEASE });
+        await c.reserve('orders', 'x', 't1');
+        await c.commit('orders', 'x', 't1');
+        expect(await c.reserve('orders', 'x', 't1')).toEqual({ status: 'duplicate' });
+        expect(await c.reserve('orders', 'x', 't2')).toEqual({ status: 'duplicate' });
+      });
+
+      it('gives exactly one of many concurrent reserves of one ID', async () => {
+        const c = h.cache({ lease: 10_000 });
+        const results = await Promise.all(Array.from({ length: 100 }, (_, i) => c.reserve('orders', 'x', `t${i}`)));
+        expect(results.filter((r) => r.status === 'reserved')).toHaveLength(1);
+        expect(results.filter((r) => r.status === 'busy')).toHaveLength(99);
+      });
+    });
+
+    describe('stamp records', () => {
+      it('answers none for an unknown fingerprint', async () => {
+        const c = h.cache({ lease: LEASE });
+        expect(await c.claimStamp('rabbit/orders', 'fp', 't1')).toEqual({ status: 'none' });
+      });
+
+      it('hands a recorded stamp back to its holder (replay), busy to others while the holder lives', async () => {
+        const c = h.cache({ lease: LEASE });
+        await c.recordStamp('rabbit/orders', 'fp', 'id-1', 't1');
+        expect(await c.claimStamp('rabbit/orders', 'fp', 't1')).toEqual({ status: 'claimed', id: 'id-1' });
+        expect(await c.claimStamp('rabbit/orders', 'fp', 't2')).toEqual({ status: 'busy' });
+        await c.releaseStamp('rabbit/orders', 'fp', 'id-1', 't2'); // not the holder: no-op
+        expect(await c.claimStamp('rabbit/orders', 'fp', 't3')).toEqual({ status: 'busy' });
+      });
+
+      it('lets a released stamp be claimed at once, replay-safe', async () => {
+        const c = h.cache({ lease: LEASE });
+        await c.recordStamp('rabbit/orders', 'fp', 'id-1', 't1');
+        await c.releaseStamp('rabbit/orders', 'fp', 'id-1', 't1');
+        expect(await c.claimStamp('rabbit/orders', 'fp', 't2')).toEqual({ status: 'claimed', id: 'id-1' });
+        expect(await c.claimStamp('rabbit/orders', 'fp', 't2')).toEqual({ status: 'claimed', id: 'id-1' });
+        expect(await c.claimStamp('rabbit/orders', 'fp', 't3')).toEqual({ status: 'busy' });
+      });
+
+      it('lets a stamp whose holder lease expired be claimed', async () => {
+        const c = h.cache({ lease: LEASE });
+        await c.recordStamp('rabbit/orders', 'fp', 'id-1', 't1');
+        await h.advance(PAST_LEASE);
+        expect(await c.claimStamp('rabbit/orders', 'fp', 't2')).toEqual({ status: 'claimed', id: 'id-1' });
+        expect(await c.claimStamp('rabbit/orders', 'fp', 't1')).toEqual({ status: 'busy' });
+      });
+
+      it('forgets a stamp', async () => {
+        const c = h.cache({ lease: LEASE });
+        await c.recordStamp('rabbit/orders', 'fp', 'id-1', 't1');
+        await c.forgetStamp('rabbit/orders', 'fp', 'id-1');
+        await c.forgetStamp('rabbit/orders', 'fp', 'id-1');
+        expect(await c.claimStamp('rabbit/orders', 'fp', 't2')).toEqual({ status: 'none' });
+      });
+
+      it('gives each redelivered copy of identical messages its own stamp', async () => {
+        const c = h.cache({ lease: LEASE });
+        await c.recordStamp('rabbit/orders', 'fp', 'id-1', 't1');
+        await c.recordStamp('rabbit/orders', 'fp', 'id-2', 't2');
+        await c.releaseStamp('rabbit/orders', 'fp', 'id-1', 't1');
+        await c.releaseStamp('rabbit/orders', 'fp', 'id-2', 't2');
+        const a = await c.claimStamp('rabbit/orders', 'fp', 't3');
+        const b = await c.claimStamp('rabbit/orders', 'fp', 't4');
+        expect(a.status).toBe('claimed');
+        expect(b.status).toBe('claimed');
+        const ids = [a, b].map((r) => (r.status === 'claimed' ? r.id : '')).sort();
+        expect(ids).toEqual(['id-1', 'id-2']);
+        expect(await c.claimStamp('rabbit/orders', 'fp', 't5')).toEqual({ status: 'busy' });
+      });
+
+      it('keeps sources and fingerprints apart', async () => {
+        const c = h.cache({ lease: LEASE });
+        await c.recordStamp('rabbit/orders', 'fp', 'id-1', 't1');
+        expect(await c.claimStamp('rabbit/invoices', 'fp', 't2')).toEqual({ status: 'none' });
+        expect(await c.claimStamp('rabbit/orders', 'fp2', 't2')).toEqual({ status: 'none' });
+      });
+    });
+
+    it('takes addresses, IDs and tokens with any characters', async () => {
+      const c = h.cache({ lease: LEASE });
+      const address = 'amqp 127.0.0.1:5672/{vhost}/%7B}{q|u:e';
+      await c.commit(address, 'id|with|bars{}', 'tok|en');
+      expect(await c.reserve(address, 'id|with|bars{}', 'x')).toEqual({ status: 'duplicate' });
+      expect(await c.reserve(address, 'other', 'a|b|1')).toEqual({ status: 'reserved', possibleDuplicate: false });
+      expect(await c.reserve(address, 'other', 'a|b|1')).toEqual({ status: 'reserved', possibleDuplicate: false });
+      expect(await c.reserve(address, 'other', 'a|b')).toEqual({ status: 'busy' });
+      expect(await c.reserve('', 'other', 'a')).toEqual({ status: 'reserved', possibleDuplicate: false });
+    });
+  });
+}

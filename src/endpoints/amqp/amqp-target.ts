@@ -1,0 +1,481 @@
+/**
+ * AMQP 0-9-1 target: publishes on a confirm channel with `mandatory: true` and resolves each send on its publisher
+ * confirm.
+ *
+ * Outcomes of one send:
+ * - confirm (basic.ack) and no basic.return → resolved: the broker routed and took responsibility for it;
+ * - basic.return → MessageRejectedError('unroutable'). RabbitMQ sends the return *before* a successful confirm, and
+ *   a return carries no publish sequence number, so a return is matched to the earliest unconfirmed publish with the
+ *   same exchange, routing key, body and properties (identical messages are interchangeable). A return that matches
+ *   nothing is a protocol surprise: the connection is treated as broken (outcome unknown), never guessed;
+ * - basic.nack → MessageRejectedError('nacked');
+ * - the broker closes the channel (404 missing exchange, 403 access refused, 406 precondition failed) →
+ *   every unconfirmed send on that channel rejects with MessageRejectedError('not-found' | 'access-refused' |
+ *   'precondition-failed'); a new channel is opened on the same connection for later sends (a channel error is not a
+ *   lost connection);
+ * - the connection is lost, or no confirm comes within `confirmTimeout` → TransientError({ outcomeUnknown: true })
+ *   for every unconfirmed send, and onLost fires once. While the broker has the connection blocked
+ *   (`connection.blocked`, a resource alarm) the confirm timer is paused: a blocked broker is not a broken one.
+ *
+ * Sends keep their call order on the wire: a send that cannot be written now (channel write buffer full, channel
+ * being reopened) waits in a FIFO, and later sends queue behind it.
+ */
+import type { ConfirmChannel, Message, MessageProperties as AmqpProperties, Options } from 'amqplib';
+import type { AmqpConnectionConfig } from '../../config/types.js';
+import { MessageRejectedError, TransientError } from '../../core/errors.js';
+import type { BridgeMessage } from '../../core/message.js';
+import type { TargetEndpoint, TargetHandlers } from '../../core/ports.js';
+import type { Logger } from '../../log.js';
+import { isTypedValue, toAmqp, type AmqpPublish } from '../../mapping/amqp-mapping.js';
+import { describeTarget, resolveTarget, targetAddress, type AmqpTargetSpec } from './address.js';
+import {
+  ACCESS_REFUSED,
+  NOT_FOUND,
+  PRECONDITION_FAILED,
+  closeModel,
+  connectAmqp,
+  lostError,
+  replyCode,
+  replyText,
+  type AmqpSession,
+} from './connect.js';
+
+type State = 'new' | 'opening' | 'open' | 'lost' | 'closed';
+
+interface Outcome {
+  resolve: () => void;
+  reject: (err: Error) => void;
+}
+
+interface Waiting extends Outcome {
+  publish: AmqpPublish;
+}
+
+interface Pending extends Outcome {
+  publish: AmqpPublish;
+  publishedAt: number;
+  returned?: { replyCode: number; replyText: string };
+}
+
+/** One confirm channel and the publishes still waiting for its confirms, in publish order. */
+interface PublishChannel {
+  ch: ConfirmChannel;
+  pending: Map<number, Pending>;
+  closed: boolean;
+  error?: Error;
+}
+
+/** Reply codes of a channel close that concern the published messages, not the connection. */
+const CHANNEL_REJECTIONS: Record<number, string> = {
+  [NOT_FOUND]: 'not-found',
+  [ACCESS_REFUSED]: 'access-refused',
+  [PRECONDITION_FAILED]: 'precondition-failed',
+};
+
+let instances = 0;
+
+export class AmqpTarget implements TargetEndpoint {
+  readonly description: string;
+  readonly address: string;
+  /** The `connection_name` client property, unique per session. */
+  readonly connectionName: string;
+
+  private readonly log: Logger;
+  private readonly exchange: string;
+  private readonly routingKey: string;
+  private state: State = 'new';
+  private session?: AmqpSession;
+  private handlers?: TargetHandlers;
+  private channel?: PublishChannel;
+  private reopening = false;
+  private draining = false;
+  private blocked = false;
+  private readonly waiting: Waiting[] = [];
+  private seq = 0;
+  private sweeper?: NodeJS.Timeout;
+  private lostReason?: TransientError;
+
+  constructor(
+    private readonly conn: AmqpConnectionConfig,
+    target: AmqpTargetSpec,
+    private readonly confirmTimeout: number,
+    log: Logger,
+  ) {
+    const { exchange, routingKey } = resolveTarget(target);
+    this.exchange = exchange;
+    this.routingKey = routingKey;
+    this.description = describeTarget(conn, target);
+    this.address = targetAddress(conn, target);
+    instances += 1;
+    this.connectionName = `broker-bridge ${conn.name} target ${exchange}/${routingKey} #${process.pid}.${instances}`;
+    this.log = log.child({ endpoint: this.description });
+  }
+
+  /** A short line for logs: where this target publishes and how its session is doing. */
+  describe(): string {
+    const unconfirmed = this.channel?.pending.size ?? 0;
+    return `${this.description} [${this.state}${this.blocked ? ', blocked' : ''}; ${unconfirmed} unconfirmed, ${this.waiting.length} waiting]`;
+  }
+
+  async open(handlers: TargetHandlers): Promise<void> {
+    if (this.state !== 'new') throw new Error(`${this.description}: open() called twice; build a new endpoint per session`);
+    this.state = 'opening';
+    this.handlers = handlers;
+    const session = await connectAmqp(this.conn, { connectionName: this.connectionName, log: this.log });
+    this.session = session;
+    const { model, where } = session;
+    model.on('error', (err: Error) => this.log.debug({ err }, 'AMQP connection error'));
+    model.on('close', (err?: Error) => this.lost(lostError(where, err)));
+    model.on('blocked', (reason: string) => {
+      this.blocked = true;
+      this.log.warn({ reason }, 'the broker blocked publishing (connection.blocked)');
+      this.handlers?.onBlocked?.(true, reason);
+    });
+    model.on('unblocked', () => {
+      this.blocked = false;
+      // The confirm timer restarts: nothing could be confirmed while the broker was not reading.
+      const now = Date.now();
+      for (const p of this.channel?.pending.values() ?? []) p.publishedAt = now;
+      this.log.info('the broker unblocked publishing');
+      this.handlers?.onBlocked?.(false);
+    });
+    try {
+      this.channel = await this.openChannel();
+    } catch (err) {
+      this.state = 'closed';
+      await closeModel(model);
+      throw err instanceof TransientError
+        ? err
+        : new TransientError(`${this.description}: could not open a confirm channel on ${where}: ${replyText(err)}`, { cause: err });
+    }
+    if ((this.state as State) !== 'opening') {
+      await closeModel(model);
+      throw this.lostReason ?? new TransientError(`${this.description}: closed while opening`);
+    }
+    this.state = 'open';
+    const period = Math.max(50, Math.min(1000, Math.floor(this.confirmTimeout / 5)));
+    this.sweeper = setInterval(() => this.checkConfirmTimeout(), period);
+    this.sweeper.unref();
+    this.log.info('target open');
+  }
+
+  send(message: BridgeMessage): Promise<void> {
+    if (this.state !== 'open') {
+      // Not written at all, so the outcome is known (not sent), whatever the session's loss left unknown.
+      const reason = this.lostReason ? `${this.lostReason.message} (the message was not sent)` : `${this.description} is not connected`;
+      return Promise.reject(new TransientError(reason, { cause: this.lostReason }));
+    }
+    let publish: AmqpPublish;
+    try {
+      publish = toAmqp(message, { connectionUser: this.session?.user });
+    } catch (err) {
+      return Promise.reject(unencodable(err));
+    }
+    return new Promise<void>((resolve, reject) => {
+      const w: Waiting = { publish, resolve, reject };
+      if (this.writable() && this.waiting.length === 0) this.write(w);
+      else this.waiting.push(w);
+    });
+  }
+
+  /**
+   * Publishes all messages and resolves when every one is confirmed. Not a transaction: AMQP confirms are per
+   * message, so when this rejects (with the first failure in message order) some messages of the batch may have been
+   * confirmed already.
+   */
+  async sendBatch(messages: BridgeMessage[]): Promise<void> {
+    const results = await Promise.allSettled(messages.map((m) => this.send(m)));
+    const failed = results.find((r): r is PromiseRejectedResult => r.status === 'rejected');
+    if (failed) throw failed.reason;
+  }
+
+  async close(): Promise<void> {
+    if (this.state === 'closed') return;
+    this.state = 'closed';
+    this.stopSweeper();
+    const err = new TransientError(`${this.description} was closed before the broker confirmed the message`, {
+      outcomeUnknown: true,
+    });
+    if (this.channel) this.failPending(this.channel, () => err);
+    this.failWaiting(new TransientError(`${this.description} was closed before the message was sent`));
+    const model = this.session?.model;
+    if (model) await closeModel(model);
+  }
+
+  private async openChannel(): Promise<PublishChannel> {
+    const model = this.session!.model;
+    const ch = await model.createConfirmChannel();
+    const chan: PublishChannel = { ch, pending: new Map(), closed: false };
+    ch.on('error', (err: Error) => {
+      chan.error = err;
+    });
+    // Prepended, so that this runs before amqplib fails the confirm callbacks with a bare 'channel closed'.
+    ch.prependListener('close', () => {
+      chan.closed = true;
+      this.onChannelClose(chan);
+    });
+    ch.on('return', (m: Message) => this.onReturn(chan, m));
+    ch.on('drain', () => {
+      if (this.channel !== chan) return;
+      this.draining = false;
+      this.flush();
+    });
+    return chan;
+  }
+
+  private writable(): boolean {
+    return this.state === 'open' && !this.reopening && !this.draining && this.channel !== undefined && !this.channel.closed;
+  }
+
+  /** Writes one publish on the current channel. */
+  private write(w: Waiting): void {
+    const chan = this.channel!;
+    const { content, options } = w.publish;
+    this.seq += 1;
+    const seq = this.seq;
+    let ok: boolean;
+    try {
+      ok = chan.ch.publish(this.exchange, this.routingKey, content, { ...options, mandatory: true }, (err: unknown) =>
+        this.onConfirm(chan, seq, err),
+      );
+    } catch (err) {
+      // amqplib encodes before writing anything, so a throw means nothing reached the wire.
+      if (chan.closed || (err as Error)?.name === 'IllegalOperationError') {
+        w.reject(new TransientError(`${this.description}: the channel closed before the message was sent`, { cause: err }));
+      } else {
+        w.reject(unencodable(err));
+      }
+      return;
+    }
+    chan.pending.set(seq, { publish: w.publish, resolve: w.resolve, reject: w.reject, publishedAt: Date.now() });
+    if (!ok) this.draining = true;
+  }
+
+  private flush(): void {
+    while (this.waiting.length > 0 && this.writable()) this.write(this.waiting.shift()!);
+  }
+
+  private onConfirm(chan: PublishChannel, seq: number, err: unknown): void {
+    const p = chan.pending.get(seq);
+    if (p === undefined) return;
+    // A channel that closed settles its own pending sends (onChannelClose), with the reason it knows.
+    if (err && chan.closed) return;
+    chan.pending.delete(seq);
+    if (err) {
+      p.reject(new MessageRejectedError('nacked', `${this.description}: the broker refused the message (basic.nack)`));
+    } else if (p.returned) {
+      const { replyCode: code, replyText: text } = p.returned;
+      p.reject(
+        new MessageRejectedError(
+          'unroutable',
+          `${this.description}: the broker returned the message as unroutable (${code} ${text}): exchange '${this.exchange}' has no queue bound for routing key '${this.routingKey}'`,
+        ),
+      );
+    } else {
+      p.resolve();
+    }
+  }
+
+  private onReturn(chan: PublishChannel, m: Message): void {
+    const { exchange, routingKey, replyCode: code, replyText: text } = m.fields as Message['fields'] & {
+      replyCode?: number;
+      replyText?: string;
+    };
+    const sameRoute: Pending[] = [];
+    for (const p of chan.pending.values()) {
+      if (p.returned === undefined && exchange === this.exchange && routingKey === this.routingKey && m.content.equals(p.publish.content)) {
+        sameRoute.push(p);
+      }
+    }
+    let match: Pending | undefined;
+    if (sameRoute.length === 1) {
+      match = sameRoute[0];
+    } else if (sameRoute.length > 1) {
+      const returned = fingerprintReturned(m.properties);
+      match = sameRoute.find((p) => fingerprintPublished(p.publish.options) === returned);
+    }
+    if (match === undefined) {
+      // Guessing could mark a routed message as returned and, worse, confirm the returned one as delivered.
+      this.log.error({ exchange, routingKey, candidates: sameRoute.length }, 'a returned message matches no unconfirmed publish');
+      this.lost(
+        new TransientError(`${this.description}: the broker returned a message that matches no unconfirmed publish`, {
+          outcomeUnknown: true,
+        }),
+      );
+      return;
+    }
+    match.returned = { replyCode: code ?? 312, replyText: text ?? 'NO_ROUTE' };
+  }
+
+  private onChannelClose(chan: PublishChannel): void {
+    if (this.channel !== chan || this.state !== 'open') {
+      // Our own close() or a loss already settled the sends; anything left is failed with the session's reason.
+      const err = this.lostReason ?? new TransientError(`${this.description} was closed`, { outcomeUnknown: true });
+      this.failPending(chan, () => err);
+      return;
+    }
+    const code = replyCode(chan.error);
+    const reason = code === undefined ? undefined : CHANNEL_REJECTIONS[code];
+    const where = this.session?.where ?? this.conn.name;
+    if (chan.error && reason !== undefined) {
+      const text = replyText(chan.error);
+      this.log.warn({ code, unconfirmed: chan.pending.size }, `the broker closed the channel: ${text}; reopening it`);
+      this.failPending(chan, () => new MessageRejectedError(reason, `${this.description}: ${text}`, { cause: chan.error }));
+      void this.reopen();
+      return;
+    }
+    if (chan.error) {
+      this.lost(lostError(where, chan.error, 'the channel on'));
+      return;
+    }
+    // No error of its own: the connection is going down, and its 'close' event (with the reason) follows in this
+    // tick. Let it speak first; this is the fallback.
+    queueMicrotask(() => this.lost(new TransientError(`the channel on ${where} was closed`, { outcomeUnknown: true })));
+  }
+
+  private async reopen(): Promise<void> {
+    this.reopening = true;
+    this.draining = false;
+    try {
+      const chan = await this.openChannel();
+      if (this.state !== 'open') {
+        await chan.ch.close().catch(() => undefined);
+        return;
+      }
+      this.channel = chan;
+      this.reopening = false;
+      this.flush();
+    } catch (err) {
+      const where = this.session?.where ?? this.conn.name;
+      this.lost(new TransientError(`${this.description}: could not reopen a channel on ${where}: ${replyText(err)}`, { cause: err }));
+    }
+  }
+
+  private checkConfirmTimeout(): void {
+    if (this.state !== 'open' || this.blocked || this.channel === undefined) return;
+    const oldest = this.channel.pending.values().next();
+    if (oldest.done) return;
+    if (Date.now() - oldest.value.publishedAt <= this.confirmTimeout) return;
+    const where = this.session?.where ?? this.conn.name;
+    this.lost(
+      new TransientError(`${this.description}: no publisher confirm within ${this.confirmTimeout} ms; the connection to ${where} is treated as broken`, {
+        outcomeUnknown: true,
+      }),
+    );
+  }
+
+  private lost(err: TransientError): void {
+    if (this.state !== 'open' && this.state !== 'opening') return;
+    const wasOpen = this.state === 'open';
+    this.state = 'lost';
+    this.lostReason = err;
+    this.stopSweeper();
+    if (this.channel) this.failPending(this.channel, () => err);
+    this.failWaiting(new TransientError(`${err.message} (the message was not sent)`, { cause: err }));
+    if (!wasOpen) return;
+    this.log.warn({ err }, 'target lost');
+    try {
+      this.handlers?.onLost(err);
+    } catch (e) {
+      this.log.error({ err: e }, 'onLost handler threw');
+    }
+    // The connection may still be up (confirm timeout, channel failure): it is not trusted any more.
+    const model = this.session?.model;
+    if (model) void closeModel(model);
+  }
+
+  private failPending(chan: PublishChannel, error: () => Error): void {
+    const pending = [...chan.pending.values()];
+    chan.pending.clear();
+    for (const p of pending) p.reject(error());
+  }
+
+  private failWaiting(err: TransientError): void {
+    const waiting = this.waiting.splice(0);
+    for (const w of waiting) w.reject(err);
+  }
+
+  private stopSweeper(): void {
+    if (this.sweeper) clearInterval(this.sweeper);
+    this.sweeper = undefined;
+  }
+}
+
+function unencodable(err: unknown): MessageRejectedError {
+  const text = err instanceof Error ? err.message : String(err);
+  return new MessageRejectedError('unencodable', `the message cannot be encoded as AMQP: ${text}`, { cause: err });
+}
+
+/*
+ * Fingerprints for matching a basic.return to its publish. The published side is what toAmqp produced (amqplib's
+ * input form), the returned side what amqplib decoded: both are reduced to the values that survive the wire
+ * (numbers by value, typed values by their value, Dates as AMQP seconds). RabbitMQ strips `BCC`, so it is ignored.
+ */
+function fingerprintPublished(o: Options.Publish): string {
+  return fingerprint({
+    contentType: o.contentType,
+    contentEncoding: o.contentEncoding,
+    correlationId: o.correlationId,
+    replyTo: o.replyTo,
+    messageId: o.messageId,
+    type: o.type,
+    appId: o.appId,
+    userId: o.userId,
+    priority: o.priority,
+    expiration: o.expiration === undefined ? undefined : String(o.expiration),
+    timestamp: o.timestamp,
+    persistent: o.persistent === true,
+    headers: withoutBcc(o.headers),
+  });
+}
+
+function fingerprintReturned(p: AmqpProperties): string {
+  return fingerprint({
+    contentType: p.contentType,
+    contentEncoding: p.contentEncoding,
+    correlationId: p.correlationId,
+    replyTo: p.replyTo,
+    messageId: p.messageId,
+    type: p.type,
+    appId: p.appId,
+    userId: p.userId,
+    priority: p.priority,
+    expiration: p.expiration,
+    timestamp: p.timestamp,
+    persistent: p.deliveryMode === 2,
+    headers: withoutBcc(p.headers),
+  });
+}
+
+function withoutBcc(headers: unknown): unknown {
+  if (headers === null || typeof headers !== 'object') return {};
+  const { BCC: _bcc, ...rest } = headers as Record<string, unknown>;
+  return rest;
+}
+
+function fingerprint(v: unknown): string {
+  if (v === null || v === undefined) return 'u';
+  switch (typeof v) {
+    case 'string':
+      return JSON.stringify(v);
+    case 'number':
+      return `n${v}`;
+    case 'bigint':
+      return `n${Number(v)}`;
+    case 'boolean':
+      return v ? 't' : 'f';
+    case 'object':
+      break;
+    default:
+      return 'u';
+  }
+  if (Buffer.isBuffer(v)) return `x${v.toString('hex')}`;
+  if (v instanceof Date) return `n${Math.floor(v.getTime() / 1000)}`;
+  if (Array.isArray(v)) return `[${v.map(fingerprint).join(',')}]`;
+  if (isTypedValue(v as object)) return fingerprint((v as { value: unknown }).value);
+  const o = v as Record<string, unknown>;
+  const keys = Object.keys(o)
+    .filter((k) => o[k] !== undefined)
+    .sort();
+  return `{${keys.map((k) => `${JSON.stringify(k)}:${fingerprint(o[k])}`).join(',')}}`;
+}

@@ -1,0 +1,506 @@
+/**
+ * The AMQP source and target against the real RabbitMQ at AMQP_URL. Every test uses its own queues and exchanges
+ * and deletes them afterwards; assertions are about what the queues hold.
+ */
+import { execFile } from 'node:child_process';
+import { promisify } from 'node:util';
+import type { Options } from 'amqplib';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import type { AmqpConnectionConfig } from '../../src/config/types.js';
+import { ConfigError, MessageRejectedError, TransientError } from '../../src/core/errors.js';
+import type { BridgeMessage, SourceDelivery } from '../../src/core/message.js';
+import { AmqpSource } from '../../src/endpoints/amqp/amqp-source.js';
+import { AmqpTarget } from '../../src/endpoints/amqp/amqp-target.js';
+import { silentLogger } from '../../src/log.js';
+import { ORIGINAL_USER_ID_HEADER } from '../../src/mapping/amqp-mapping.js';
+import { AmqpTestClient } from '../support/amqp.js';
+import { services, uniqueName } from '../support/services.js';
+import { TcpProxy } from '../support/tcp-proxy.js';
+
+const run = promisify(execFile);
+
+function connection(urls = [services.amqpUrl], connectTimeout = 5000): AmqpConnectionConfig {
+  return { name: 'rabbit', type: 'amqp', urls, heartbeat: 10, connectTimeout };
+}
+
+async function waitFor(pred: () => boolean, what: string, timeoutMs = 20_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!pred()) {
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 20));
+  }
+}
+
+/** Closes one connection from the broker side, found by its connection_name client property. */
+async function closeFromBroker(connectionName: string): Promise<void> {
+  const mgmt = services.rabbitManagementUrl;
+  if (mgmt) {
+    const base = new URL(mgmt);
+    const auth = `Basic ${Buffer.from(`${decodeURIComponent(base.username)}:${decodeURIComponent(base.password)}`).toString('base64')}`;
+    base.username = '';
+    base.password = '';
+    const list = (await (await fetch(new URL('/api/connections', base), { headers: { authorization: auth } })).json()) as {
+      name: string;
+      client_properties?: { connection_name?: string };
+    }[];
+    const c = list.find((x) => x.client_properties?.connection_name === connectionName);
+    if (!c) throw new Error(`connection '${connectionName}' not found in the management API`);
+    await fetch(new URL(`/api/connections/${encodeURIComponent(c.name)}`, base), {
+      method: 'DELETE',
+      headers: { authorization: auth, 'x-reason': 'test: closed by the broker' },
+    });
+    return;
+  }
+  const { stdout } = await run('rabbitmqctl', ['list_connections', 'pid', 'client_properties', '-q', '--no-table-headers']);
+  const line = stdout.split('\n').find((l) => l.includes(`{"connection_name","${connectionName}"}`));
+  if (!line) throw new Error(`connection '${connectionName}' not found by rabbitmqctl list_connections`);
+  await run('rabbitmqctl', ['close_connection', line.split('\t')[0]!, 'test: closed by the broker']);
+}
+
+/** Ready + unacked messages of a queue as the queue process counts them (rabbitmqctl); undefined without it. */
+async function queueTotal(queue: string): Promise<number | undefined> {
+  let stdout: string;
+  try {
+    ({ stdout } = await run('rabbitmqctl', ['list_queues', 'name', 'messages', '-q', '--no-table-headers']));
+  } catch {
+    return undefined;
+  }
+  const line = stdout.split('\n').find((l) => l.split('\t')[0] === queue);
+  return line === undefined ? undefined : Number(line.split('\t')[1]);
+}
+
+let client: AmqpTestClient;
+const queues: string[] = [];
+const exchanges: string[] = [];
+const endpoints: { close(): Promise<void> }[] = [];
+
+function queueName(): string {
+  const q = uniqueName('amqp-ep');
+  queues.push(q);
+  return q;
+}
+
+function source(queue: string, prefetch = 100): AmqpSource {
+  const s = new AmqpSource(connection(), queue, prefetch, silentLogger);
+  endpoints.push(s);
+  return s;
+}
+
+function target(spec: { queue?: string; exchange?: string; routingKey?: string }, confirmTimeout = 15_000, conn = connection()): AmqpTarget {
+  const t = new AmqpTarget(conn, spec, confirmTimeout, silentLogger);
+  endpoints.push(t);
+  return t;
+}
+
+/** Opens a source and collects its deliveries. */
+async function consume(s: AmqpSource): Promise<{ deliveries: SourceDelivery[]; lost: TransientError[] }> {
+  const deliveries: SourceDelivery[] = [];
+  const lost: TransientError[] = [];
+  await s.open({ onDelivery: (d) => deliveries.push(d), onLost: (e) => lost.push(e) });
+  return { deliveries, lost };
+}
+
+function msg(body: string | Buffer, headers: BridgeMessage['headers'] = {}): BridgeMessage {
+  return { body: Buffer.isBuffer(body) ? body : Buffer.from(body), properties: { persistent: true }, headers };
+}
+
+beforeAll(async () => {
+  client = await AmqpTestClient.connect();
+});
+
+afterEach(async () => {
+  await Promise.all(endpoints.splice(0).map((e) => e.close()));
+  await client.deleteQueues(...queues.splice(0));
+  for (const x of exchanges.splice(0)) await client.ch.deleteExchange(x).catch(() => undefined);
+});
+
+afterAll(async () => {
+  await client.close();
+});
+
+describe('AMQP source → AMQP target', () => {
+  it('forwards bodies, properties and headers byte for byte (NUL bytes, a 1 MiB body, nested tables)', async () => {
+    const from = queueName();
+    const to = queueName();
+    await client.queue(from);
+    await client.queue(to);
+    const big = Buffer.alloc(1024 * 1024);
+    for (let i = 0; i < big.length; i++) big[i] = (i * 31) % 256;
+    const full: Options.Publish = {
+      contentType: 'application/octet-stream',
+      contentEncoding: 'binary',
+      correlationId: 'corr-1',
+      replyTo: 'reply-queue',
+      messageId: 'msg-1',
+      type: 'order.created',
+      userId: 'guest',
+      appId: 'shop',
+      priority: 5,
+      persistent: true,
+      expiration: '3600000',
+      timestamp: 1_700_000_000,
+      headers: {
+        _AMQ_DUPL_ID: 'dup-1',
+        str: 'with\u0000nul',
+        int: 70000,
+        neg: -3,
+        dbl: 2.5,
+        yes: true,
+        nothing: null,
+        bytes: Buffer.from([0, 1, 0, 255]),
+        list: ['a', 1, [2, 3], { k: 'v' }],
+        table: { nested: { deeper: 'x' }, n: 1 },
+        when: { '!': 'timestamp', value: 1_700_000_123 },
+      },
+    };
+    const published = [
+      { body: Buffer.from([0, 0, 0, 1, 0]), options: full },
+      { body: big, options: { persistent: true, headers: { idx: 1 } } },
+      // No delivery-mode at all: stays without one, i.e. not persistent.
+      { body: Buffer.alloc(0), options: { persistent: undefined, headers: {} } },
+      { body: Buffer.from('plain text é'), options: { contentType: 'text/plain; charset=utf-8', persistent: false } },
+    ];
+    await client.publish(from, published);
+
+    const s = source(from);
+    const t = target({ queue: to });
+    await t.open({ onLost: () => undefined });
+    const { deliveries } = await consume(s);
+    await waitFor(() => deliveries.length === published.length, 'all deliveries');
+    for (const d of deliveries) {
+      await t.send(d.message);
+      s.ack(d);
+    }
+    await s.ackBarrier();
+    expect(await client.count(from)).toBe(0);
+
+    const got = await client.drain(to);
+    expect(got).toHaveLength(published.length);
+    const sent = await AmqpTestClient.connect();
+    try {
+      // What the broker delivers for the originals (to compare decoded form with decoded form).
+      const ref = queueName();
+      await sent.queue(ref);
+      await sent.publish(ref, published);
+      const expected = await sent.drain(ref);
+      for (let i = 0; i < published.length; i++) {
+        expect(got[i]!.body.equals(published[i]!.body)).toBe(true);
+        // Non-persistent is published without delivery-mode: an explicit 1 comes out as none (same meaning).
+        const want = expected[i]!.properties;
+        expect(got[i]!.properties).toEqual({ ...want, deliveryMode: want.deliveryMode === 2 ? 2 : undefined });
+      }
+    } finally {
+      await sent.close();
+    }
+    expect(deliveries[0]!.stableId).toBe('msg-1');
+    expect(deliveries[1]!.stableId).toBeUndefined();
+    expect(deliveries.every((d) => !d.redelivered)).toBe(true);
+  });
+
+  it('moves a user-id other than the connection user to x-original-user-id instead of failing the channel', async () => {
+    const to = queueName();
+    await client.queue(to);
+    const t = target({ queue: to });
+    await t.open({ onLost: () => undefined });
+    await t.send({ ...msg('a'), properties: { persistent: true, userId: 'alice' } });
+    await t.send({ ...msg('b'), properties: { persistent: true, userId: 'guest' } });
+    const got = await client.drain(to);
+    expect(got.map((m) => [m.body.toString(), m.properties.userId, m.headers[ORIGINAL_USER_ID_HEADER]])).toEqual([
+      ['a', undefined, 'alice'],
+      ['b', 'guest', undefined],
+    ]);
+  });
+});
+
+describe('AMQP target outcomes', () => {
+  it('rejects an unroutable publish as unroutable, and the next send works', async () => {
+    const ex = uniqueName('amqp-ep-x');
+    exchanges.push(ex);
+    await client.ch.assertExchange(ex, 'direct', { durable: false });
+    const t = target({ exchange: ex, routingKey: 'rk' });
+    const lost: TransientError[] = [];
+    await t.open({ onLost: (e) => lost.push(e) });
+
+    const err = await t.send(msg('nowhere')).catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(MessageRejectedError);
+    expect((err as MessageRejectedError).reason).toBe('unroutable');
+    expect((err as Error).message).toContain("routing key 'rk'");
+
+    const q = queueName();
+    await client.queue(q);
+    await client.ch.bindQueue(q, ex, 'rk');
+    await t.send(msg('somewhere'));
+    expect((await client.drain(q)).map((m) => m.body.toString())).toEqual(['somewhere']);
+    expect(lost).toEqual([]);
+  });
+
+  it('attributes returns to the right publishes among many in flight (headers exchange, identical bodies)', async () => {
+    const ex = uniqueName('amqp-ep-hx');
+    exchanges.push(ex);
+    await client.ch.assertExchange(ex, 'headers', { durable: false });
+    const q = queueName();
+    await client.queue(q);
+    await client.ch.bindQueue(q, ex, '', { 'x-match': 'all', route: 'yes' });
+    const t = target({ exchange: ex, routingKey: '' });
+    await t.open({ onLost: () => undefined });
+
+    const plan = Array.from({ length: 200 }, (_, i) => (i % 3 === 1 ? 'no' : 'yes'));
+    const results = await Promise.allSettled(plan.map((route, i) => t.send(msg('same body', { route, i }))));
+    results.forEach((r, i) => {
+      if (plan[i] === 'yes') expect(r.status).toBe('fulfilled');
+      else {
+        expect(r.status).toBe('rejected');
+        expect(((r as PromiseRejectedResult).reason as MessageRejectedError).reason).toBe('unroutable');
+      }
+    });
+    const got = await client.drain(q);
+    expect(got.map((m) => m.headers.i)).toEqual(plan.flatMap((route, i) => (route === 'yes' ? [i] : [])));
+  });
+
+  it('rejects a publish to a missing exchange as not-found, then sends on a new channel once it exists', async () => {
+    const ex = uniqueName('amqp-ep-missing');
+    exchanges.push(ex);
+    const t = target({ exchange: ex, routingKey: 'rk' });
+    const lost: TransientError[] = [];
+    await t.open({ onLost: (e) => lost.push(e) });
+
+    const results = await Promise.allSettled([t.send(msg('1')), t.send(msg('2')), t.send(msg('3'))]);
+    for (const r of results) {
+      expect(r.status).toBe('rejected');
+      const e = (r as PromiseRejectedResult).reason as MessageRejectedError;
+      expect(e).toBeInstanceOf(MessageRejectedError);
+      expect(e.reason).toBe('not-found');
+      expect(e.message).toContain(ex);
+    }
+
+    await client.ch.assertExchange(ex, 'direct', { durable: false });
+    const q = queueName();
+    await client.queue(q);
+    await client.ch.bindQueue(q, ex, 'rk');
+    await t.send(msg('after'));
+    expect((await client.drain(q)).map((m) => m.body.toString())).toEqual(['after']);
+    expect(lost).toEqual([]);
+  });
+
+  it('keeps 5,000 concurrent sends in order and confirms them all', async () => {
+    const q = queueName();
+    await client.queue(q);
+    const t = target({ queue: q });
+    await t.open({ onLost: () => undefined });
+    const n = 5000;
+    await Promise.all(Array.from({ length: n }, (_, i) => t.send(msg(String(i), { i }))));
+    const got = await client.drain(q);
+    expect(got).toHaveLength(n);
+    expect(got.every((m, i) => m.body.toString() === String(i))).toBe(true);
+  });
+
+  it('sendBatch resolves when every message is confirmed', async () => {
+    const q = queueName();
+    await client.queue(q);
+    const t = target({ queue: q });
+    await t.open({ onLost: () => undefined });
+    await t.sendBatch([msg('a'), msg('b'), msg('c')]);
+    expect((await client.drain(q)).map((m) => m.body.toString())).toEqual(['a', 'b', 'c']);
+  });
+
+  it('fails unconfirmed sends with outcomeUnknown and fires onLost when the broker closes the connection', async () => {
+    const q = queueName();
+    await client.queue(q);
+    const t = target({ queue: q });
+    const lost: TransientError[] = [];
+    await t.open({ onLost: (e) => lost.push(e) });
+
+    // Keep up to 300 sends in flight until the connection goes away.
+    let confirmed = 0;
+    const failures: unknown[] = [];
+    let stop = false;
+    const sender = (async () => {
+      const inFlight = new Set<Promise<void>>();
+      let i = 0;
+      while (!stop) {
+        const p: Promise<void> = t.send(msg(String(i++))).then(
+          () => {
+            confirmed += 1;
+          },
+          (e: unknown) => {
+            failures.push(e);
+            stop = true;
+          },
+        );
+        inFlight.add(p);
+        void p.finally(() => inFlight.delete(p));
+        if (inFlight.size >= 300) await Promise.race(inFlight);
+      }
+      await Promise.all(inFlight);
+    })();
+    await waitFor(() => confirmed > 500, 'some confirmed sends');
+    await closeFromBroker(t.connectionName);
+    await sender;
+
+    await waitFor(() => lost.length > 0, 'onLost');
+    expect(lost).toHaveLength(1);
+    expect(lost[0]).toBeInstanceOf(TransientError);
+    expect(lost[0]!.message).toContain('rabbit');
+    expect(failures.length).toBeGreaterThan(0);
+    for (const f of failures) expect(f).toBeInstanceOf(TransientError);
+    expect(failures.some((f) => (f as TransientError).outcomeUnknown)).toBe(true);
+    // Nothing confirmed was lost.
+    expect(await client.count(q)).toBeGreaterThanOrEqual(confirmed);
+    // The session is over: later sends fail at once.
+    const late = await t.send(msg('late')).catch((e: unknown) => e);
+    expect(late).toBeInstanceOf(TransientError);
+    expect((late as TransientError).outcomeUnknown).toBe(false);
+  });
+
+  it('treats a missing confirm within confirmTimeout as a broken connection', async () => {
+    const q = queueName();
+    await client.queue(q);
+    const proxy = await TcpProxy.forUrl(services.amqpUrl).start();
+    try {
+      const t = target({ queue: q }, 500, connection([proxy.rewrite(services.amqpUrl)]));
+      const lost: TransientError[] = [];
+      await t.open({ onLost: (e) => lost.push(e) });
+      await t.send(msg('before'));
+      proxy.stall();
+      const started = Date.now();
+      const err = await t.send(msg('stalled')).catch((e: unknown) => e);
+      expect(err).toBeInstanceOf(TransientError);
+      expect((err as TransientError).outcomeUnknown).toBe(true);
+      expect(Date.now() - started).toBeLessThan(5000);
+      expect(lost).toHaveLength(1);
+    } finally {
+      proxy.resume();
+      await proxy.stop();
+    }
+  });
+});
+
+describe('AMQP source', () => {
+  it('redelivers unacked messages, flagged, after the source is closed; messageId is the stable id', async () => {
+    const q = queueName();
+    await client.queue(q);
+    await client.publish(q, [{ body: Buffer.from('x'), options: { messageId: 'stable-1' } }, { body: Buffer.from('y') }]);
+
+    const first = source(q);
+    const a = await consume(first);
+    await waitFor(() => a.deliveries.length === 2, 'first deliveries');
+    expect(a.deliveries.map((d) => d.redelivered)).toEqual([false, false]);
+    await first.close();
+    expect(a.lost).toEqual([]);
+
+    const second = source(q);
+    const b = await consume(second);
+    await waitFor(() => b.deliveries.length === 2, 'redeliveries');
+    expect(b.deliveries.map((d) => [d.message.body.toString(), d.redelivered, d.stableId])).toEqual([
+      ['x', true, 'stable-1'],
+      ['y', true, undefined],
+    ]);
+  });
+
+  it('ackBarrier resolves after the broker processed the acks', async () => {
+    const q = queueName();
+    await client.queue(q);
+    await client.publish(
+      q,
+      Array.from({ length: 300 }, (_, i) => ({ body: Buffer.from(String(i)) })),
+    );
+    const s = source(q, 500);
+    const { deliveries } = await consume(s);
+    await waitFor(() => deliveries.length === 300, 'deliveries');
+    for (const d of deliveries.slice(0, 200)) s.ack(d);
+    // Acking twice is harmless (RabbitMQ would close the channel on an unknown delivery tag).
+    s.ack(deliveries[0]!);
+    await s.ackBarrier();
+    // checkQueue on another channel counts only ready messages (0 here: all 300 are delivered). The queue's total
+    // (ready + unacked) must already show the 200 acks when the barrier resolves, with no polling.
+    const total = await queueTotal(q);
+    if (total !== undefined) expect(total).toBe(100);
+    await s.close();
+    expect(await client.waitForCount(q, (n) => n === 100, 5000)).toBe(100);
+  });
+
+  it('stopConsuming stops deliveries; in-flight ones can still be acked', async () => {
+    const q = queueName();
+    await client.queue(q);
+    const s = source(q, 10);
+    const { deliveries } = await consume(s);
+    await client.publish(q, [{ body: Buffer.from('1') }]);
+    await waitFor(() => deliveries.length === 1, 'a delivery');
+    await s.stopConsuming();
+    await client.publish(q, [{ body: Buffer.from('2') }]);
+    s.ack(deliveries[0]!);
+    await s.ackBarrier();
+    await new Promise((r) => setTimeout(r, 200));
+    expect(deliveries).toHaveLength(1);
+    expect(await client.count(q)).toBe(1);
+  });
+
+  it('fires onLost when the broker closes its connection; unacked messages go back', async () => {
+    const q = queueName();
+    await client.queue(q);
+    await client.publish(q, [{ body: Buffer.from('a') }, { body: Buffer.from('b') }]);
+    const s = source(q);
+    const { deliveries, lost } = await consume(s);
+    await waitFor(() => deliveries.length === 2, 'deliveries');
+    await closeFromBroker(s.connectionName);
+    await waitFor(() => lost.length > 0, 'onLost');
+    expect(lost).toHaveLength(1);
+    expect(lost[0]).toBeInstanceOf(TransientError);
+    expect(lost[0]!.message).toMatch(/rabbit \(.*\) was closed by the broker/);
+    s.ack(deliveries[0]!); // a no-op now, never a throw
+    await expect(s.ackBarrier()).rejects.toBeInstanceOf(TransientError);
+    expect(await client.waitForCount(q, (n) => n === 2, 5000)).toBe(2);
+  });
+
+  it('fails open with a TransientError naming the queue when the source queue does not exist', async () => {
+    const q = queueName();
+    const s = source(q);
+    const err = await s.open({ onDelivery: () => undefined, onLost: () => undefined }).catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(TransientError);
+    expect((err as Error).message).toContain(`source queue '${q}' does not exist`);
+  });
+});
+
+describe('AMQP connect', () => {
+  it('says a refused connection is refused, without credentials', async () => {
+    const t = new AmqpTarget(connection(['amqp://guest:secret@127.0.0.1:1']), { queue: 'q' }, 1000, silentLogger);
+    const err = await t.open({ onLost: () => undefined }).catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(TransientError);
+    expect((err as Error).message).toBe('connection to rabbit (127.0.0.1:1) was refused');
+  });
+
+  it('reports a refused login as a configuration error', async () => {
+    const u = new URL(services.amqpUrl);
+    u.password = 'definitely-wrong';
+    const s = new AmqpSource(connection([u.toString()]), 'q', 1, silentLogger);
+    const err = await s.open({ onDelivery: () => undefined, onLost: () => undefined }).catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(ConfigError);
+    expect((err as Error).message).toMatch(/refused by the broker/);
+    expect((err as Error).message).not.toContain('definitely-wrong');
+  });
+
+  it('fails over to the next URL', async () => {
+    const q = queueName();
+    await client.queue(q);
+    const t = target({ queue: q }, 15_000, connection(['amqp://guest:guest@127.0.0.1:1', services.amqpUrl]));
+    await t.open({ onLost: () => undefined });
+    await t.send(msg('via failover'));
+    expect((await client.drain(q)).map((m) => m.body.toString())).toEqual(['via failover']);
+  });
+
+  it('times out a broker that accepts TCP but never completes the handshake', async () => {
+    const proxy = await TcpProxy.forUrl(services.amqpUrl).start();
+    proxy.stall();
+    try {
+      const t = new AmqpTarget(connection([proxy.rewrite(services.amqpUrl)], 300), { queue: 'q' }, 1000, silentLogger);
+      const started = Date.now();
+      const err = await t.open({ onLost: () => undefined }).catch((e: unknown) => e);
+      expect(err).toBeInstanceOf(TransientError);
+      expect((err as Error).message).toMatch(/timed out after 300 ms/);
+      expect(Date.now() - started).toBeLessThan(3000);
+    } finally {
+      proxy.resume();
+      await proxy.stop();
+    }
+  });
+});

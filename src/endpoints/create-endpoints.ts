@@ -1,0 +1,32 @@
+/**
+ * Builds the protocol adapters a bridge needs, from its resolved configuration. The only place that knows which
+ * adapter class serves which protocol.
+ */
+import type { BridgeConfig, TargetConfig } from '../config/types.js';
+import type { BridgeEndpoints } from '../core/supervisor.js';
+import type { TargetEndpoint } from '../core/ports.js';
+import type { Logger } from '../log.js';
+import { AmqpSource } from './amqp/amqp-source.js';
+import { AmqpTarget } from './amqp/amqp-target.js';
+import { StompSource } from './stomp/stomp-source.js';
+import { StompTarget } from './stomp/stomp-target.js';
+
+export function createEndpoints(bridge: BridgeConfig, log: Logger): BridgeEndpoints {
+  const src = bridge.source;
+  const source =
+    src.connection.type === 'amqp'
+      ? new AmqpSource(src.connection, src.queue, bridge.prefetch, log.child({ endpoint: 'source' }))
+      : new StompSource(src.connection, src.queue, bridge.prefetch, log.child({ endpoint: 'source' }));
+  const target = createTarget(bridge.target, bridge.confirmTimeout, log.child({ endpoint: 'target' }));
+  const deadLetter = bridge.deadLetter
+    ? createTarget(bridge.deadLetter, bridge.confirmTimeout, log.child({ endpoint: 'dead-letter' }))
+    : undefined;
+  return deadLetter ? { source, target, deadLetter } : { source, target };
+}
+
+function createTarget(cfg: TargetConfig, confirmTimeout: number, log: Logger): TargetEndpoint {
+  if (cfg.connection.type === 'amqp') {
+    return new AmqpTarget(cfg.connection, { queue: cfg.queue, exchange: cfg.exchange, routingKey: cfg.routingKey }, confirmTimeout, log);
+  }
+  return new StompTarget(cfg.connection, cfg.queue ?? '', confirmTimeout, log);
+}

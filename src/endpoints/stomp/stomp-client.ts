@@ -1,0 +1,492 @@
+/**
+ * Our small typed wrapper around stompit (its published types are wrong in places; under ESM it has only a default
+ * export, so it is loaded with createRequire and described by the few interfaces below).
+ *
+ * What it adds to stompit:
+ * - a failover connect over the connection's URLs with a handshake timeout of our own (stompit's `timeout` covers only
+ *   TCP: a server that accepts TCP and never answers CONNECT would leave it pending forever), Nagle off
+ *   (`noDelay`, else a SEND waiting for its receipt stalls ~40 ms), and errors as sentences without credentials;
+ * - receipts as promises, one unique receipt id per frame, settled by our own RECEIPT handler;
+ * - our own ERROR handler: an ERROR that names a receipt rejects that one request and leaves the session up (ActiveMQ
+ *   keeps the connection open then); any other ERROR ends the session;
+ * - one `onLost` callback when the connection ends without us closing it; every request still waiting for its
+ *   receipt is then rejected with TransientError (`outcomeUnknown` for SEND and COMMIT).
+ * It never reconnects: one StompSession is one connection.
+ */
+import { createRequire } from 'node:module';
+import type { EventEmitter } from 'node:events';
+import type { Socket } from 'node:net';
+import type { Readable, Writable } from 'node:stream';
+import type { StompConnectionConfig } from '../../config/types.js';
+import { ConfigError, MessageRejectedError, TransientError, redactUrl } from '../../core/errors.js';
+import type { Logger } from '../../log.js';
+import { describeServer, parseStompUrl, type StompServer } from './address.js';
+
+/** Frame headers as sent: strings only. */
+export type StompHeaders = Record<string, string>;
+
+/** A received MESSAGE frame, body read in full (binary-safe). */
+export interface StompMessage {
+  /** All frame headers as strings (stompit parses `content-length` into a number; it is turned back). */
+  headers: StompHeaders;
+  body: Buffer;
+}
+
+/** One open STOMP connection. Created by connectStomp; never reconnects. */
+export interface StompSession {
+  /** `host:port` of the server it is connected to, for logs. */
+  readonly peer: string;
+  /** The negotiated STOMP version (`1.1` or `1.2`). */
+  readonly version: string;
+  /** The server's `server` header, e.g. `ActiveMQ/5.17.2`. */
+  readonly server: string | undefined;
+  /** False once the connection ended, for whatever reason. */
+  readonly isOpen: boolean;
+  /**
+   * SEND with a receipt. Resolves on the RECEIPT; rejects with MessageRejectedError (reason `error-frame`, the ERROR's
+   * `message` in the text) when the server answered it with an ERROR, TransientError({ outcomeUnknown: true }) when
+   * the connection ended first. Sends are written in call order.
+   */
+  send(headers: StompHeaders, body: Buffer): Promise<void>;
+  /** SUBSCRIBE with a receipt; every MESSAGE for it goes to onMessage, in order, with its full body. */
+  subscribe(headers: StompHeaders, onMessage: (message: StompMessage) => void): Promise<void>;
+  /** ACK (no receipt): `id` in STOMP 1.2, `message-id` + `subscription` in 1.1. A no-op once closed. */
+  ack(message: StompMessage): void;
+  /**
+   * Resolves once the server has processed every frame sent before it (frames are processed in order; this is an
+   * empty BEGIN/ABORT pair with a receipt on the ABORT). Rejects with TransientError if the connection ends first.
+   */
+  sync(): Promise<void>;
+  begin(transaction: string): Promise<void>;
+  /** Rejects like `send` (outcome unknown when the connection ends before the receipt). */
+  commit(transaction: string): Promise<void>;
+  abort(transaction: string): Promise<void>;
+  /** Registers the one callback for a connection that ends without disconnect/destroy being called. */
+  onLost(listener: (error: TransientError) => void): void;
+  /**
+   * Ends the connection as broken (e.g. a confirm timed out): pending requests are rejected with `error` and
+   * onLost fires with it.
+   */
+  fail(error: TransientError): void;
+  /** DISCONNECT with a receipt, waiting at most timeoutMs for it, then closes the socket. Never throws; onLost does not fire. */
+  disconnect(timeoutMs?: number): Promise<void>;
+  /** Closes the socket at once (no DISCONNECT). onLost does not fire. */
+  destroy(): void;
+}
+
+// ---- the parts of stompit 1.0.0 we use ----
+
+type StompitHeaderValues = Record<string, string | number>;
+
+interface StompitIncomingFrame extends Readable {
+  command: string;
+  headers: StompitHeaderValues;
+}
+
+interface StompitError extends Error {
+  code?: string;
+  isTransportError?: () => boolean;
+  isProtocolError?: () => boolean;
+  isApplicationError?: () => boolean;
+}
+
+type StompitCommandHandler = (this: StompitClient, frame: StompitIncomingFrame) => void;
+
+interface StompitClient extends EventEmitter {
+  headers?: StompitHeaderValues;
+  sendFrame(command: string, headers: StompHeaders): Writable;
+  subscribe(headers: StompHeaders, listener: (error: Error | null, message?: StompitIncomingFrame) => void): unknown;
+  setCommandHandler(command: string, handler: StompitCommandHandler): void;
+  destroy(error?: Error): void;
+  getTransportSocket(): Socket;
+}
+
+interface StompitConnectOptions {
+  host: string;
+  port: number;
+  ssl?: boolean;
+  servername?: string;
+  timeout: number;
+  noDelay: boolean;
+  heartbeat: [number, number];
+  maxLineLength: number;
+  maxHeaders: number;
+  connectHeaders: StompHeaders;
+}
+
+interface StompitModule {
+  connect(options: StompitConnectOptions, callback: (error: StompitError | null, client?: StompitClient) => void): StompitClient;
+}
+
+const require = createRequire(import.meta.url);
+const stompit = require('stompit') as StompitModule;
+
+// stompit's defaults (1 KiB header lines, 64 headers) would kill the connection on an ordinary MESSAGE with a long or
+// many application headers; ActiveMQ itself allows 10 KiB lines and 1000 headers.
+const MAX_INCOMING_LINE = 256 * 1024;
+const MAX_INCOMING_HEADERS = 4096;
+const ERROR_BODY_LIMIT = 4096;
+const DEFAULT_DISCONNECT_TIMEOUT = 2000;
+
+/**
+ * Connects to the first URL of `conn.urls` that answers, in order. Resolves with an open session; rejects with
+ * TransientError when none answered (unreachable, refused, timed out), ConfigError when a broker refused the login.
+ */
+export async function connectStomp(conn: StompConnectionConfig, log: Logger): Promise<StompSession> {
+  const failures: string[] = [];
+  let lastError: TransientError | undefined;
+  for (const url of conn.urls) {
+    const server = parseStompUrl(url);
+    try {
+      const session = await connectOne(conn, server, log);
+      if (failures.length > 0) log.info({ peer: session.peer }, `connected to ${session.peer} after ${failures.length} failed URL(s)`);
+      return session;
+    } catch (err) {
+      if (!(err instanceof TransientError)) throw err;
+      lastError = err;
+      failures.push(err.message);
+    }
+  }
+  if (lastError === undefined) throw new ConfigError(`STOMP connection '${conn.name}' has no URL`);
+  if (failures.length === 1) throw lastError;
+  throw new TransientError(`no broker of STOMP connection '${conn.name}' could be reached: ${failures.join('; ')}`, {
+    cause: lastError,
+  });
+}
+
+function connectOne(conn: StompConnectionConfig, server: StompServer, log: Logger): Promise<StompSession> {
+  const peer = describeServer(server);
+  const what = `STOMP connection '${conn.name}' (${peer})`;
+  const connectHeaders: StompHeaders = {
+    host: conn.host ?? server.host,
+    'accept-version': '1.1,1.2',
+  };
+  if (server.login !== undefined) connectHeaders.login = server.login;
+  if (server.passcode !== undefined) connectHeaders.passcode = server.passcode;
+  const options: StompitConnectOptions = {
+    host: server.host,
+    port: server.port,
+    timeout: conn.connectTimeout,
+    noDelay: true,
+    heartbeat: [conn.heartBeat[0], conn.heartBeat[1]],
+    maxLineLength: MAX_INCOMING_LINE,
+    maxHeaders: MAX_INCOMING_HEADERS,
+    connectHeaders,
+  };
+  if (server.tls) {
+    options.ssl = true;
+    options.servername = server.host;
+  }
+
+  return new Promise<StompSession>((resolve, reject) => {
+    let settled = false;
+    let client: StompitClient | undefined;
+    const fail = (error: Error): void => {
+      if (settled) return;
+      settled = true;
+      clearTimeout(timer);
+      client?.destroy();
+      reject(error);
+    };
+    const timer = setTimeout(() => {
+      fail(new TransientError(`${what}: the broker did not complete the STOMP handshake within ${conn.connectTimeout} ms`));
+    }, conn.connectTimeout);
+    try {
+      client = stompit.connect(options, (error, connected) => {
+        if (settled) return;
+        if (error || !connected) {
+          fail(classifyConnectError(error ?? new Error('no client'), what, conn.connectTimeout));
+          return;
+        }
+        settled = true;
+        clearTimeout(timer);
+        resolve(new Session(connected, peer, what, log));
+      });
+    } catch (err) {
+      fail(new TransientError(`${what}: ${redactUrl(err instanceof Error ? err.message : String(err))}`, { cause: err }));
+      return;
+    }
+    // Always an 'error' listener: without one a broken socket would crash the process. Errors during the
+    // handshake reach the callback above; later ones are handled by the Session's own listener.
+    client.on('error', () => undefined);
+  });
+}
+
+const AUTH_FAILURE = /auth|password|passcode|login|credential|not authori[sz]ed|access denied|security/i;
+
+function classifyConnectError(error: StompitError, what: string, timeoutMs: number): Error {
+  const text = redactUrl(error.message);
+  if (error.isApplicationError?.()) {
+    // An ERROR frame in answer to CONNECT: a refused login is a configuration problem, not worth retrying blindly.
+    if (AUTH_FAILURE.test(text)) return new ConfigError(`${what}: the broker refused the login: ${text}`, { cause: error });
+    return new TransientError(`${what}: the broker refused the connection: ${text}`, { cause: error });
+  }
+  return new TransientError(`${what}: ${transportSentence(error, timeoutMs)}`, { cause: error });
+}
+
+function transportSentence(error: StompitError, timeoutMs?: number): string {
+  switch (error.code) {
+    case 'ECONNREFUSED':
+      return 'the connection was refused (is the broker running?)';
+    case 'ENOTFOUND':
+    case 'EAI_AGAIN':
+      return 'the host name could not be resolved';
+    case 'ETIMEDOUT':
+      return 'the TCP connection timed out';
+    case 'ECONNRESET':
+      return 'the connection was reset by the broker';
+    case 'EPIPE':
+      return 'the connection was closed by the broker while writing';
+    case 'EHOSTUNREACH':
+    case 'ENETUNREACH':
+      return 'the host is unreachable';
+    default:
+      break;
+  }
+  const msg = redactUrl(error.message);
+  if (msg === 'connect timed out') return `the TCP connection was not established within ${timeoutMs ?? '?'} ms`;
+  if (msg === 'connection timed out') return 'the broker stopped sending heart-beats (connection timed out)';
+  if (msg === 'connection ended unexpectedly' || msg === 'connection ended without disconnect receipt') {
+    return 'the broker closed the connection';
+  }
+  return msg;
+}
+
+interface Pending {
+  command: string;
+  resolve: () => void;
+  reject: (error: Error) => void;
+}
+
+type State = 'open' | 'closing' | 'closed';
+
+class Session implements StompSession {
+  readonly version: string;
+  readonly server: string | undefined;
+  private state: State = 'open';
+  private readonly pending = new Map<string, Pending>();
+  private nextReceipt = 0;
+  private nextSubscription = 0;
+  private nextSyncTx = 0;
+  private lostListener: ((error: TransientError) => void) | undefined;
+  /** Set by fail(): the error the connection ended with, reported instead of stompit's. */
+  private failure: TransientError | undefined;
+
+  constructor(
+    private readonly client: StompitClient,
+    readonly peer: string,
+    private readonly what: string,
+    private readonly log: Logger,
+  ) {
+    const headers = client.headers ?? {};
+    this.version = String(headers.version ?? '1.0');
+    this.server = headers.server === undefined ? undefined : String(headers.server);
+    client.getTransportSocket().setNoDelay(true);
+    client.on('error', (error: StompitError) => this.ended(error));
+    client.on('end', () => this.ended(undefined));
+    // Our own RECEIPT and ERROR handlers replace stompit's (which destroy the connection on any ERROR and on a
+    // receipt id they did not issue).
+    client.setCommandHandler('RECEIPT', (frame) => {
+      const id = String(frame.headers['receipt-id'] ?? '');
+      frame.resume();
+      frame.on('end', () => this.settle(id));
+    });
+    client.setCommandHandler('ERROR', (frame) => {
+      const chunks: Buffer[] = [];
+      let size = 0;
+      frame.on('data', (chunk: Buffer) => {
+        if (size < ERROR_BODY_LIMIT) chunks.push(chunk);
+        size += chunk.length;
+      });
+      frame.on('end', () => this.errorFrame(frame.headers, Buffer.concat(chunks).toString('utf8')));
+    });
+  }
+
+  get isOpen(): boolean {
+    return this.state === 'open';
+  }
+
+  send(headers: StompHeaders, body: Buffer): Promise<void> {
+    // A body with a NUL byte and no content-length would end the frame early and corrupt the stream.
+    const h = headers['content-length'] === undefined && body.includes(0) ? { ...headers, 'content-length': String(body.length) } : headers;
+    return this.request('SEND', h, body);
+  }
+
+  subscribe(headers: StompHeaders, onMessage: (message: StompMessage) => void): Promise<void> {
+    if (this.state !== 'open') return Promise.reject(this.closedError('SUBSCRIBE'));
+    const id = headers.id ?? `sub-${++this.nextSubscription}`;
+    const receipt = this.newReceipt();
+    const promise = this.expect(receipt, 'SUBSCRIBE');
+    this.client.subscribe({ ...headers, id, receipt }, (error, frame) => {
+      // Errors arrive here when the connection dies; `ended` reports them once.
+      if (error || !frame) return;
+      readBody(frame, (body) => {
+        if (this.state !== 'open') return;
+        onMessage({ headers: stringHeaders(frame.headers), body });
+      });
+    });
+    return promise;
+  }
+
+  ack(message: StompMessage): void {
+    if (this.state !== 'open') return;
+    const h = message.headers;
+    const headers: StompHeaders = {};
+    if (this.version === '1.2') {
+      if (h.ack !== undefined) headers.id = h.ack;
+    } else {
+      if (h['message-id'] !== undefined) headers['message-id'] = h['message-id'];
+      if (h.subscription !== undefined) headers.subscription = h.subscription;
+    }
+    this.write('ACK', headers);
+  }
+
+  sync(): Promise<void> {
+    if (this.state !== 'open') return Promise.reject(this.closedError('sync'));
+    const tx = `bb-sync-${++this.nextSyncTx}`;
+    this.write('BEGIN', { transaction: tx });
+    return this.request('ABORT', { transaction: tx });
+  }
+
+  begin(transaction: string): Promise<void> {
+    return this.request('BEGIN', { transaction });
+  }
+
+  commit(transaction: string): Promise<void> {
+    return this.request('COMMIT', { transaction });
+  }
+
+  abort(transaction: string): Promise<void> {
+    return this.request('ABORT', { transaction });
+  }
+
+  onLost(listener: (error: TransientError) => void): void {
+    this.lostListener = listener;
+  }
+
+  fail(error: TransientError): void {
+    if (this.state === 'closed') return;
+    this.failure = error;
+    this.client.destroy(error);
+  }
+
+  async disconnect(timeoutMs = DEFAULT_DISCONNECT_TIMEOUT): Promise<void> {
+    if (this.state !== 'open') {
+      this.destroy();
+      return;
+    }
+    this.state = 'closing';
+    const receipt = this.newReceipt();
+    const done = this.expect(receipt, 'DISCONNECT').catch(() => undefined);
+    this.write('DISCONNECT', { receipt });
+    let timer: NodeJS.Timeout | undefined;
+    const timeout = new Promise<void>((resolve) => {
+      timer = setTimeout(resolve, timeoutMs);
+    });
+    await Promise.race([done, timeout]);
+    clearTimeout(timer);
+    this.destroy();
+  }
+
+  destroy(): void {
+    if (this.state === 'closed') return;
+    if (this.state === 'open') this.state = 'closing';
+    this.client.destroy();
+    // stompit emits 'end' synchronously from destroy(); this covers a client that was already destroyed.
+    this.ended(undefined);
+  }
+
+  // ---- internals ----
+
+  private newReceipt(): string {
+    return `r-${++this.nextReceipt}`;
+  }
+
+  private expect(receipt: string, command: string): Promise<void> {
+    return new Promise<void>((resolve, reject) => {
+      this.pending.set(receipt, { command, resolve, reject });
+    });
+  }
+
+  private request(command: string, headers: StompHeaders, body?: Buffer): Promise<void> {
+    if (this.state !== 'open') return Promise.reject(this.closedError(command));
+    const receipt = this.newReceipt();
+    const promise = this.expect(receipt, command);
+    this.write(command, { ...headers, receipt }, body);
+    return promise;
+  }
+
+  private write(command: string, headers: StompHeaders, body?: Buffer): void {
+    // A write error destroys the client inside stompit (and `ended` reports it); nothing to catch here.
+    const frame = this.client.sendFrame(command, headers);
+    if (body !== undefined && body.length > 0) frame.end(body);
+    else frame.end();
+  }
+
+  private settle(receipt: string): void {
+    const p = this.pending.get(receipt);
+    if (!p) {
+      this.log.debug({ receipt }, 'RECEIPT for no pending request; ignored');
+      return;
+    }
+    this.pending.delete(receipt);
+    p.resolve();
+  }
+
+  private errorFrame(headers: StompitHeaderValues, body: string): void {
+    const message = redactUrl(String(headers.message ?? body.split('\n')[0] ?? 'no message'));
+    const receipt = headers['receipt-id'] === undefined ? undefined : String(headers['receipt-id']);
+    const p = receipt === undefined ? undefined : this.pending.get(receipt);
+    if (receipt !== undefined && p) {
+      this.pending.delete(receipt);
+      this.log.debug({ command: p.command, reason: message }, `${this.peer} answered a ${p.command} with an ERROR frame`);
+      p.reject(new MessageRejectedError('error-frame', `${this.what} refused the ${p.command}: ${message}`));
+      return;
+    }
+    // An ERROR about no request of ours: by the protocol the server closes the connection after it.
+    this.fail(new TransientError(`${this.what}: the broker sent an ERROR frame: ${message}`));
+  }
+
+  private ended(error: StompitError | undefined): void {
+    if (this.state === 'closed') return;
+    const intentional = this.state === 'closing' && this.failure === undefined;
+    this.state = 'closed';
+    const reason =
+      this.failure ??
+      new TransientError(
+        intentional ? `${this.what} was closed` : `${this.what}: ${error ? transportSentence(error) : 'the broker closed the connection'}`,
+        error ? { cause: error } : undefined,
+      );
+    for (const [receipt, p] of this.pending) {
+      this.pending.delete(receipt);
+      const unknown = p.command === 'SEND' || p.command === 'COMMIT';
+      p.reject(
+        new TransientError(
+          unknown ? `${reason.message}; the broker's answer to a ${p.command} never came, so its outcome is unknown` : reason.message,
+          { cause: reason, outcomeUnknown: unknown },
+        ),
+      );
+    }
+    if (!intentional) {
+      const listener = this.lostListener;
+      this.lostListener = undefined;
+      listener?.(reason);
+    }
+  }
+
+  private closedError(command: string): TransientError {
+    return new TransientError(`${this.what} is closed; cannot send ${command}`);
+  }
+}
+
+function stringHeaders(headers: StompitHeaderValues): StompHeaders {
+  const out: StompHeaders = {};
+  for (const [k, v] of Object.entries(headers)) out[k] = String(v);
+  return out;
+}
+
+function readBody(frame: StompitIncomingFrame, done: (body: Buffer) => void): void {
+  const chunks: Buffer[] = [];
+  frame.on('data', (chunk: Buffer) => chunks.push(chunk));
+  frame.on('end', () => done(chunks.length === 1 ? (chunks[0] as Buffer) : Buffer.concat(chunks)));
+}

@@ -1,0 +1,124 @@
+/**
+ * STOMP source: SUBSCRIBE with `ack: client-individual` and `activemq.prefetchSize`, one ACK per delivery.
+ *
+ * It never NACKs: ActiveMQ moves a NACKed persistent message to ActiveMQ.DLQ at once (and drops a non-persistent
+ * one). A message that must come back is simply left unacked; closing the connection returns it, and ActiveMQ
+ * redelivers it with `redelivered:true` and the same `message-id`, which is the delivery's stableId.
+ */
+import type { StompConnectionConfig } from '../../config/types.js';
+import { FatalBridgeError, TransientError } from '../../core/errors.js';
+import type { SourceDelivery } from '../../core/message.js';
+import type { SourceEndpoint, SourceHandlers } from '../../core/ports.js';
+import type { Logger } from '../../log.js';
+import { fromStomp } from '../../mapping/stomp-mapping.js';
+import { stompAddress, stompDestination } from './address.js';
+import { connectStomp, type StompMessage, type StompSession } from './stomp-client.js';
+
+export class StompSource implements SourceEndpoint {
+  readonly description: string;
+  readonly address: string;
+  private readonly destination: string;
+  private session: StompSession | undefined;
+  private closed = false;
+  private consuming = true;
+  private seq = 0;
+  /** The frame to ACK for each delivery not acked yet; removed on ack, so a second ack is a no-op. */
+  private readonly unacked = new WeakMap<SourceDelivery, StompMessage>();
+  private acksSinceBarrier = 0;
+  private lastBarrier: Promise<void> = Promise.resolve();
+  private dropped = 0;
+
+  constructor(
+    private readonly conn: StompConnectionConfig,
+    queue: string,
+    private readonly prefetch: number,
+    private readonly log: Logger,
+  ) {
+    this.destination = stompDestination(queue);
+    this.description = `stomp ${conn.name} source '${this.destination}'`;
+    this.address = stompAddress(conn, this.destination);
+  }
+
+  async open(handlers: SourceHandlers): Promise<void> {
+    if (this.session || this.closed) throw new TypeError(`${this.description} can be opened once`);
+    const session = await connectStomp(this.conn, this.log);
+    this.session = session;
+    if (this.closed) {
+      session.destroy();
+      throw new TransientError(`${this.description} was closed while opening`);
+    }
+    session.onLost((error) => {
+      if (this.closed) return;
+      this.closed = true;
+      handlers.onLost(error);
+    });
+    try {
+      await session.subscribe(
+        {
+          destination: this.destination,
+          ack: 'client-individual',
+          'activemq.prefetchSize': String(this.prefetch),
+        },
+        (message) => this.onMessage(message, handlers),
+      );
+    } catch (err) {
+      session.destroy();
+      if (err instanceof TransientError) throw err;
+      // An ERROR frame answering SUBSCRIBE (bad destination, not authorised): reconnecting will not help.
+      throw new FatalBridgeError(`${this.description}: the broker refused the subscription: ${(err as Error).message}`, { cause: err });
+    }
+    this.log.info({ peer: session.peer, version: session.version, server: session.server }, `${this.description} consuming`);
+  }
+
+  ack(delivery: SourceDelivery): void {
+    const frame = this.unacked.get(delivery);
+    if (!frame || this.closed || !this.session) return;
+    this.unacked.delete(delivery);
+    this.session.ack(frame);
+    this.acksSinceBarrier += 1;
+  }
+
+  ackBarrier(): Promise<void> {
+    const session = this.session;
+    if (!session || !session.isOpen) {
+      return Promise.reject(new TransientError(`${this.description} is not connected; acks cannot be confirmed`));
+    }
+    if (this.acksSinceBarrier > 0) {
+      this.acksSinceBarrier = 0;
+      this.lastBarrier = session.sync();
+    }
+    return this.lastBarrier;
+  }
+
+  stopConsuming(): Promise<void> {
+    // No UNSUBSCRIBE: ActiveMQ then puts every unacked message of the subscription back on the queue for other
+    // consumers at once, and accepts the later ACK of an in-flight one without effect, so it would be forwarded twice.
+    // Messages that arrive from now on are dropped unacked instead; the broker redelivers them after close.
+    this.consuming = false;
+    return Promise.resolve();
+  }
+
+  async close(): Promise<void> {
+    if (this.closed && !this.session?.isOpen) return;
+    this.closed = true;
+    if (this.dropped > 0) this.log.debug({ dropped: this.dropped }, `${this.description}: ${this.dropped} message(s) left for redelivery`);
+    await this.session?.disconnect();
+  }
+
+  private onMessage(message: StompMessage, handlers: SourceHandlers): void {
+    if (this.closed) return;
+    if (!this.consuming) {
+      this.dropped += 1;
+      return;
+    }
+    const h = message.headers;
+    const delivery: SourceDelivery = {
+      message: fromStomp(h, message.body),
+      redelivered: h.redelivered === 'true',
+      seq: ++this.seq,
+    };
+    if (h['message-id'] !== undefined) delivery.stableId = h['message-id'];
+    this.unacked.set(delivery, message);
+    handlers.onDelivery(delivery);
+  }
+}

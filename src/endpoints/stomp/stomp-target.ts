@@ -1,0 +1,178 @@
+/**
+ * STOMP target: every SEND carries a `receipt`, and a message counts as sent only on its RECEIPT (or, in a batch, on
+ * the RECEIPT of the COMMIT). Sends are pipelined: many receipts are outstanding at once, frames go out in call order.
+ *
+ * A SEND the broker answers with an ERROR frame is rejected (MessageRejectedError); a message ActiveMQ would refuse by
+ * closing the whole connection (a header line over 10 KiB, over 1000 headers, a body over 100 MiB: its STOMP
+ * defaults) is rejected before it is sent, so one bad message cannot make the bridge reconnect forever.
+ */
+import type { StompConnectionConfig } from '../../config/types.js';
+import { MessageRejectedError, TransientError } from '../../core/errors.js';
+import type { BridgeMessage } from '../../core/message.js';
+import type { TargetEndpoint, TargetHandlers } from '../../core/ports.js';
+import type { Logger } from '../../log.js';
+import { toStomp, type StompHeaders } from '../../mapping/stomp-mapping.js';
+import { stompAddress, stompDestination } from './address.js';
+import { connectStomp, type StompSession } from './stomp-client.js';
+
+/** ActiveMQ 5.x STOMP limits (StompWireFormat): exceeding one closes the connection. */
+export const STOMP_FRAME_LIMITS = {
+  maxHeaderLineBytes: 10 * 1024,
+  maxHeaders: 1000,
+  maxBodyBytes: 100 * 1024 * 1024,
+} as const;
+
+export class StompTarget implements TargetEndpoint {
+  readonly description: string;
+  readonly address: string;
+  private readonly destination: string;
+  private session: StompSession | undefined;
+  private closed = false;
+  private nextTx = 0;
+
+  constructor(
+    private readonly conn: StompConnectionConfig,
+    destination: string,
+    private readonly confirmTimeout: number,
+    private readonly log: Logger,
+  ) {
+    this.destination = stompDestination(destination);
+    this.description = `stomp ${conn.name} target '${this.destination}'`;
+    this.address = stompAddress(conn, this.destination);
+  }
+
+  async open(handlers: TargetHandlers): Promise<void> {
+    if (this.session || this.closed) throw new TypeError(`${this.description} can be opened once`);
+    const session = await connectStomp(this.conn, this.log);
+    this.session = session;
+    if (this.closed) {
+      session.destroy();
+      throw new TransientError(`${this.description} was closed while opening`);
+    }
+    session.onLost((error) => {
+      if (this.closed) return;
+      this.closed = true;
+      handlers.onLost(error);
+    });
+    this.log.info({ peer: session.peer, version: session.version, server: session.server }, `${this.description} open`);
+  }
+
+  send(message: BridgeMessage): Promise<void> {
+    let frame: { headers: StompHeaders; body: Buffer };
+    try {
+      frame = this.frameOf(message);
+    } catch (err) {
+      return Promise.reject(err);
+    }
+    const session = this.openSession();
+    if (!session) return Promise.reject(this.notOpen());
+    return this.confirmed(session, session.send(frame.headers, frame.body), 'SEND');
+  }
+
+  async sendBatch(messages: BridgeMessage[]): Promise<void> {
+    if (messages.length === 0) return;
+    // Every message is checked before BEGIN: a batch is all or nothing.
+    const frames = messages.map((m, i) => {
+      try {
+        return this.frameOf(m);
+      } catch (err) {
+        if (err instanceof MessageRejectedError) {
+          throw new MessageRejectedError(err.reason, `message ${i + 1} of ${messages.length} in a batch: ${err.message}`, { cause: err });
+        }
+        throw err;
+      }
+    });
+    const session = this.openSession();
+    if (!session) throw this.notOpen();
+    const tx = `bb-tx-${++this.nextTx}`;
+    let committing = false;
+    try {
+      // The COMMIT goes only after every SEND of the transaction was accepted: had one been refused, a pipelined
+      // COMMIT would still commit the others.
+      const accepted = [session.begin(tx), ...frames.map((f) => session.send({ ...f.headers, transaction: tx }, f.body))];
+      await this.confirmed(session, Promise.all(accepted), 'transaction');
+      committing = true;
+      await this.confirmed(session, session.commit(tx), 'COMMIT');
+    } catch (err) {
+      // Best effort: a lost connection rolls the transaction back anyway.
+      if (session.isOpen) session.abort(tx).catch(() => undefined);
+      if (err instanceof TransientError && err.outcomeUnknown && !committing) {
+        // Before the COMMIT went out nothing of the batch can be visible: the outcome is known (not sent).
+        throw new TransientError(`${this.description}: the connection was lost before the transaction was committed; nothing of the batch was sent`, {
+          cause: err,
+        });
+      }
+      throw err;
+    }
+  }
+
+  async close(): Promise<void> {
+    if (this.closed && !this.session?.isOpen) return;
+    this.closed = true;
+    await this.session?.disconnect();
+  }
+
+  private openSession(): StompSession | undefined {
+    const s = this.session;
+    return s && s.isOpen && !this.closed ? s : undefined;
+  }
+
+  private notOpen(): TransientError {
+    return new TransientError(`${this.description} is not connected`);
+  }
+
+  private frameOf(message: BridgeMessage): { headers: StompHeaders; body: Buffer } {
+    const out = toStomp(message, { log: this.log });
+    const headers: StompHeaders = { ...out.headers, destination: this.destination };
+    checkLimits(headers, out.body);
+    return { headers, body: out.body };
+  }
+
+  /** Waits for a receipt, at most confirmTimeout; past it the connection is treated as broken. */
+  private confirmed<T>(session: StompSession, promise: Promise<T>, what: string): Promise<T> {
+    return new Promise<T>((resolve, reject) => {
+      const timer = setTimeout(() => {
+        session.fail(
+          new TransientError(`${this.description}: no RECEIPT for a ${what} within ${this.confirmTimeout} ms; treating the connection as broken`, {
+            outcomeUnknown: true,
+          }),
+        );
+      }, this.confirmTimeout);
+      promise.then(
+        (v) => {
+          clearTimeout(timer);
+          resolve(v);
+        },
+        (e: unknown) => {
+          clearTimeout(timer);
+          reject(e);
+        },
+      );
+    });
+  }
+}
+
+function checkLimits(headers: StompHeaders, body: Buffer): void {
+  const entries = Object.entries(headers);
+  // +3 for receipt, transaction and content-length that may still be added.
+  if (entries.length + 3 > STOMP_FRAME_LIMITS.maxHeaders) {
+    throw new MessageRejectedError('too-large', `the message has ${entries.length} headers; a STOMP frame may carry at most ${STOMP_FRAME_LIMITS.maxHeaders}`);
+  }
+  for (const [name, value] of entries) {
+    const bytes = Buffer.byteLength(escapeHeader(name)) + 1 + Buffer.byteLength(escapeHeader(value));
+    if (bytes > STOMP_FRAME_LIMITS.maxHeaderLineBytes) {
+      throw new MessageRejectedError(
+        'too-large',
+        `header '${name.slice(0, 64)}' is ${bytes} bytes long; a STOMP header line may be at most ${STOMP_FRAME_LIMITS.maxHeaderLineBytes} bytes`,
+      );
+    }
+  }
+  if (body.length > STOMP_FRAME_LIMITS.maxBodyBytes) {
+    throw new MessageRejectedError('too-large', `the body is ${body.length} bytes; a STOMP frame may carry at most ${STOMP_FRAME_LIMITS.maxBodyBytes}`);
+  }
+}
+
+/** STOMP 1.2 header escaping, to measure a header line as it goes on the wire. */
+function escapeHeader(text: string): string {
+  return text.replace(/\\/g, '\\\\').replace(/\r/g, '\\r').replace(/\n/g, '\\n').replace(/:/g, '\\c');
+}

@@ -1,0 +1,511 @@
+/**
+ * The STOMP adapters against a real ActiveMQ Classic (STOMP_URL). Every queue name is unique (ActiveMQ queues cannot
+ * be deleted over STOMP) and every test consumes what it sent. Fault injection goes through a TCP proxy on
+ * 127.0.0.1 and, for the broker restart, through scripts/activemq.sh.
+ */
+import { execFile } from 'node:child_process';
+import { existsSync } from 'node:fs';
+import net from 'node:net';
+import path from 'node:path';
+import { promisify } from 'node:util';
+import { afterAll, describe, expect, it } from 'vitest';
+import type { StompConnectionConfig } from '../../src/config/types.js';
+import { ConfigError, MessageRejectedError, TransientError } from '../../src/core/errors.js';
+import type { BridgeMessage, SourceDelivery } from '../../src/core/message.js';
+import { connectStomp, type StompMessage } from '../../src/endpoints/stomp/stomp-client.js';
+import { StompSource } from '../../src/endpoints/stomp/stomp-source.js';
+import { StompTarget } from '../../src/endpoints/stomp/stomp-target.js';
+import { silentLogger as log } from '../../src/log.js';
+import { services, uniqueName } from '../support/services.js';
+
+/** Marks every message these tests send, so the final check can look for them in ActiveMQ.DLQ. */
+const RUN = uniqueName('stomp-run').replace(/-/g, '_');
+const RUN_HEADER = 'bbtest';
+
+function conn(url = services.stompUrl, extra: Partial<StompConnectionConfig> = {}): StompConnectionConfig {
+  return { name: 'activemq', type: 'stomp', urls: [url], heartBeat: [10_000, 10_000], connectTimeout: 5_000, ...extra };
+}
+
+function message(body: Buffer | string, extra: Omit<Partial<BridgeMessage>, 'properties'> & { properties?: Partial<BridgeMessage['properties']> } = {}): BridgeMessage {
+  return {
+    body: typeof body === 'string' ? Buffer.from(body) : body,
+    properties: { persistent: true, ...extra.properties },
+    headers: { [RUN_HEADER]: RUN, ...extra.headers },
+  };
+}
+
+async function openTarget(queue: string, c = conn(), onLost: (e: TransientError) => void = () => undefined, confirmTimeout = 15_000) {
+  const t = new StompTarget(c, queue, confirmTimeout, log);
+  await t.open({ onLost });
+  return t;
+}
+
+/** Reads n messages from a queue with a plain session (acking them unless told not to). */
+async function collect(queue: string, n: number, opts: { ack?: boolean; timeout?: number } = {}): Promise<StompMessage[]> {
+  const session = await connectStomp(conn(), log);
+  const got: StompMessage[] = [];
+  try {
+    await new Promise<void>((resolve, reject) => {
+      const timer = setTimeout(() => reject(new Error(`got ${got.length} of ${n} messages from ${queue}`)), opts.timeout ?? 15_000);
+      void session
+        .subscribe({ destination: `/queue/${queue}`, ack: 'client-individual', 'activemq.prefetchSize': '1000' }, (m) => {
+          got.push(m);
+          if (opts.ack !== false) session.ack(m);
+          if (got.length === n) {
+            clearTimeout(timer);
+            resolve();
+          }
+        })
+        .catch(reject);
+    });
+    if (opts.ack !== false) await session.sync();
+  } finally {
+    await session.disconnect();
+  }
+  return got;
+}
+
+/** Asserts that nothing arrives from a queue within ms (what does arrive is left unacked). */
+async function expectEmpty(destination: string, ms = 1_000, selector?: string): Promise<void> {
+  const session = await connectStomp(conn(), log);
+  const got: StompMessage[] = [];
+  const headers: Record<string, string> = { destination, ack: 'client-individual' };
+  if (selector) headers.selector = selector;
+  await session.subscribe(headers, (m) => got.push(m));
+  await new Promise((r) => setTimeout(r, ms));
+  await session.disconnect();
+  expect(got.map((m) => m.body.toString())).toEqual([]);
+}
+
+function openSource(queue: string, prefetch = 100, c = conn()) {
+  const deliveries: SourceDelivery[] = [];
+  const lost: TransientError[] = [];
+  const source = new StompSource(c, queue, prefetch, log);
+  const opened = source.open({ onDelivery: (d) => deliveries.push(d), onLost: (e) => lost.push(e) });
+  return { source, deliveries, lost, opened };
+}
+
+async function until(cond: () => boolean, what: string, ms = 15_000): Promise<void> {
+  const end = Date.now() + ms;
+  while (!cond()) {
+    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 10));
+  }
+}
+
+/** A TCP proxy to the broker that can cut the connection when the client writes a given frame. */
+class CuttingProxy {
+  private server = net.createServer((client) => this.accept(client));
+  private sockets = new Set<net.Socket>();
+  /** When set, the first client chunk containing this text is not forwarded and the connection is cut. */
+  cutOn: string | undefined;
+  /** When true, client bytes are dropped (the broker never sees them) but the connection stays up. */
+  swallow = false;
+  port = 0;
+
+  constructor(private readonly upstreamUrl: string) {}
+
+  async start(): Promise<this> {
+    await new Promise<void>((r) => this.server.listen(0, '127.0.0.1', () => r()));
+    this.port = (this.server.address() as net.AddressInfo).port;
+    return this;
+  }
+
+  get url(): string {
+    return `stomp://127.0.0.1:${this.port}`;
+  }
+
+  private accept(client: net.Socket): void {
+    const u = new URL(this.upstreamUrl);
+    const upstream = net.connect(Number(u.port || 61613), u.hostname);
+    this.sockets.add(client).add(upstream);
+    const close = () => {
+      client.destroy();
+      upstream.destroy();
+    };
+    client.on('error', close).on('close', close);
+    upstream.on('error', close).on('close', close);
+    client.on('data', (d: Buffer) => {
+      if (this.cutOn !== undefined && d.includes(this.cutOn)) this.cut();
+      else if (!this.swallow) upstream.write(d);
+    });
+    upstream.on('data', (d: Buffer) => client.write(d));
+  }
+
+  cut(): void {
+    for (const s of this.sockets) s.destroy();
+    this.sockets.clear();
+  }
+
+  async stop(): Promise<void> {
+    this.cut();
+    await new Promise<void>((r) => this.server.close(() => r()));
+  }
+}
+
+afterAll(async () => {
+  // Nothing these tests sent may have been dead-lettered (the adapters never NACK).
+  await expectEmpty('/queue/ActiveMQ.DLQ', 1_000, `${RUN_HEADER} = '${RUN}'`);
+});
+
+describe('StompTarget → StompSource', () => {
+  it('carries mapped properties, custom headers and binary bodies byte for byte', async () => {
+    const queue = uniqueName('stomp-map');
+    const target = await openTarget(queue);
+    const binary = Buffer.from([0, 1, 2, 0, 255, 0, 10, 13, 0]);
+    const big = Buffer.alloc(1024 * 1024);
+    for (let i = 0; i < big.length; i++) big[i] = (i * 7) % 256;
+    const text = 'grüße 🎉\r\nline: two\\three';
+    const expiresAt = Date.now() + 3_600_000;
+    await target.send(
+      message(binary, {
+        properties: {
+          contentType: 'application/octet-stream',
+          correlationId: 'corr-1',
+          replyTo: '/queue/replies',
+          messageId: 'publisher-id-1',
+          type: 'order.created',
+          userId: 'alice',
+          appId: 'shop',
+          priority: 6,
+          expiresAt,
+          timestamp: 1_700_000_000_123,
+        },
+        headers: { s: 'a:b\nc', n: 42, b: true, tbl: { x: [1, 2] }, _AMQ_DUPL_ID: 'dup-1' },
+      }),
+    );
+    await target.send(message(big, { properties: { contentType: 'application/octet-stream' } }));
+    await target.send(message(text, { properties: { contentType: 'text/plain; charset=utf-8', persistent: false } }));
+    await target.close();
+
+    const { source, deliveries, opened } = openSource(queue);
+    await opened;
+    await until(() => deliveries.length === 3, '3 deliveries');
+    const [d1, d2, d3] = deliveries as [SourceDelivery, SourceDelivery, SourceDelivery];
+    expect(d1.message.body.equals(binary)).toBe(true);
+    expect(d1.message.properties).toEqual({
+      contentType: 'application/octet-stream',
+      correlationId: 'corr-1',
+      replyTo: '/queue/replies',
+      messageId: 'publisher-id-1',
+      type: 'order.created',
+      userId: 'alice',
+      appId: 'shop',
+      priority: 6,
+      persistent: true,
+      expiresAt,
+      timestamp: 1_700_000_000_123,
+    });
+    expect(d1.message.headers).toEqual({
+      [RUN_HEADER]: RUN,
+      s: 'a:b\nc',
+      n: '42',
+      b: 'true',
+      tbl: '{"x":[1,2]}',
+      _AMQ_DUPL_ID: 'dup-1',
+    });
+    expect(d1.redelivered).toBe(false);
+    expect(d1.stableId).toMatch(/^ID:/);
+    expect(d2.message.body.equals(big)).toBe(true);
+    expect(d3.message.body.toString('utf8')).toBe(text);
+    expect(d3.message.properties.persistent).toBe(false);
+    expect(d3.message.properties.messageId).toBe(d3.stableId); // no publisher ID: the broker's
+    expect(deliveries.map((d) => d.seq)).toEqual([1, 2, 3]);
+    for (const d of deliveries) source.ack(d);
+    await source.ackBarrier();
+    await source.close();
+    await expectEmpty(`/queue/${queue}`, 300);
+  });
+
+  it('sends text as a TextMessage (no content-length) and everything else as a BytesMessage', async () => {
+    const queue = uniqueName('stomp-text');
+    const target = await openTarget(queue);
+    await target.send(message('{"a":1}', { properties: { contentType: 'application/json' } }));
+    await target.send(message('plain', { properties: { contentType: 'application/octet-stream' } }));
+    await target.send(message(Buffer.from([0x61, 0, 0x62]), { properties: { contentType: 'text/plain' } }));
+    await target.send(message(Buffer.from([0xc3, 0x28]), { properties: { contentType: 'text/plain' } }));
+    await target.close();
+    const got = await collect(queue, 4);
+    expect(got.map((m) => m.headers['content-length'])).toEqual([undefined, '5', '3', '2']);
+    expect(got.map((m) => m.body.toString('hex'))).toEqual(['7b2261223a317d', Buffer.from('plain').toString('hex'), '610062', 'c328']);
+  });
+});
+
+describe('StompSource', () => {
+  it('gets unacked messages back after close, with redelivered:true and the same message-id, and never dead-letters them', async () => {
+    const queue = uniqueName('stomp-redeliver');
+    const target = await openTarget(queue);
+    await target.send(message('once'));
+    await target.close();
+
+    let firstId: string | undefined;
+    // More rounds than ActiveMQ's default maximumRedeliveries (6): closing without ack must never dead-letter.
+    for (let round = 0; round < 8; round++) {
+      const { source, deliveries, opened } = openSource(queue);
+      await opened;
+      await until(() => deliveries.length === 1, `delivery in round ${round}`);
+      const d = deliveries[0] as SourceDelivery;
+      expect(d.message.body.toString()).toBe('once');
+      expect(d.redelivered).toBe(round > 0);
+      firstId ??= d.stableId;
+      expect(d.stableId).toBe(firstId);
+      if (round === 7) {
+        source.ack(d);
+        await source.ackBarrier();
+      }
+      await source.close();
+    }
+    await expectEmpty(`/queue/${queue}`, 300);
+  });
+
+  it('ackBarrier resolves once the broker processed the acks, even if the connection is cut right after', async () => {
+    const queue = uniqueName('stomp-barrier');
+    const target = await openTarget(queue);
+    await Promise.all(Array.from({ length: 200 }, (_, i) => target.send(message(`m${i}`))));
+    await target.close();
+
+    const proxy = await new CuttingProxy(services.stompUrl).start();
+    try {
+      const { source, deliveries, lost, opened } = openSource(queue, 500, conn(proxy.url));
+      await opened;
+      await until(() => deliveries.length === 200, '200 deliveries');
+      for (const d of deliveries.slice(0, 150)) source.ack(d);
+      await source.ackBarrier();
+      await source.ackBarrier(); // nothing new: resolves at once
+      proxy.cut();
+      await until(() => lost.length === 1, 'onLost');
+      expect(lost[0]).toBeInstanceOf(TransientError);
+      source.ack(deliveries[199] as SourceDelivery); // a no-op on a lost connection, never a throw
+      await expect(source.ackBarrier()).rejects.toBeInstanceOf(TransientError);
+      await source.close();
+    } finally {
+      await proxy.stop();
+    }
+    const rest = await collect(queue, 50);
+    expect(rest.map((m) => m.body.toString())).toEqual(Array.from({ length: 50 }, (_, i) => `m${150 + i}`));
+    expect(rest.every((m) => m.headers.redelivered === 'true')).toBe(true);
+    await expectEmpty(`/queue/${queue}`, 300);
+  });
+
+  it('stopConsuming hands out nothing new; what was held back comes back after close', async () => {
+    const queue = uniqueName('stomp-stop');
+    const target = await openTarget(queue);
+    const { source, deliveries, opened } = openSource(queue, 10);
+    await opened;
+    await target.send(message('before'));
+    await until(() => deliveries.length === 1, 'first delivery');
+    await source.stopConsuming();
+    await target.send(message('after'));
+    await new Promise((r) => setTimeout(r, 300));
+    expect(deliveries).toHaveLength(1);
+    source.ack(deliveries[0] as SourceDelivery); // in-flight deliveries can still be acked
+    await source.ackBarrier();
+    await source.close();
+    await target.close();
+    const rest = await collect(queue, 1);
+    expect(rest.map((m) => m.body.toString())).toEqual(['after']);
+  });
+});
+
+describe('StompTarget', () => {
+  it('confirms 2,000 pipelined sends, all delivered in order', async () => {
+    const queue = uniqueName('stomp-pipeline');
+    const target = await openTarget(queue);
+    const n = 2_000;
+    await Promise.all(Array.from({ length: n }, (_, i) => target.send(message(`m${i}`, { headers: { seq: i } }))));
+    await target.close();
+    const got = await collect(queue, n, { timeout: 60_000 });
+    expect(got.map((m) => Number(m.headers.seq))).toEqual(Array.from({ length: n }, (_, i) => i));
+  });
+
+  it('does not stall one-at-a-time sends without heart-beats (Nagle off)', async () => {
+    const queue = uniqueName('stomp-nodelay');
+    const target = await openTarget(queue, conn(services.stompUrl, { heartBeat: [0, 0] }));
+    const started = Date.now();
+    for (let i = 0; i < 200; i++) await target.send(message(`s${i}`));
+    // With Nagle's algorithm on, each receipt waits ~40 ms: 200 sends would take ~8 s.
+    expect(Date.now() - started).toBeLessThan(4_000);
+    await target.close();
+    expect(await collect(queue, 200)).toHaveLength(200);
+  });
+
+  it('commits a batch as a whole', async () => {
+    const queue = uniqueName('stomp-batch');
+    const target = await openTarget(queue);
+    await target.sendBatch(Array.from({ length: 10 }, (_, i) => message(`b${i}`)));
+    await target.close();
+    const got = await collect(queue, 10);
+    expect(got.map((m) => m.body.toString())).toEqual(Array.from({ length: 10 }, (_, i) => `b${i}`));
+  });
+
+  it('leaves nothing of a batch whose COMMIT never reached the broker', async () => {
+    const queue = uniqueName('stomp-batch-lost');
+    const proxy = await new CuttingProxy(services.stompUrl).start();
+    try {
+      const lost: TransientError[] = [];
+      const target = await openTarget(queue, conn(proxy.url), (e) => lost.push(e));
+      proxy.cutOn = 'COMMIT';
+      const err = await target.sendBatch(Array.from({ length: 5 }, (_, i) => message(`x${i}`))).then(
+        () => undefined,
+        (e: unknown) => e,
+      );
+      expect(err).toBeInstanceOf(TransientError);
+      expect((err as TransientError).outcomeUnknown).toBe(true);
+      await until(() => lost.length === 1, 'onLost');
+      await target.close();
+    } finally {
+      await proxy.stop();
+    }
+    await expectEmpty(`/queue/${queue}`, 1_000);
+  });
+
+  it('rejects a message ActiveMQ would answer by closing the connection, and stays usable', async () => {
+    const queue = uniqueName('stomp-too-large');
+    const target = await openTarget(queue);
+    const err = await target.send(message('x', { headers: { huge: 'a'.repeat(20_000) } })).then(
+      () => undefined,
+      (e: unknown) => e,
+    );
+    expect(err).toBeInstanceOf(MessageRejectedError);
+    expect((err as MessageRejectedError).reason).toBe('too-large');
+    await expect(target.sendBatch([message('ok'), message('y', { headers: { huge: 'a'.repeat(20_000) } })])).rejects.toBeInstanceOf(
+      MessageRejectedError,
+    );
+    await target.send(message('fine'));
+    await target.close();
+    const got = await collect(queue, 1);
+    expect(got.map((m) => m.body.toString())).toEqual(['fine']);
+    await expectEmpty(`/queue/${queue}`, 300);
+  });
+
+  it('fails a send that gets no receipt within confirmTimeout, as a lost connection', async () => {
+    const queue = uniqueName('stomp-confirm-timeout');
+    const proxy = await new CuttingProxy(services.stompUrl).start();
+    try {
+      const lost: TransientError[] = [];
+      const target = await openTarget(queue, conn(proxy.url, { heartBeat: [0, 0] }), (e) => lost.push(e), 500);
+      proxy.swallow = true; // the broker never sees the SEND, so no receipt comes
+      const started = Date.now();
+      const err = await target.send(message('never')).then(
+        () => undefined,
+        (e: unknown) => e,
+      );
+      expect(err).toBeInstanceOf(TransientError);
+      expect((err as TransientError).outcomeUnknown).toBe(true);
+      expect(Date.now() - started).toBeLessThan(3_000);
+      expect(lost).toHaveLength(1);
+      await expect(target.send(message('closed'))).rejects.toBeInstanceOf(TransientError);
+      await target.close();
+    } finally {
+      await proxy.stop();
+    }
+    await expectEmpty(`/queue/${queue}`, 300);
+  });
+});
+
+describe('connectStomp', () => {
+  it('tries the URLs in order (failover)', async () => {
+    const closed = net.createServer();
+    await new Promise<void>((r) => closed.listen(0, '127.0.0.1', () => r()));
+    const port = (closed.address() as net.AddressInfo).port;
+    await new Promise<void>((r) => closed.close(() => r()));
+    const session = await connectStomp({ ...conn(), urls: [`stomp://127.0.0.1:${port}`, services.stompUrl] }, log);
+    expect(session.version).toBe('1.2');
+    await session.disconnect();
+  });
+
+  it('says in a sentence, without credentials, that the broker refused the connection', async () => {
+    const closed = net.createServer();
+    await new Promise<void>((r) => closed.listen(0, '127.0.0.1', () => r()));
+    const port = (closed.address() as net.AddressInfo).port;
+    await new Promise<void>((r) => closed.close(() => r()));
+    const err = await connectStomp(conn(`stomp://user:s3cret@127.0.0.1:${port}`), log).then(
+      () => undefined,
+      (e: unknown) => e,
+    );
+    expect(err).toBeInstanceOf(TransientError);
+    expect((err as Error).message).toContain('refused');
+    expect((err as Error).message).not.toContain('s3cret');
+  });
+
+  it('times out a server that accepts TCP but never answers CONNECT', async () => {
+    const sockets: net.Socket[] = [];
+    const silent = net.createServer((s) => sockets.push(s.on('error', () => undefined)));
+    await new Promise<void>((r) => silent.listen(0, '127.0.0.1', () => r()));
+    const port = (silent.address() as net.AddressInfo).port;
+    try {
+      const started = Date.now();
+      const err = await connectStomp(conn(`stomp://127.0.0.1:${port}`, { connectTimeout: 500 }), log).then(
+        () => undefined,
+        (e: unknown) => e,
+      );
+      expect(err).toBeInstanceOf(TransientError);
+      expect((err as Error).message).toMatch(/handshake within 500 ms/);
+      expect(Date.now() - started).toBeLessThan(3_000);
+    } finally {
+      for (const s of sockets) s.destroy();
+      await new Promise<void>((r) => silent.close(() => r()));
+    }
+  });
+
+  it('reports a refused login as a configuration error', async () => {
+    const sockets: net.Socket[] = [];
+    const server = net.createServer((s) => {
+      sockets.push(s);
+      s.on('error', () => undefined);
+      s.once('data', () => s.end('ERROR\nmessage:User name [bob] or password is invalid.\n\n\0'));
+    });
+    await new Promise<void>((r) => server.listen(0, '127.0.0.1', () => r()));
+    const port = (server.address() as net.AddressInfo).port;
+    try {
+      const err = await connectStomp(conn(`stomp://bob:hunter2@127.0.0.1:${port}`), log).then(
+        () => undefined,
+        (e: unknown) => e,
+      );
+      expect(err).toBeInstanceOf(ConfigError);
+      expect((err as Error).message).toContain('password is invalid');
+      expect((err as Error).message).not.toContain('hunter2');
+    } finally {
+      for (const s of sockets) s.destroy();
+      await new Promise<void>((r) => server.close(() => r()));
+    }
+  });
+
+  it('rejects one request answered by an ERROR frame and keeps the session', async () => {
+    const queue = uniqueName('stomp-error-frame');
+    const session = await connectStomp(conn(), log);
+    const err = await session.send({ destination: `/queue/${queue}`, transaction: 'no-such-tx' }, Buffer.from('x')).then(
+      () => undefined,
+      (e: unknown) => e,
+    );
+    expect(err).toBeInstanceOf(MessageRejectedError);
+    expect((err as Error).message).toContain('Invalid transaction id');
+    expect(session.isOpen).toBe(true);
+    await session.send({ destination: `/queue/${queue}`, [RUN_HEADER]: RUN }, Buffer.from('after'));
+    await session.disconnect();
+    const got = await collect(queue, 1);
+    expect(got.map((m) => m.body.toString())).toEqual(['after']);
+  });
+});
+
+const script = path.resolve(import.meta.dirname, '../../scripts/activemq.sh');
+const managedBroker =
+  existsSync(path.resolve(import.meta.dirname, '../../.activemq/activemq.pid')) && /^stomp:\/\/(127\.0\.0\.1|localhost):61613\/?$/.test(services.stompUrl);
+
+describe.runIf(managedBroker)('broker restart (scripts/activemq.sh)', () => {
+  it('reports the lost connection to an open target and keeps persistent messages', async () => {
+    const queue = uniqueName('stomp-restart');
+    const lost: TransientError[] = [];
+    const target = await openTarget(queue, conn(), (e) => lost.push(e));
+    await target.send(message('persistent survives'));
+    await target.send(message('non-persistent is gone', { properties: { persistent: false } }));
+    await promisify(execFile)('bash', [script, 'restart'], { timeout: 120_000 });
+    await until(() => lost.length === 1, 'onLost after the restart');
+    expect(lost[0]).toBeInstanceOf(TransientError);
+    await expect(target.send(message('after'))).rejects.toBeInstanceOf(TransientError);
+    await target.close();
+    const got = await collect(queue, 1);
+    expect(got.map((m) => m.body.toString())).toEqual(['persistent survives']);
+    await expectEmpty(`/queue/${queue}`, 300);
+  });
+});

@@ -75,6 +75,7 @@ const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
 const CACHE_RETRY_MIN_MS = 100;
 const CACHE_RETRY_MAX_MS = 2000;
 const BUSY_RETRY_MS = 25;
+const BUSY_RETRY_MAX_MS = 500;
 const ACK_BARRIER_INTERVAL_MS = 200;
 /** How long a session may spend, after it ended, giving its reservations back. Redis may be down: bounded. */
 const ABANDON_TIMEOUT_MS = 3000;
@@ -83,6 +84,8 @@ export class BridgeSession {
   private readonly cfg: BridgeConfig;
   private readonly log: Logger;
   private readonly pending = new Deque<Job>();
+  /** Jobs that were busy and are now resolved; the loop takes them before the next pending one. */
+  private readonly retried: Job[] = [];
   private readonly unsettled = new Set<Job>();
   private seq = 0;
   private failure?: BridgeError;
@@ -218,7 +221,7 @@ export class BridgeSession {
     let batchStarted = 0;
     try {
       while (!this.failure) {
-        const job = this.pending.peek();
+        const job = this.retried[0] ?? this.pending.peek();
         if (!job) {
           if (batch.length > 0) {
             const waited = Date.now() - batchStarted;
@@ -234,19 +237,16 @@ export class BridgeSession {
           }
           continue;
         }
-        let prepared = await job.prepared;
-        while (prepared === 'busy' && !this.failure) {
-          // Another owner holds this ID (often an earlier copy in our own batch): let it finish first.
-          if (batch.length > 0) {
-            this.sendBatch(batch);
-            batch = [];
-          }
-          await sleep(BUSY_RETRY_MS);
-          job.prepared = this.prepare(job);
-          prepared = await job.prepared;
-        }
+        const prepared = await job.prepared;
         if (this.failure) break;
-        this.pending.shift();
+        this.takeNext(job);
+        if (prepared === 'busy') {
+          // Another owner holds this ID right now (a copy in flight here or in a replica). Waiting in line could
+          // deadlock two replicas whose later messages hold each other's IDs, so set it aside and go on; it is
+          // almost always a duplicate that will be dropped once the holder commits.
+          this.park(job, BUSY_RETRY_MS);
+          continue;
+        }
         if (prepared === 'duplicate') {
           this.dropDuplicate(job);
           continue;
@@ -267,6 +267,31 @@ export class BridgeSession {
     } catch (err) {
       this.fail(err);
     }
+  }
+
+  private takeNext(job: Job): void {
+    if (this.retried[0] === job) this.retried.shift();
+    else this.pending.shift();
+  }
+
+  /** Retries a busy job's preparation with backoff until it resolves, then hands it back to the loop. */
+  private park(job: Job, delayMs: number): void {
+    setTimeout(() => {
+      if (this.failure) return;
+      job.prepared = this.prepare(job);
+      job.prepared.then(
+        (result) => {
+          if (this.failure) return;
+          if (result === 'busy') {
+            this.park(job, Math.min(delayMs * 2, BUSY_RETRY_MAX_MS));
+          } else {
+            this.retried.push(job);
+            this.wakeLoop?.();
+          }
+        },
+        (err: unknown) => this.fail(err),
+      );
+    }, delayMs);
   }
 
   private waitForWork(timeoutMs?: number): Promise<void> {

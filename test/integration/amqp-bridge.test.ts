@@ -1,0 +1,301 @@
+/**
+ * The bridge end to end on AMQP: the real `broker-bridge run` process between queues of the real RabbitMQ, with the
+ * duplicate-ID cache in the real Redis. Every test asserts what the target (and dead-letter) queues hold.
+ */
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { Redis } from 'ioredis';
+import { AmqpTestClient, type ReceivedMessage, type TestMessage } from '../support/amqp.js';
+import { BridgeProcess, writeConfig } from '../support/bridge-process.js';
+import { bridgeConfig } from '../support/configs.js';
+import { services, uniqueName } from '../support/services.js';
+import { TcpProxy } from '../support/tcp-proxy.js';
+
+const ID = '_AMQ_DUPL_ID';
+const POSSIBLE_DUP = 'x-bridge-possible-duplicate';
+
+let amqp: AmqpTestClient;
+const running: BridgeProcess[] = [];
+const queues: string[] = [];
+const prefixes: string[] = [];
+
+beforeAll(async () => {
+  amqp = await AmqpTestClient.connect();
+});
+
+afterEach(async () => {
+  await Promise.all(running.splice(0).map((p) => p.kill('SIGKILL')));
+});
+
+afterAll(async () => {
+  await amqp.deleteQueues(...queues);
+  const redis = new Redis(services.redisUrl);
+  for (const p of prefixes) {
+    const keys = await redis.keys(`${p}:*`);
+    if (keys.length > 0) await redis.del(...keys);
+  }
+  redis.disconnect();
+  await amqp.close();
+});
+
+async function newQueues(...names: string[]): Promise<string[]> {
+  const out = names.map((n) => uniqueName(n));
+  for (const q of out) {
+    await amqp.queue(q);
+    queues.push(q);
+  }
+  return out;
+}
+
+function start(yaml: string, bridges = 1): Promise<BridgeProcess> {
+  return BridgeProcess.started(writeConfig(yaml), bridges).then((p) => {
+    running.push(p);
+    return p;
+  });
+}
+
+function config(opts: Parameters<typeof bridgeConfig>[0]): { yaml: string; keyPrefix: string } {
+  const c = bridgeConfig(opts);
+  prefixes.push(c.keyPrefix);
+  return c;
+}
+
+function numbered(n: number, from = 0, withId = true): TestMessage[] {
+  return Array.from({ length: n }, (_, k) => {
+    const i = from + k;
+    return {
+      body: Buffer.from(`message ${i} ${'x'.repeat(64)}`),
+      options: withId ? { headers: { [ID]: `id-${i}` }, messageId: undefined } : { headers: { seq: i } },
+    };
+  });
+}
+
+function idOf(m: ReceivedMessage): string {
+  const v = m.headers[ID];
+  return Buffer.isBuffer(v) ? v.toString() : String(v);
+}
+
+function seqOf(m: ReceivedMessage): number {
+  return Number(/^message (\d+)/.exec(m.body.toString())?.[1]);
+}
+
+describe('AMQP → AMQP bridge', () => {
+  it('forwards 5,000 distinct messages once each and drops 1,000 re-sent IDs, preserving bodies, headers and properties', async () => {
+    const [src, dst] = await newQueues('src', 'dst');
+    // The cache must hold every ID for the re-sends to be recognised (the default 2000 would have evicted id-0..).
+    const { yaml } = config({ bridges: [{ sourceQueue: src!, target: `queue: "${dst}"`, extra: { prefetch: 1000 } }], idCache: { 'id-cache-size': 10000 } });
+    const bridge = await start(yaml);
+
+    const body = (i: number) => Buffer.concat([Buffer.from(`message ${i} `), Buffer.from([0, 1, 2, 255, 254, 0]), Buffer.from('é✓')]);
+    const original: TestMessage[] = Array.from({ length: 5000 }, (_, i) => ({
+      body: body(i),
+      options: {
+        headers: { [ID]: `id-${i}`, 'x-int': i, 'x-str': `s${i}`, 'x-bool': i % 2 === 0, 'x-nested': { a: 1, b: 'two' } },
+        contentType: 'application/octet-stream',
+        contentEncoding: 'identity',
+        correlationId: `corr-${i}`,
+        replyTo: 'replies',
+        messageId: `mid-${i}`,
+        type: 'order.created',
+        appId: 'test-suite',
+        priority: 3,
+        timestamp: 1_700_000_000 + i,
+      },
+    }));
+    await amqp.publish(src!, original);
+    await amqp.publish(src!, original.slice(0, 1000));
+
+    await amqp.waitForCount(src!, (n) => n === 0);
+    expect(await amqp.settledCount(dst!)).toBe(5000);
+    const got = await amqp.drain(dst!);
+    expect(got).toHaveLength(5000);
+    const ids = got.map(idOf);
+    expect(new Set(ids).size).toBe(5000);
+    // Order is preserved per bridge: the originals arrive in publish order.
+    expect(ids).toEqual(Array.from({ length: 5000 }, (_, i) => `id-${i}`));
+    for (const m of got) {
+      const i = seqOf(m);
+      expect(m.body.equals(body(i))).toBe(true);
+      expect(m.headers['x-int']).toBe(i);
+      expect(m.headers['x-str']).toBe(`s${i}`);
+      expect(m.headers['x-bool']).toBe(i % 2 === 0);
+      expect(m.headers['x-nested']).toEqual({ a: 1, b: 'two' });
+      expect(m.headers[POSSIBLE_DUP]).toBeUndefined();
+      expect(m.properties).toMatchObject({
+        contentType: 'application/octet-stream',
+        contentEncoding: 'identity',
+        correlationId: `corr-${i}`,
+        replyTo: 'replies',
+        messageId: `mid-${i}`,
+        type: 'order.created',
+        appId: 'test-suite',
+        priority: 3,
+        timestamp: 1_700_000_000 + i,
+        deliveryMode: 2,
+      });
+    }
+    expect(bridge.count((l) => l.msg.startsWith('duplicate dropped'))).toBe(1000);
+  });
+
+  it('stamps IDs and keeps them stable across a SIGKILL mid-stream: nothing lost, no message under two IDs', async () => {
+    const [src, dst] = await newQueues('src', 'dst');
+    const { yaml } = config({ bridges: [{ sourceQueue: src!, target: `queue: "${dst}"`, extra: { prefetch: 200 } }], idCache: { 'reservation-lease': 3000 } });
+    const total = 4000;
+    await amqp.publish(src!, numbered(total, 0, false));
+    let bridge = await start(yaml);
+    await amqp.waitForCount(dst!, (n) => n >= 1000);
+    await bridge.kill('SIGKILL');
+    const atKill = await amqp.count(dst!);
+    expect(atKill).toBeLessThan(total);
+    bridge = await start(yaml);
+    await amqp.waitForCount(src!, (n) => n === 0);
+    const delivered = await amqp.settledCount(dst!);
+    const got = await amqp.drain(dst!);
+    expect(got.length).toBe(delivered);
+
+    const idsBySeq = new Map<number, Set<string>>();
+    for (const m of got) {
+      const id = idOf(m);
+      expect(id).toMatch(/^bb-[0-9a-f-]{36}$/);
+      const s = idsBySeq.get(seqOf(m)) ?? new Set();
+      s.add(id);
+      idsBySeq.set(seqOf(m), s);
+    }
+    // Nothing lost.
+    expect([...idsBySeq.keys()].sort((a, b) => a - b)).toEqual(Array.from({ length: total }, (_, i) => i));
+    // No source message reached the target under two different IDs.
+    const twoIds = [...idsBySeq.entries()].filter(([, s]) => s.size > 1);
+    expect(twoIds).toEqual([]);
+    // Distinct messages never share an ID.
+    expect(new Set(got.map(idOf)).size).toBe(total);
+    // Any extra copy (crash between confirm and commit) is flagged.
+    const counts = new Map<string, ReceivedMessage[]>();
+    for (const m of got) counts.set(idOf(m), [...(counts.get(idOf(m)) ?? []), m]);
+    for (const copies of counts.values()) {
+      const flagged = copies.filter((c) => c.headers[POSSIBLE_DUP] === true).length;
+      expect(flagged).toBeGreaterThanOrEqual(copies.length - 1);
+    }
+  });
+
+  it('forwards 1,000 messages with byte-identical bodies and no ID, each under its own stamped ID', async () => {
+    const [src, dst] = await newQueues('src', 'dst');
+    const { yaml } = config({ bridges: [{ sourceQueue: src!, target: `queue: "${dst}"` }] });
+    await start(yaml);
+    const same = Buffer.from('the very same bytes');
+    await amqp.publish(src!, Array.from({ length: 1000 }, () => ({ body: same })));
+    await amqp.waitForCount(src!, (n) => n === 0);
+    expect(await amqp.settledCount(dst!)).toBe(1000);
+    const got = await amqp.drain(dst!);
+    expect(got.every((m) => m.body.equals(same))).toBe(true);
+    expect(new Set(got.map(idOf)).size).toBe(1000);
+  });
+
+  it('id-cache-size 10: after 11 IDs a re-send of the 1st is forwarded again, a re-send of the 11th is dropped', async () => {
+    const [src, dst] = await newQueues('src', 'dst');
+    const { yaml } = config({ bridges: [{ sourceQueue: src!, target: `queue: "${dst}"`, extra: { prefetch: 1 } }], idCache: { 'id-cache-size': 10 } });
+    await start(yaml);
+    await amqp.publish(src!, numbered(11));
+    await amqp.waitForCount(dst!, (n) => n === 11);
+    await amqp.publish(src!, [numbered(1, 0)[0]!, numbered(1, 10)[0]!]);
+    await amqp.waitForCount(src!, (n) => n === 0);
+    expect(await amqp.settledCount(dst!)).toBe(12);
+    const got = (await amqp.drain(dst!)).map(idOf);
+    expect(got).toEqual([...Array.from({ length: 11 }, (_, i) => `id-${i}`), 'id-0']);
+  });
+
+  it.each([
+    [true, 0],
+    [false, 50],
+  ])('persist-id-cache %s: re-sent IDs after a restart are dropped (true) or forwarded again (false)', async (persist, expectedAgain) => {
+    const [src, dst] = await newQueues('src', 'dst');
+    const { yaml } = config({ bridges: [{ sourceQueue: src!, target: `queue: "${dst}"` }], idCache: { 'persist-id-cache': persist } });
+    let bridge = await start(yaml);
+    await amqp.publish(src!, numbered(50));
+    await amqp.waitForCount(dst!, (n) => n === 50);
+    expect(await bridge.stop()).toBe(0);
+    bridge = await start(yaml);
+    await amqp.publish(src!, numbered(50));
+    await amqp.waitForCount(src!, (n) => n === 0);
+    expect(await amqp.settledCount(dst!)).toBe(50 + expectedAgain);
+    if (!persist) expect(bridge.count((l) => /in memory/.test(l.msg))).toBeGreaterThan(0);
+  });
+
+  it('two bridge processes on one source queue and one Redis forward each re-sent ID once', async () => {
+    const [src, dst] = await newQueues('src', 'dst');
+    const { yaml } = config({ bridges: [{ sourceQueue: src!, target: `queue: "${dst}"`, extra: { prefetch: 50 } }], idCache: { replicas: 2 } });
+    const file = writeConfig(yaml);
+    const a = BridgeProcess.started(file);
+    const b = BridgeProcess.started(file);
+    running.push(await a, await b);
+    // Every ID three times, interleaved so both replicas see copies of the same ID at the same time.
+    const msgs = numbered(2000);
+    await amqp.publish(src!, msgs.flatMap((m) => [m, m, m]));
+    await amqp.waitForCount(src!, (n) => n === 0);
+    expect(await amqp.settledCount(dst!)).toBe(2000);
+    const ids = (await amqp.drain(dst!)).map(idOf);
+    expect(new Set(ids).size).toBe(2000);
+  });
+
+  it('holds messages while Redis is unreachable, forwards nothing unchecked, and resumes by itself', async () => {
+    const [src, dst] = await newQueues('src', 'dst');
+    const proxy = await TcpProxy.forUrl(services.redisUrl).start();
+    try {
+      const { yaml } = config({ bridges: [{ sourceQueue: src!, target: `queue: "${dst}"`, extra: { prefetch: 100 } }], redisUrl: proxy.rewrite(services.redisUrl) });
+      const bridge = await start(yaml);
+      await amqp.publish(src!, numbered(500));
+      await amqp.waitForCount(dst!, (n) => n === 500);
+
+      proxy.cut();
+      // The same 500 IDs again, plus 500 new ones, while the cache is away.
+      await amqp.publish(src!, [...numbered(500), ...numbered(500, 500)]);
+      await bridge.waitForLog((l) => /cache unreachable/.test(l.msg), 30_000);
+      await new Promise((r) => setTimeout(r, 3000));
+      // Nothing was forwarded without a check: neither the re-sent IDs nor the new ones.
+      expect(await amqp.count(dst!)).toBe(500);
+      // Counts ready messages only: up to 100 (the prefetch window) are held unacked by the bridge.
+      expect(await amqp.count(src!)).toBeGreaterThanOrEqual(900);
+
+      proxy.resume();
+      await amqp.waitForCount(src!, (n) => n === 0, 60_000);
+      expect(await amqp.settledCount(dst!)).toBe(1000);
+      const ids = (await amqp.drain(dst!)).map(idOf);
+      expect(new Set(ids)).toEqual(new Set(Array.from({ length: 1000 }, (_, i) => `id-${i}`)));
+      expect(bridge.count((l) => /cache unreachable/.test(l.msg))).toBe(1);
+    } finally {
+      await proxy.stop();
+    }
+  });
+
+  it.each([
+    ['a missing exchange', (x: string) => `exchange: "${x}-missing", routing-key: k`, 'not-found'],
+    ['an exchange with no binding', (x: string) => `exchange: "amq.direct", routing-key: "${x}-nobody"`, 'unroutable'],
+  ])('does not treat a message to %s as delivered: dead-letters it after max-delivery-attempts with the reason', async (_what, target, reason) => {
+    const [src, dlq] = await newQueues('src', 'dlq');
+    const { yaml } = config({
+      bridges: [{ sourceQueue: src!, target: target(src!), deadLetter: `connection: rabbit, queue: "${dlq}"`, extra: { 'max-delivery-attempts': 3 } }],
+    });
+    const bridge = await start(yaml);
+    await amqp.publish(src!, numbered(5));
+    await amqp.waitForCount(src!, (n) => n === 0);
+    expect(await amqp.settledCount(dlq!)).toBe(5);
+    const dead = await amqp.drain(dlq!);
+    expect(dead.map(idOf).sort()).toEqual(['id-0', 'id-1', 'id-2', 'id-3', 'id-4']);
+    for (const m of dead) {
+      expect(m.headers['x-bridge-dead-letter-reason']).toBe(reason);
+      expect(String(m.headers['x-bridge-dead-letter-detail'])).not.toBe('');
+      expect(m.headers['x-bridge-delivery-attempts']).toBe(3);
+      expect(m.body.toString()).toMatch(/^message \d/);
+    }
+    expect(bridge.count((l) => /refused a message: sending it again/.test(l.msg))).toBe(10);
+  });
+
+  it('stops with a clear error instead of dropping when a message is refused and there is no dead-letter destination', async () => {
+    const [src] = await newQueues('src');
+    const { yaml } = config({ bridges: [{ sourceQueue: src!, target: `exchange: "amq.direct", routing-key: "${src}-nobody"`, extra: { 'max-delivery-attempts': 2 } }] });
+    const bridge = await start(yaml);
+    await amqp.publish(src!, numbered(3));
+    expect(await bridge.waitExit()).toBe(1);
+    expect(bridge.count((l) => /no dead-letter destination is configured/.test(l.msg))).toBeGreaterThan(0);
+    // Nothing was dropped: every message is back in the source queue.
+    expect(await amqp.waitForCount(src!, (n) => n === 3)).toBe(3);
+  });
+});

@@ -48,7 +48,11 @@ export interface SessionDeps {
   tokenPrefix: string;
 }
 
-type Prepared = 'forward' | 'duplicate' | 'busy';
+/**
+ * `busy`: another owner holds a reservation of this ID (a copy in flight). `claim-busy`: this is a redelivery whose
+ * stamp is still leased by an earlier holder (usually a crashed process), so its ID is not known yet.
+ */
+type Prepared = 'forward' | 'duplicate' | 'busy' | 'claim-busy';
 
 interface Job {
   delivery: SourceDelivery;
@@ -75,7 +79,9 @@ const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
 const CACHE_RETRY_MIN_MS = 100;
 const CACHE_RETRY_MAX_MS = 2000;
 const BUSY_RETRY_MS = 25;
-const BUSY_RETRY_MAX_MS = 500;
+const BUSY_RETRY_MAX_MS = 250;
+const BUSY_FAST_RETRY_FOR_MS = 2000;
+const CLAIM_RETRY_MS = 100;
 const ACK_BARRIER_INTERVAL_MS = 200;
 /** How long a session may spend, after it ended, giving its reservations back. Redis may be down: bounded. */
 const ABANDON_TIMEOUT_MS = 3000;
@@ -189,7 +195,7 @@ export class BridgeSession {
         const fp = fingerprint(msg);
         if (job.delivery.redelivered) {
           const claim = await this.cacheCall(() => cache.claimStamp(source.address, fp, job.token));
-          if (claim.status === 'busy') return 'busy';
+          if (claim.status === 'busy') return 'claim-busy';
           if (claim.status === 'claimed') {
             job.id = claim.id;
             job.stampFingerprint = fp;
@@ -237,14 +243,30 @@ export class BridgeSession {
           }
           continue;
         }
-        const prepared = await job.prepared;
+        let prepared = await job.prepared;
+        // Its answer may be stale (it was prepared on arrival): ask again at once before waiting.
+        if (prepared === 'claim-busy' && !this.failure) {
+          job.prepared = this.prepare(job);
+          prepared = await job.prepared;
+        }
+        while (prepared === 'claim-busy' && !this.failure) {
+          // Wait in line: letting later messages overtake a redelivery whose ID is not known yet could let the
+          // circular cache evict that ID before we learn it, and the copy would then pass unflagged.
+          if (batch.length > 0) {
+            this.sendBatch(batch);
+            batch = [];
+          }
+          await sleep(CLAIM_RETRY_MS);
+          job.prepared = this.prepare(job);
+          prepared = await job.prepared;
+        }
         if (this.failure) break;
         this.takeNext(job);
         if (prepared === 'busy') {
           // Another owner holds this ID right now (a copy in flight here or in a replica). Waiting in line could
           // deadlock two replicas whose later messages hold each other's IDs, so set it aside and go on; it is
           // almost always a duplicate that will be dropped once the holder commits.
-          this.park(job, BUSY_RETRY_MS);
+          this.park(job, Date.now());
           continue;
         }
         if (prepared === 'duplicate') {
@@ -274,16 +296,22 @@ export class BridgeSession {
     else this.pending.shift();
   }
 
-  /** Retries a busy job's preparation with backoff until it resolves, then hands it back to the loop. */
-  private park(job: Job, delayMs: number): void {
+  /**
+   * Retries a busy job's reservation until it resolves, then hands it back to the loop. Retries are quick at first:
+   * the holder usually commits within milliseconds, and the ID must be seen as recorded before the circular cache
+   * (moving on with the stream) evicts it. A holder still there after a while is most likely a crashed owner whose
+   * lease must run out; then retry slowly.
+   */
+  private park(job: Job, since: number): void {
+    const delay = Date.now() - since < BUSY_FAST_RETRY_FOR_MS ? BUSY_RETRY_MS : BUSY_RETRY_MAX_MS;
     setTimeout(() => {
       if (this.failure) return;
       job.prepared = this.prepare(job);
       job.prepared.then(
         (result) => {
           if (this.failure) return;
-          if (result === 'busy') {
-            this.park(job, Math.min(delayMs * 2, BUSY_RETRY_MAX_MS));
+          if (result === 'busy' || result === 'claim-busy') {
+            this.park(job, since);
           } else {
             this.retried.push(job);
             this.wakeLoop?.();
@@ -291,7 +319,7 @@ export class BridgeSession {
         },
         (err: unknown) => this.fail(err),
       );
-    }, delayMs);
+    }, delay);
   }
 
   private waitForWork(timeoutMs?: number): Promise<void> {

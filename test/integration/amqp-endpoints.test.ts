@@ -39,12 +39,20 @@ async function closeFromBroker(connectionName: string): Promise<void> {
     const auth = `Basic ${Buffer.from(`${decodeURIComponent(base.username)}:${decodeURIComponent(base.password)}`).toString('base64')}`;
     base.username = '';
     base.password = '';
-    const list = (await (await fetch(new URL('/api/connections', base), { headers: { authorization: auth } })).json()) as {
-      name: string;
-      client_properties?: { connection_name?: string };
-    }[];
-    const c = list.find((x) => x.client_properties?.connection_name === connectionName);
-    if (!c) throw new Error(`connection '${connectionName}' not found in the management API`);
+    // The management API lists a new connection only after its next stats emission (a few seconds): poll.
+    const deadline = Date.now() + 20_000;
+    let c: { name: string } | undefined;
+    while (!c) {
+      const list = (await (await fetch(new URL('/api/connections', base), { headers: { authorization: auth } })).json()) as {
+        name: string;
+        client_properties?: { connection_name?: string };
+      }[];
+      c = list.find((x) => x.client_properties?.connection_name === connectionName);
+      if (!c) {
+        if (Date.now() > deadline) throw new Error(`connection '${connectionName}' not found in the management API`);
+        await new Promise((r) => setTimeout(r, 250));
+      }
+    }
     await fetch(new URL(`/api/connections/${encodeURIComponent(c.name)}`, base), {
       method: 'DELETE',
       headers: { authorization: auth, 'x-reason': 'test: closed by the broker' },

@@ -48,6 +48,13 @@ export interface StompSession {
    * the connection ended first. Sends are written in call order.
    */
   send(headers: StompHeaders, body: Buffer): Promise<void>;
+  /**
+   * SEND without a receipt, for a SEND inside a transaction whose fate the COMMIT's receipt decides. A receipt per
+   * transacted SEND costs ActiveMQ about as much as a non-transacted persistent SEND (measured: ~1,000 vs ~6,000+
+   * msgs/s in batches of 100). An ERROR answering such a SEND names no receipt, so it ends the session, and the COMMIT
+   * then fails instead of committing the rest. A no-op once closed (the COMMIT fails then too).
+   */
+  sendInTransaction(headers: StompHeaders, body: Buffer): void;
   /** SUBSCRIBE with a receipt; every MESSAGE for it goes to onMessage, in order, with its full body. */
   subscribe(headers: StompHeaders, onMessage: (message: StompMessage) => void): Promise<void>;
   /** ACK (no receipt): `id` in STOMP 1.2, `message-id` + `subscription` in 1.1. A no-op once closed. */
@@ -307,9 +314,12 @@ class Session implements StompSession {
   }
 
   send(headers: StompHeaders, body: Buffer): Promise<void> {
-    // A body with a NUL byte and no content-length would end the frame early and corrupt the stream.
-    const h = headers['content-length'] === undefined && body.includes(0) ? { ...headers, 'content-length': String(body.length) } : headers;
-    return this.request('SEND', h, body);
+    return this.request('SEND', withSafeLength(headers, body), body);
+  }
+
+  sendInTransaction(headers: StompHeaders, body: Buffer): void {
+    if (this.state !== 'open') return;
+    this.write('SEND', withSafeLength(headers, body), body);
   }
 
   subscribe(headers: StompHeaders, onMessage: (message: StompMessage) => void): Promise<void> {
@@ -489,4 +499,9 @@ function readBody(frame: StompitIncomingFrame, done: (body: Buffer) => void): vo
   const chunks: Buffer[] = [];
   frame.on('data', (chunk: Buffer) => chunks.push(chunk));
   frame.on('end', () => done(chunks.length === 1 ? (chunks[0] as Buffer) : Buffer.concat(chunks)));
+}
+
+/** A body with a NUL byte and no content-length would end the frame early and corrupt the stream. */
+function withSafeLength(headers: StompHeaders, body: Buffer): StompHeaders {
+  return headers['content-length'] === undefined && body.includes(0) ? { ...headers, 'content-length': String(body.length) } : headers;
 }

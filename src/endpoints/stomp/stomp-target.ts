@@ -85,21 +85,25 @@ export class StompTarget implements TargetEndpoint {
     const session = this.openSession();
     if (!session) throw this.notOpen();
     const tx = `bb-tx-${++this.nextTx}`;
-    let committing = false;
+    let committing = false; // set once the COMMIT may have been written
     try {
-      // The COMMIT goes only after every SEND of the transaction was accepted: had one been refused, a pipelined
-      // COMMIT would still commit the others.
-      const accepted = [session.begin(tx), ...frames.map((f) => session.send({ ...f.headers, transaction: tx }, f.body))];
-      await this.confirmed(session, Promise.all(accepted), 'transaction');
+      // SENDs carry no receipt (see StompSession.sendInTransaction): a refused one ends the session before the
+      // broker reaches the COMMIT (frames are processed in order), so the COMMIT fails and nothing is acked.
+      // Frames this target cannot send were refused above, before BEGIN.
+      const begun = session.begin(tx);
+      begun.catch(() => undefined);
+      for (const f of frames) session.sendInTransaction({ ...f.headers, transaction: tx }, f.body);
       committing = true;
-      await this.confirmed(session, session.commit(tx), 'COMMIT');
+      const committed = session.commit(tx);
+      await this.confirmed(session, Promise.all([begun, committed]), 'COMMIT');
     } catch (err) {
       // Best effort: a lost connection rolls the transaction back anyway.
       if (session.isOpen) session.abort(tx).catch(() => undefined);
-      if (err instanceof TransientError && err.outcomeUnknown && !committing) {
-        // Before the COMMIT went out nothing of the batch can be visible: the outcome is known (not sent).
-        throw new TransientError(`${this.description}: the connection was lost before the transaction was committed; nothing of the batch was sent`, {
+      if (err instanceof TransientError && !err.outcomeUnknown && committing) {
+        // The COMMIT was written: whatever failed first (BEGIN's receipt, the socket), the broker may have committed.
+        throw new TransientError(`${this.description}: the connection was lost after the COMMIT was sent; the batch may or may not have been committed`, {
           cause: err,
+          outcomeUnknown: true,
         });
       }
       throw err;

@@ -1,0 +1,67 @@
+/**
+ * `npm run bench`: throughput of the bridge next to plain-client baselines, measured side by side in the same run
+ * (these machines are shared and noisy: only ratios within one run mean anything).
+ *
+ * Every scenario pre-fills a source queue with N persistent 1 KiB messages, then drains it through the path under test
+ * and reports msgs/s from the moment consuming started until the target holds all N. Scenarios are interleaved over
+ * several rounds and the median is reported. The bridge runs as the real `broker-bridge run` process.
+ *
+ * Environment: AMQP_URL, REDIS_URL, STOMP_URL (defaults: the local services), BENCH_MESSAGES (default 20000),
+ * BENCH_ROUNDS (default 3), BENCH_ONLY (comma-separated scenario names).
+ */
+import { scenarios } from './scenarios.js';
+import { formatTable, median } from './report.js';
+
+process.env.AMQP_URL ??= 'amqp://guest:guest@127.0.0.1:5672';
+process.env.REDIS_URL ??= 'redis://127.0.0.1:6379';
+process.env.STOMP_URL ??= 'stomp://127.0.0.1:61613';
+
+const N = Number(process.env.BENCH_MESSAGES ?? 20000);
+const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 3);
+const only = process.env.BENCH_ONLY?.split(',').map((s) => s.trim());
+
+async function main(): Promise<void> {
+  const chosen = scenarios.filter((s) => !only || only.includes(s.name) || only.includes(s.group));
+  const results = new Map<string, { rates: number[]; rssMb: number[]; latency?: { p50: number; p99: number } }>();
+  console.log(`broker-bridge bench: ${N} persistent 1 KiB messages per scenario, ${ROUNDS} rounds, node ${process.version}`);
+  for (let round = 1; round <= ROUNDS; round++) {
+    for (const s of chosen) {
+      if (s.skip?.()) continue;
+      const r = await s.run(N);
+      const entry = results.get(s.name) ?? { rates: [], rssMb: [] };
+      entry.rates.push(r.rate);
+      if (r.rssMb !== undefined) entry.rssMb.push(r.rssMb);
+      results.set(s.name, entry);
+      console.log(`  round ${round} ${s.name.padEnd(34)} ${Math.round(r.rate).toString().padStart(7)} msgs/s${r.rssMb !== undefined ? `  peak RSS ${r.rssMb.toFixed(0)} MiB` : ''}`);
+    }
+  }
+  const rows = chosen
+    .filter((s) => results.has(s.name))
+    .map((s) => {
+      const r = results.get(s.name)!;
+      const rate = median(r.rates);
+      const base = s.baseline ? median(results.get(s.baseline)?.rates ?? []) : undefined;
+      return {
+        group: s.group,
+        scenario: s.name,
+        'msgs/s (median)': Math.round(rate),
+        ratio: base ? `${(rate / base).toFixed(2)}× ${s.baseline}` : '—',
+        'peak RSS MiB': r.rssMb.length ? median(r.rssMb).toFixed(0) : '—',
+      };
+    });
+  console.log('');
+  console.log(formatTable(rows));
+  for (const s of chosen) {
+    if (!s.latency || s.skip?.()) continue;
+    const l = await s.latency();
+    console.log(`latency ${s.name}: p50 ${l.p50.toFixed(1)} ms, p99 ${l.p99.toFixed(1)} ms (one message at a time, ${l.count} messages)`);
+  }
+}
+
+main().then(
+  () => process.exit(0),
+  (err: unknown) => {
+    console.error(err);
+    process.exit(1);
+  },
+);

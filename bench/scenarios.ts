@@ -1,0 +1,225 @@
+/**
+ * The bench scenarios. Each one drains a pre-filled source of N messages into a target through one path; baselines
+ * use the plain clients the bridge is built on, with the same prefetch and persistence.
+ */
+import { readFileSync } from 'node:fs';
+import amqp from 'amqplib';
+import { Redis } from 'ioredis';
+import { BridgeProcess, writeConfig } from '../test/support/bridge-process.js';
+import { percentile } from './report.js';
+import { stompScenarios } from './stomp-scenarios.js';
+
+export interface RunResult {
+  rate: number;
+  rssMb?: number;
+}
+
+export interface Scenario {
+  group: string;
+  name: string;
+  /** Name of the scenario whose rate this one is compared with. */
+  baseline?: string;
+  skip?: () => boolean;
+  run(n: number): Promise<RunResult>;
+  latency?: () => Promise<{ p50: number; p99: number; count: number }>;
+}
+
+export const PREFETCH = 1000;
+export const BODY = Buffer.alloc(1024, 'x');
+let counter = 0;
+export const uniq = (p: string) => `bench-${p}-${process.pid}-${++counter}`;
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+export async function withAmqp<T>(fn: (ch: amqp.ConfirmChannel, conn: amqp.ChannelModel) => Promise<T>): Promise<T> {
+  const conn = await amqp.connect(process.env.AMQP_URL!);
+  conn.on('error', () => undefined);
+  try {
+    const ch = await conn.createConfirmChannel();
+    return await fn(ch, conn);
+  } finally {
+    await conn.close().catch(() => undefined);
+  }
+}
+
+/** Declares the queues and fills `queue` with n persistent messages (with an `_AMQ_DUPL_ID` header when `withIds`). */
+export async function prefillAmqp(queue: string, n: number, withIds: boolean, ...others: string[]): Promise<void> {
+  await withAmqp(async (ch) => {
+    for (const q of [queue, ...others]) await ch.assertQueue(q, { durable: true });
+    for (let i = 0; i < n; i++) {
+      const headers = withIds ? { _AMQ_DUPL_ID: `${queue}-${i}` } : {};
+      if (!ch.sendToQueue(queue, BODY, { persistent: true, headers })) await new Promise((r) => ch.once('drain', r));
+      if (i % 1000 === 999) await ch.waitForConfirms();
+    }
+    await ch.waitForConfirms();
+  });
+}
+
+export async function deleteAmqpQueues(...queues: string[]): Promise<void> {
+  await withAmqp(async (ch) => {
+    for (const q of queues) await ch.deleteQueue(q).catch(() => undefined);
+  });
+}
+
+export async function waitAmqpCount(queue: string, n: number, timeoutMs = 300_000): Promise<number> {
+  const conn = await amqp.connect(process.env.AMQP_URL!);
+  try {
+    const ch = await conn.createChannel();
+    const deadline = Date.now() + timeoutMs;
+    for (;;) {
+      const { messageCount } = await ch.checkQueue(queue);
+      if (messageCount >= n) return Date.now();
+      if (Date.now() > deadline) throw new Error(`${queue} reached only ${messageCount}/${n}`);
+      await sleep(10);
+    }
+  } finally {
+    await conn.close().catch(() => undefined);
+  }
+}
+
+export function peakRssMb(pid: number | undefined): number | undefined {
+  if (pid === undefined) return undefined;
+  try {
+    const m = /VmHWM:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'));
+    return m ? Number(m[1]) / 1024 : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+export interface BridgeRunOptions {
+  sourceConnection: 'rabbit' | 'activemq';
+  sourceQueue: string;
+  targetConnection: 'rabbit' | 'activemq';
+  targetQueue: string;
+  dedupe: boolean;
+  batchSize?: number;
+  /** Resolves with the time the target held all n messages. */
+  waitDone: () => Promise<number>;
+}
+
+/** Runs the real bridge process until the target holds everything; rate measured from its 'bridge running' line. */
+export async function runBridge(o: BridgeRunOptions, n: number): Promise<RunResult> {
+  const keyPrefix = uniq('cache');
+  const yaml = `log-level: info
+connections:
+  rabbit: { type: amqp, url: "${process.env.AMQP_URL}" }
+  activemq: { type: stomp, url: "${process.env.STOMP_URL}" }
+id-cache:
+  redis-url: "${process.env.REDIS_URL}"
+  key-prefix: ${keyPrefix}
+  id-cache-size: ${Math.max(2000, PREFETCH * 2)}
+bridges:
+  - name: bench
+    source: { connection: ${o.sourceConnection}, queue: "${o.sourceQueue}" }
+    target: { connection: ${o.targetConnection}, queue: "${o.targetQueue}" }
+    use-duplicate-detection: ${o.dedupe}
+    prefetch: ${PREFETCH}
+    max-batch-size: ${o.batchSize ?? 1}
+    max-batch-time: 20
+`;
+  const file = writeConfig(yaml);
+  const p = BridgeProcess.start(file);
+  try {
+    await p.waitForLog((l) => l.msg === 'bridge running', 60_000);
+    const started = p.logs.find((l) => l.msg === 'bridge running');
+    const t0 = typeof started?.time === 'number' ? started.time : Date.now();
+    const t1 = await o.waitDone();
+    const rssMb = peakRssMb(p.child.pid);
+    return { rate: (n * 1000) / Math.max(1, t1 - t0), rssMb };
+  } finally {
+    await p.kill('SIGKILL');
+    const redis = new Redis(process.env.REDIS_URL!);
+    const keys = await redis.keys(`${keyPrefix}:*`);
+    if (keys.length) await redis.del(...keys);
+    redis.disconnect();
+  }
+}
+
+/** Plain amqplib: consume (prefetch 1000) → confirm-publish → ack on confirm. */
+async function amqpBaseline(n: number): Promise<RunResult> {
+  const src = uniq('base-src');
+  const dst = uniq('base-dst');
+  await prefillAmqp(src, n, true, dst);
+  const conn = await amqp.connect(process.env.AMQP_URL!);
+  try {
+    const inCh = await conn.createChannel();
+    const outCh = await conn.createConfirmChannel();
+    await inCh.prefetch(PREFETCH);
+    let acked = 0;
+    const t0 = Date.now();
+    const done = new Promise<number>((resolve) => {
+      void inCh.consume(src, (m) => {
+        if (!m) return;
+        outCh.publish('', dst, m.content, { ...m.properties, persistent: true, mandatory: true } as amqp.Options.Publish, (err) => {
+          if (err) return;
+          inCh.ack(m);
+          if (++acked === n) resolve(Date.now());
+        });
+      });
+    });
+    const t1 = await done;
+    return { rate: (n * 1000) / (t1 - t0) };
+  } finally {
+    await conn.close().catch(() => undefined);
+    await deleteAmqpQueues(src, dst);
+  }
+}
+
+function amqpBridge(dedupe: boolean, withIds: boolean) {
+  return async (n: number): Promise<RunResult> => {
+    const src = uniq('src');
+    const dst = uniq('dst');
+    await prefillAmqp(src, n, withIds, dst);
+    try {
+      return await runBridge({ sourceConnection: 'rabbit', sourceQueue: src, targetConnection: 'rabbit', targetQueue: dst, dedupe, waitDone: () => waitAmqpCount(dst, n) }, n);
+    } finally {
+      await deleteAmqpQueues(src, dst);
+    }
+  };
+}
+
+/** End-to-end latency of single messages through an idle bridge. */
+async function amqpLatency(): Promise<{ p50: number; p99: number; count: number }> {
+  const src = uniq('lat-src');
+  const dst = uniq('lat-dst');
+  await prefillAmqp(src, 0, false, dst);
+  const keyPrefix = uniq('cache');
+  const file = writeConfig(`log-level: info
+connections:
+  rabbit: { type: amqp, url: "${process.env.AMQP_URL}" }
+id-cache: { redis-url: "${process.env.REDIS_URL}", key-prefix: ${keyPrefix} }
+bridges:
+  - name: latency
+    source: { connection: rabbit, queue: "${src}" }
+    target: { connection: rabbit, queue: "${dst}" }
+`);
+  const p = BridgeProcess.start(file);
+  const conn = await amqp.connect(process.env.AMQP_URL!);
+  const samples: number[] = [];
+  try {
+    await p.waitForLog((l) => l.msg === 'bridge running');
+    const pub = await conn.createConfirmChannel();
+    const sub = await conn.createChannel();
+    let waiting: ((t: number) => void) | undefined;
+    await sub.consume(dst, () => waiting?.(performance.now()), { noAck: true });
+    for (let i = 0; i < 300; i++) {
+      const arrived = new Promise<number>((r) => (waiting = r));
+      const t0 = performance.now();
+      pub.sendToQueue(src, BODY, { persistent: true });
+      samples.push((await arrived) - t0);
+    }
+  } finally {
+    await conn.close().catch(() => undefined);
+    await p.kill('SIGKILL');
+    await deleteAmqpQueues(src, dst);
+  }
+  return { p50: percentile(samples, 50), p99: percentile(samples, 99), count: samples.length };
+}
+
+export const scenarios: Scenario[] = [
+  { group: 'amqp→amqp', name: 'amqplib baseline', run: amqpBaseline },
+  { group: 'amqp→amqp', name: 'bridge, dedupe on (header IDs)', baseline: 'amqplib baseline', run: amqpBridge(true, true), latency: amqpLatency },
+  { group: 'amqp→amqp', name: 'bridge, dedupe on (stamped IDs)', baseline: 'amqplib baseline', run: amqpBridge(true, false) },
+  { group: 'amqp→amqp', name: 'bridge, dedupe off', baseline: 'amqplib baseline', run: amqpBridge(false, true) },
+  ...stompScenarios,
+];

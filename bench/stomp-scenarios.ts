@@ -1,0 +1,150 @@
+/**
+ * AMQP→STOMP and STOMP→AMQP scenarios, each next to a plain baseline built on the same clients (amqplib, and our
+ * stompit wrapper), with per-message receipts and with transactional batches.
+ * A STOMP target is drained by a counting consumer in this process (ActiveMQ has no queue depth over STOMP); the
+ * baselines are drained the same way, so the comparison stays fair.
+ */
+import amqp from 'amqplib';
+import type { StompConnectionConfig } from '../src/config/types.js';
+import { connectStomp, type StompSession } from '../src/endpoints/stomp/stomp-client.js';
+import { silentLogger } from '../src/log.js';
+import { BODY, PREFETCH, type RunResult, type Scenario, deleteAmqpQueues, prefillAmqp, runBridge, uniq, waitAmqpCount } from './scenarios.js';
+
+const BATCH = 100;
+
+function stompConfig(): StompConnectionConfig {
+  return { name: 'bench', type: 'stomp', urls: [process.env.STOMP_URL!], heartBeat: [10000, 10000], connectTimeout: 10000 };
+}
+
+const connect = (): Promise<StompSession> => connectStomp(stompConfig(), silentLogger);
+
+/** A consumer that counts what reaches a STOMP queue; resolves with the time the n-th message arrived. */
+async function countStomp(queue: string, n: number): Promise<{ done: Promise<number>; close: () => Promise<void> }> {
+  const s = await connect();
+  let count = 0;
+  let resolve!: (t: number) => void;
+  const done = new Promise<number>((r) => (resolve = r));
+  await s.subscribe({ destination: `/queue/${queue}`, ack: 'auto', 'activemq.prefetchSize': '2000' }, () => {
+    if (++count === n) resolve(Date.now());
+  });
+  return { done, close: () => s.disconnect(2000) };
+}
+
+/** Fills a STOMP queue with n persistent 1 KiB messages (receipts pipelined, 500 outstanding). */
+async function prefillStomp(queue: string, n: number, withIds: boolean): Promise<void> {
+  const s = await connect();
+  try {
+    let inflight: Promise<void>[] = [];
+    for (let i = 0; i < n; i++) {
+      const headers: Record<string, string> = { destination: `/queue/${queue}`, persistent: 'true', 'content-length': String(BODY.length) };
+      if (withIds) headers._AMQ_DUPL_ID = `${queue}-${i}`;
+      inflight.push(s.send(headers, BODY));
+      if (inflight.length >= 500) {
+        await Promise.all(inflight);
+        inflight = [];
+      }
+    }
+    await Promise.all(inflight);
+  } finally {
+    await s.disconnect(2000);
+  }
+}
+
+/** Plain amqplib consume (prefetch 1000) → STOMP SEND with a receipt → ack on the receipt. */
+async function amqpToStompBaseline(n: number): Promise<RunResult> {
+  const src = uniq('a2s-base-src');
+  const dst = uniq('a2s-base-dst');
+  await prefillAmqp(src, n, true);
+  const counter = await countStomp(dst, n);
+  const conn = await amqp.connect(process.env.AMQP_URL!);
+  const stomp = await connect();
+  try {
+    const ch = await conn.createChannel();
+    await ch.prefetch(PREFETCH);
+    const t0 = Date.now();
+    await ch.consume(src, (m) => {
+      if (!m) return;
+      const headers: Record<string, string> = { destination: `/queue/${dst}`, persistent: 'true', 'content-length': String(m.content.length) };
+      const id = m.properties.headers?._AMQ_DUPL_ID;
+      if (id !== undefined) headers._AMQ_DUPL_ID = String(id);
+      stomp.send(headers, m.content).then(() => ch.ack(m), () => undefined);
+    });
+    const t1 = await counter.done;
+    return { rate: (n * 1000) / (t1 - t0) };
+  } finally {
+    await conn.close().catch(() => undefined);
+    await stomp.disconnect(2000);
+    await counter.close();
+    await deleteAmqpQueues(src);
+  }
+}
+
+function amqpToStompBridge(batchSize: number) {
+  return async (n: number): Promise<RunResult> => {
+    const src = uniq('a2s-src');
+    const dst = uniq('a2s-dst');
+    await prefillAmqp(src, n, true);
+    const counter = await countStomp(dst, n);
+    try {
+      return await runBridge({ sourceConnection: 'rabbit', sourceQueue: src, targetConnection: 'activemq', targetQueue: dst, dedupe: true, batchSize, waitDone: () => counter.done }, n);
+    } finally {
+      await counter.close();
+      await deleteAmqpQueues(src);
+    }
+  };
+}
+
+/** Plain STOMP consume (client-individual, prefetch 1000) → amqplib confirm-publish → ACK on the confirm. */
+async function stompToAmqpBaseline(n: number): Promise<RunResult> {
+  const src = uniq('s2a-base-src');
+  const dst = uniq('s2a-base-dst');
+  await prefillStomp(src, n, true);
+  await prefillAmqp(dst, 0, false);
+  const conn = await amqp.connect(process.env.AMQP_URL!);
+  const stomp = await connect();
+  try {
+    const ch = await conn.createConfirmChannel();
+    let acked = 0;
+    let resolve!: (t: number) => void;
+    const done = new Promise<number>((r) => (resolve = r));
+    const t0 = Date.now();
+    await stomp.subscribe({ destination: `/queue/${src}`, ack: 'client-individual', 'activemq.prefetchSize': String(PREFETCH) }, (m) => {
+      ch.sendToQueue(dst, m.body, { persistent: true, headers: { _AMQ_DUPL_ID: m.headers._AMQ_DUPL_ID } }, (err) => {
+        if (err) return;
+        stomp.ack(m);
+        if (++acked === n) resolve(Date.now());
+      });
+    });
+    const t1 = await done;
+    return { rate: (n * 1000) / (t1 - t0) };
+  } finally {
+    await stomp.disconnect(2000);
+    await conn.close().catch(() => undefined);
+    await deleteAmqpQueues(dst);
+  }
+}
+
+function stompToAmqpBridge(batchSize: number) {
+  return async (n: number): Promise<RunResult> => {
+    const src = uniq('s2a-src');
+    const dst = uniq('s2a-dst');
+    await prefillStomp(src, n, true);
+    await prefillAmqp(dst, 0, false);
+    try {
+      return await runBridge({ sourceConnection: 'activemq', sourceQueue: src, targetConnection: 'rabbit', targetQueue: dst, dedupe: true, batchSize, waitDone: () => waitAmqpCount(dst, n) }, n);
+    } finally {
+      await deleteAmqpQueues(dst);
+    }
+  };
+}
+
+const noStomp = () => !process.env.STOMP_URL;
+
+export const stompScenarios: Scenario[] = [
+  { group: 'amqp→stomp', name: 'amqplib→stompit baseline', skip: noStomp, run: amqpToStompBaseline },
+  { group: 'amqp→stomp', name: 'bridge amqp→stomp, receipt each', baseline: 'amqplib→stompit baseline', skip: noStomp, run: amqpToStompBridge(1) },
+  { group: 'amqp→stomp', name: `bridge amqp→stomp, batches of ${BATCH}`, baseline: 'bridge amqp→stomp, receipt each', skip: noStomp, run: amqpToStompBridge(BATCH) },
+  { group: 'stomp→amqp', name: 'stompit→amqplib baseline', skip: noStomp, run: stompToAmqpBaseline },
+  { group: 'stomp→amqp', name: 'bridge stomp→amqp', baseline: 'stompit→amqplib baseline', skip: noStomp, run: stompToAmqpBridge(1) },
+  { group: 'stomp→amqp', name: `bridge stomp→amqp, batches of ${BATCH}`, baseline: 'stompit→amqplib baseline', skip: noStomp, run: stompToAmqpBridge(BATCH) },
+];

@@ -37,9 +37,16 @@ export class MessageRejectedError extends BridgeError {
   readonly retriable = false;
   /** A short machine-friendly reason, e.g. `unroutable`, `nacked`, `not-found`, `error-frame`. */
   readonly reason: string;
-  constructor(reason: string, message: string, options?: { cause?: unknown }) {
+  /**
+   * The broker refused one of several sends in flight without saying which (RabbitMQ closes the channel for one bad
+   * publish, and every unconfirmed send on it fails). This send may be innocent, and may even have been delivered:
+   * the worker resends such messages one at a time, flagged as possible duplicates, to find the culprit.
+   */
+  readonly ambiguous: boolean;
+  constructor(reason: string, message: string, options?: { cause?: unknown; ambiguous?: boolean }) {
     super(message, options);
     this.reason = reason;
+    this.ambiguous = options?.ambiguous ?? false;
   }
 }
 

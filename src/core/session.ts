@@ -21,7 +21,7 @@ import type { BridgeMessage, SourceDelivery } from './message.js';
 import type { SourceEndpoint, TargetEndpoint } from './ports.js';
 import type { Metrics } from './metrics.js';
 import { BridgeError, FatalBridgeError, MessageRejectedError, isTransient } from './errors.js';
-import { fingerprint, newStampedId, readDuplicateId, withDuplicateId } from './duplicate-id.js';
+import { POSSIBLE_DUPLICATE_HEADER, fingerprint, newStampedId, readDuplicateId, withDuplicateId } from './duplicate-id.js';
 import { Deque } from './deque.js';
 
 /** Headers added to a dead-lettered message, saying why it is there. */
@@ -102,6 +102,13 @@ export class BridgeSession {
   private wakeDrain?: () => void;
   private unblock?: () => void;
   private stampsToForget: { fingerprint: string; id: string }[] = [];
+  /** Sends written to the target and not settled yet (a batch counts once). */
+  private sendsInFlight = 0;
+  private onSendsIdle?: () => void;
+  /** Messages refused ambiguously, resent one at a time while nothing else is in flight (see isolate()). */
+  private readonly suspects: Job[] = [];
+  private isolating = false;
+  private resumeAfterIsolation?: () => void;
   private barrierTimer?: NodeJS.Timeout;
   private resolveEnded!: (end: SessionEnd) => void;
   private ended?: SessionEnd;
@@ -274,6 +281,7 @@ export class BridgeSession {
           continue;
         }
         while (this.blocked && !this.failure) await new Promise<void>((r) => (this.unblock = r));
+        while (this.isolating && !this.failure) await new Promise<void>((r) => (this.resumeAfterIsolation = r));
         if (this.failure) break;
         if (batchSize > 1) {
           if (batch.length === 0) batchStarted = Date.now();
@@ -347,10 +355,26 @@ export class BridgeSession {
   private sendOne(job: Job): void {
     const message = job.outgoing as BridgeMessage;
     job.sent = true;
+    this.sendStarted();
     this.deps.target.send(message).then(
-      () => this.onConfirmed([job]),
-      (err: unknown) => this.onSendFailed(job, err),
+      () => {
+        this.sendSettled();
+        this.onConfirmed([job]);
+      },
+      (err: unknown) => {
+        this.sendSettled();
+        this.onSendFailed(job, err);
+      },
     );
+  }
+
+  private sendStarted(): void {
+    this.sendsInFlight += 1;
+  }
+
+  private sendSettled(): void {
+    this.sendsInFlight -= 1;
+    if (this.sendsInFlight === 0) this.onSendsIdle?.();
   }
 
   private sendBatch(jobs: Job[]): void {
@@ -360,9 +384,14 @@ export class BridgeSession {
       return;
     }
     for (const job of jobs) job.sent = true;
+    this.sendStarted();
     target.sendBatch(jobs.map((j) => j.outgoing as BridgeMessage)).then(
-      () => this.onConfirmed(jobs),
+      () => {
+        this.sendSettled();
+        this.onConfirmed(jobs);
+      },
       (err: unknown) => {
+        this.sendSettled();
         if (this.failure) return;
         if (err instanceof MessageRejectedError) {
           // The transaction as a whole was refused; we cannot tell which message caused it. Nothing of it was
@@ -419,14 +448,68 @@ export class BridgeSession {
       this.fail(err);
       return;
     }
+    if (err.ambiguous) {
+      // Not proven guilty: no attempt is counted. It may have reached the target, so its resend is flagged.
+      job.outgoing = withPossibleDuplicateFlag(job.outgoing as BridgeMessage);
+      this.suspects.push(job);
+      void this.isolate().catch((e: unknown) => this.fail(e));
+      return;
+    }
     job.attempts += 1;
     this.deps.metrics.rejections.inc({ bridge: this.cfg.name, reason: err.reason });
     if (job.attempts < this.cfg.maxDeliveryAttempts) {
       this.log.warn({ duplicateId: job.id, attempt: job.attempts, reason: err.reason, err }, 'target refused a message: sending it again');
-      this.sendOne(job);
+      if (this.isolating) this.suspects.push(job);
+      else this.sendOne(job);
       return;
     }
     void this.deadLetterJob(job, err).catch((e: unknown) => this.fail(e));
+  }
+
+  /**
+   * Resends ambiguously refused messages one at a time, with nothing else in flight on the target, so that a refusal
+   * now names its message: the culprit is counted and dead-lettered, the innocent go through. The send loop waits
+   * meanwhile (order is kept for everything but these messages).
+   */
+  private async isolate(): Promise<void> {
+    if (this.isolating) return;
+    this.isolating = true;
+    this.log.warn({ suspects: this.suspects.length }, 'target refused one of several messages without saying which: resending them one at a time');
+    try {
+      while (this.suspects.length > 0 && !this.failure) {
+        while (this.sendsInFlight > 0 && !this.failure) await new Promise<void>((r) => (this.onSendsIdle = r));
+        const job = this.suspects.shift() as Job;
+        await this.sendAlone(job);
+      }
+    } finally {
+      this.isolating = false;
+      this.resumeAfterIsolation?.();
+    }
+  }
+
+  private async sendAlone(job: Job): Promise<void> {
+    for (;;) {
+      if (this.failure) return;
+      this.sendStarted();
+      try {
+        await this.deps.target.send(job.outgoing as BridgeMessage);
+      } catch (err) {
+        this.sendSettled();
+        if (!(err instanceof MessageRejectedError)) throw err;
+        job.attempts += 1;
+        this.deps.metrics.rejections.inc({ bridge: this.cfg.name, reason: err.reason });
+        if (job.attempts < this.cfg.maxDeliveryAttempts) {
+          this.log.warn({ duplicateId: job.id, attempt: job.attempts, reason: err.reason, err }, 'target refused a message: sending it again');
+          continue;
+        }
+        await this.deadLetterJob(job, err);
+        return;
+      }
+      this.sendSettled();
+      job.confirmed = true;
+      await this.commitAndAck(job);
+      return;
+    }
   }
 
   private async deadLetterJob(job: Job, err: MessageRejectedError): Promise<void> {
@@ -556,3 +639,6 @@ export class BridgeSession {
   }
 }
 
+function withPossibleDuplicateFlag(message: BridgeMessage): BridgeMessage {
+  return { ...message, headers: { ...message.headers, [POSSIBLE_DUPLICATE_HEADER]: true } };
+}

@@ -58,6 +58,7 @@ class FakeTarget implements TargetEndpoint {
   sent: BridgeMessage[] = [];
   batches: number[] = [];
   held: (() => void)[] = [];
+  heldReject: ((e: Error) => void)[] = [];
   outcome: (m: BridgeMessage) => Outcome = () => 'confirm';
   closed = false;
   batching = false;
@@ -68,7 +69,12 @@ class FakeTarget implements TargetEndpoint {
     this.sent.push(m);
     const o = this.outcome(m);
     if (o === 'confirm') return Promise.resolve();
-    if (o === 'hold') return new Promise((r) => this.held.push(r));
+    if (o === 'hold') {
+      return new Promise((resolve, reject) => {
+        this.held.push(resolve);
+        this.heldReject.push(reject);
+      });
+    }
     return Promise.reject(o);
   }
   get sendBatch() {
@@ -179,6 +185,27 @@ describe('BridgeSession', () => {
     expect(target.sent.filter((m) => m.headers._AMQ_DUPL_ID === 'id-1')).toHaveLength(3);
     expect(deadLetter!.sent).toHaveLength(1);
     expect(deadLetter!.sent[0]!.headers).toMatchObject({ 'x-bridge-dead-letter-reason': 'unroutable', 'x-bridge-delivery-attempts': 3, _AMQ_DUPL_ID: 'id-1' });
+  });
+
+  it('isolates the culprit of an ambiguous refusal: innocent messages go through flagged, the culprit is dead-lettered', async () => {
+    const { source, target, deadLetter, session } = setup({}, { deadLetter: true });
+    target.outcome = () => 'hold';
+    await session.open();
+    source.deliver(msg(1));
+    source.deliver(msg(2));
+    source.deliver(msg(3));
+    await until(() => target.sent.length === 3);
+    // The broker closed the channel for one of them without saying which.
+    target.outcome = (m) => (m.headers._AMQ_DUPL_ID === 'id-2' ? new MessageRejectedError('precondition-failed', 'too big') : 'confirm');
+    target.heldReject.splice(0).forEach((r) => r(new MessageRejectedError('precondition-failed', 'channel closed', { ambiguous: true })));
+    await until(() => source.acked.length === 3);
+    const resent = target.sent.slice(3);
+    expect(resent.filter((m) => m.headers._AMQ_DUPL_ID === 'id-1')).toHaveLength(1);
+    expect(resent.filter((m) => m.headers._AMQ_DUPL_ID === 'id-3')).toHaveLength(1);
+    expect(resent.every((m) => m.headers['x-bridge-possible-duplicate'] === true)).toBe(true);
+    // The culprit is counted only when refused alone: 3 attempts, then the dead-letter destination.
+    expect(resent.filter((m) => m.headers._AMQ_DUPL_ID === 'id-2')).toHaveLength(3);
+    expect(deadLetter!.sent.map((m) => m.headers._AMQ_DUPL_ID)).toEqual(['id-2']);
   });
 
   it('stops without acking a refused message when there is no dead-letter destination', async () => {

@@ -320,7 +320,11 @@ export class AmqpTarget implements TargetEndpoint {
     if (chan.error && reason !== undefined) {
       const text = replyText(chan.error);
       this.log.warn({ code, unconfirmed: chan.pending.size }, `the broker closed the channel: ${text}; reopening it`);
-      this.failPending(chan, () => new MessageRejectedError(reason, `${this.description}: ${text}`, { cause: chan.error }));
+      // The broker does not say which publish closed the channel. With one send in flight it is that one; with more,
+      // the others may be innocent (and those before the culprit may even be routed): say so, and let the worker
+      // isolate the culprit.
+      const ambiguous = chan.pending.size > 1;
+      this.failPending(chan, () => new MessageRejectedError(reason, `${this.description}: ${text}`, { cause: chan.error, ambiguous }));
       void this.reopen();
       return;
     }

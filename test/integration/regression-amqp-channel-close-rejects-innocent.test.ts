@@ -1,0 +1,116 @@
+/**
+ * Regression (found by the fault suite, test/faults): when RabbitMQ closes the target's publish channel because of ONE
+ * message (406 PRECONDITION_FAILED "message size … is larger than configured max size"), the AMQP target rejects
+ * EVERY unconfirmed send on that channel as refused by the broker (MessageRejectedError 'precondition-failed'). The
+ * other messages in flight are innocent: those published before the culprit may already be in the target queue, those
+ * after it were discarded. Counted as refusals, they are dead-lettered (after max-delivery-attempts) or resent without
+ * the possible-duplicate flag. Expected: only the oversized message is dead-lettered; every other message reaches the
+ * target, and any extra copy is flagged.
+ *
+ * Needs ActiveMQ for the dead-letter destination: a message too large for RabbitMQ is too large for every RabbitMQ
+ * channel opened after the limit was lowered, the dead-letter one included.
+ */
+import { afterAll, describe, expect, it } from 'vitest';
+import { Redis } from 'ioredis';
+import { AmqpTestClient } from '../support/amqp.js';
+import { BridgeProcess, writeConfig } from '../support/bridge-process.js';
+import { services, uniqueName } from '../support/services.js';
+import { RabbitAdmin } from '../faults/rabbit-admin.js';
+import { StompCollector } from '../faults/harness-clients.js';
+import { DEAD_LETTER_REASON_HEADER } from '../faults/report.js';
+
+const ID = '_AMQ_DUPL_ID';
+const FLAG = 'x-bridge-possible-duplicate';
+const stompUrl = process.env.STOMP_URL;
+
+describe.skipIf(!stompUrl)('regression: a channel closed for one message must not reject the others in flight', () => {
+  const admin = new RabbitAdmin(services.rabbitManagementUrl);
+  let original: number | undefined;
+  let bridge: BridgeProcess | undefined;
+  let amqp: AmqpTestClient | undefined;
+  let dl: StompCollector | undefined;
+  const queues: string[] = [];
+  const prefix = uniqueName('bbreg-chclose');
+
+  afterAll(async () => {
+    await bridge?.kill('SIGKILL');
+    await dl?.stop();
+    if (original !== undefined) await admin.setMaxMessageSize(original);
+    await amqp?.deleteQueues(...queues);
+    await amqp?.close();
+    const redis = new Redis(services.redisUrl);
+    const keys = await redis.keys(`${prefix}:*`);
+    if (keys.length > 0) await redis.del(...keys);
+    redis.disconnect();
+  });
+
+  it('dead-letters only the oversized message; every other one arrives', async () => {
+    const src = uniqueName('bbreg-src');
+    const tgt = uniqueName('bbreg-tgt');
+    const dlQueue = uniqueName('bbreg-dl');
+    amqp = await AmqpTestClient.connect();
+    await amqp.queue(src);
+    await amqp.queue(tgt);
+    queues.push(src, tgt);
+
+    // 1000 small messages, one of 3 MiB, 1000 small: published on a channel opened before the limit is lowered.
+    const small = (i: number) => ({ body: Buffer.from(`seq=${i} small`), options: { headers: { [ID]: `${prefix}-${i}` } } });
+    await amqp.publish(src, Array.from({ length: 1000 }, (_, i) => small(i)));
+    await amqp.publish(src, [{ body: Buffer.alloc(3 * 1024 * 1024, 0x70), options: { headers: { [ID]: `${prefix}-big` } } }]);
+    await amqp.publish(src, Array.from({ length: 1000 }, (_, i) => small(1000 + i)));
+
+    original = await admin.getMaxMessageSize();
+    await admin.setMaxMessageSize(2 * 1024 * 1024);
+
+    dl = new StompCollector(stompUrl!, dlQueue);
+    await dl.start();
+    const yaml = [
+      'log-level: info',
+      'connections:',
+      `  rabbit: { type: amqp, url: "${services.amqpUrl}" }`,
+      `  activemq: { type: stomp, url: "${stompUrl}" }`,
+      'id-cache:',
+      `  redis-url: "${services.redisUrl}"`,
+      `  key-prefix: "${prefix}"`,
+      'bridges:',
+      '  - name: regression-channel-close',
+      `    source: { connection: rabbit, queue: "${src}" }`,
+      `    target: { connection: rabbit, queue: "${tgt}" }`,
+      `    dead-letter: { connection: activemq, queue: "${dlQueue}" }`,
+      '    prefetch: 500',
+      '    max-delivery-attempts: 1',
+      '',
+    ].join('\n');
+    bridge = await BridgeProcess.started(writeConfig(yaml));
+
+    await amqp.waitForCount(src, (n) => n === 0, 90_000);
+    const deadline = Date.now() + 30_000;
+    while (dl.messages.length === 0 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 200));
+    await amqp.settledCount(tgt, 2000);
+    await new Promise((r) => setTimeout(r, 1000));
+
+    const delivered = await amqp.drain(tgt);
+    const seqs = new Map<number, { flagged: number; unflagged: number }>();
+    for (const m of delivered) {
+      const seq = Number(/^seq=(\d+)/.exec(m.body.toString())?.[1]);
+      const c = seqs.get(seq) ?? { flagged: 0, unflagged: 0 };
+      if (String(m.headers[FLAG]) === 'true') c.flagged += 1;
+      else c.unflagged += 1;
+      seqs.set(seq, c);
+    }
+    const deadSmallSeqs = dl.messages.filter((m) => m.body.length < 1000).map((m) => Number(/^seq=(\d+)/.exec(m.body.toString())?.[1]));
+    const deadSmall = deadSmallSeqs.length;
+    // Dead-lettered as "refused by the broker" although the broker had taken them: the outcome was unknown, not refused.
+    const deadAndDelivered = deadSmallSeqs.filter((s) => seqs.has(s)).length;
+    const deadBig = dl.messages.filter((m) => m.body.length > 1000);
+
+    // Only the oversized message is dead-lettered, with its reason.
+    expect(deadSmall, `${deadSmall} small messages were dead-lettered (${deadAndDelivered} of them also reached the target)`).toBe(0);
+    expect(deadBig).toHaveLength(1);
+    expect(deadBig[0]!.headers[DEAD_LETTER_REASON_HEADER]).toBe('precondition-failed');
+    // Every small message arrived, and no extra copy is unflagged.
+    expect(seqs.size).toBe(2000);
+    const unflaggedExtras = [...seqs.values()].reduce((a, c) => a + Math.max(0, c.unflagged - 1), 0);
+    expect(unflaggedExtras).toBe(0);
+  }, 180_000);
+});

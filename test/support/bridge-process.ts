@@ -59,7 +59,9 @@ export class BridgeProcess {
   }
 
   static start(configFile: string, env: Record<string, string> = {}): BridgeProcess {
-    const child = spawn(process.execPath, [CLI, 'run', '--config', configFile], {
+    // BRIDGE_NODE_ARGS: extra node flags for the bridge (e.g. --cpu-prof when profiling a bench run).
+    const nodeArgs = (env.BRIDGE_NODE_ARGS ?? process.env.BRIDGE_NODE_ARGS ?? '').split(' ').filter(Boolean);
+    const child = spawn(process.execPath, [...nodeArgs, CLI, 'run', '--config', configFile], {
       env: { ...process.env, ...env },
       stdio: ['ignore', 'pipe', 'pipe'],
     });

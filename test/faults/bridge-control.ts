@@ -1,0 +1,90 @@
+/**
+ * The bridge under test as a child process that faults may kill and restart. Wraps test/support/bridge-process.ts.
+ */
+import { readFileSync, writeFileSync } from 'node:fs';
+import { dirname, join } from 'node:path';
+import { BridgeProcess } from '../support/bridge-process.js';
+
+export class BridgeControl {
+  private proc?: BridgeProcess;
+  private expectedExit = false;
+  /** Exits the harness did not cause (a crash or a fatal stop), with the last log lines. */
+  readonly unexpectedExits: string[] = [];
+  starts = 0;
+
+  constructor(
+    private readonly configFile: string,
+    private readonly log: (line: string) => void,
+    private readonly env: Record<string, string> = {},
+  ) {}
+
+  get pid(): number | undefined {
+    return this.proc?.child.pid;
+  }
+
+  get current(): BridgeProcess | undefined {
+    return this.proc;
+  }
+
+  /** Starts the bridge and waits for 'bridge running' (up to `timeoutMs`; a broker may be away, so a timeout only logs). */
+  async start(timeoutMs = 60_000): Promise<boolean> {
+    const p = BridgeProcess.start(this.configFile, this.env);
+    this.proc = p;
+    this.starts += 1;
+    this.expectedExit = false;
+    const n = this.starts;
+    void p.waitExit().then((code) => {
+      // Every process's log lines are kept next to the config, for a post-mortem of a failed run.
+      try {
+        writeFileSync(join(dirname(this.configFile), `bridge-${n}.jsonl`), p.logs.map((l) => JSON.stringify(l)).join('\n') + '\n' + p.stderr.join(''));
+      } catch {
+        // Diagnostics only.
+      }
+      if (this.proc === p && !this.expectedExit) {
+        const last = p.logs.slice(-5).map((l) => JSON.stringify(l)).join('\n  ');
+        const msg = `bridge exited by itself (code ${code}); stderr: ${p.stderr.join('').slice(-1000)}\n  ${last}`;
+        this.unexpectedExits.push(msg);
+        this.log(msg);
+      }
+    });
+    try {
+      await p.waitForLog((l) => l.msg === 'bridge running', timeoutMs);
+      return true;
+    } catch (err) {
+      this.log(`bridge did not report 'bridge running' within ${timeoutMs} ms: ${(err as Error).message.slice(0, 300)}`);
+      return false;
+    }
+  }
+
+  /** Starts again if it exited on its own (so a run goes on and reports the exit). */
+  async ensureRunning(): Promise<void> {
+    if (!this.proc || this.proc.child.exitCode !== null || this.proc.child.signalCode !== null) await this.start();
+  }
+
+  async sigkill(): Promise<void> {
+    this.expectedExit = true;
+    await this.proc?.kill('SIGKILL');
+  }
+
+  async stop(): Promise<void> {
+    this.expectedExit = true;
+    await this.proc?.stop(20_000);
+  }
+
+  /** Resident set size of the bridge process in bytes, from /proc. */
+  rss(): number | undefined {
+    const pid = this.pid;
+    if (pid === undefined) return undefined;
+    try {
+      const m = /VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'));
+      return m ? Number(m[1]) * 1024 : undefined;
+    } catch {
+      return undefined;
+    }
+  }
+
+  /** Log lines of the current process matching `msg`. */
+  count(pred: (msg: string, level: number) => boolean): number {
+    return this.proc?.count((l) => pred(l.msg, l.level)) ?? 0;
+  }
+}

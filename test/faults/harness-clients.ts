@@ -1,0 +1,320 @@
+/**
+ * The harness's own broker clients: publishers that put the numbered stream into the source queue, and collectors
+ * that consume the target (and dead-letter) destinations continuously while the run goes on, so that the target
+ * stays short and nothing the bridge delivered is missed. They reconnect by themselves (broker restarts).
+ *
+ * A collector acks after it stored a message; if that ack is lost with a connection, the broker redelivers the same
+ * message: such a redelivered copy (AMQP `redelivered` with identical content, STOMP same `message-id`) is the
+ * harness's artefact, not a copy the bridge sent, and is not counted.
+ */
+import amqp, { type ChannelModel, type ConfirmChannel } from 'amqplib';
+import { BIG_HEADER, DUPLICATE_ID_HEADER, ROUTE_HEADER, ROUTE_VALUE, type Outgoing } from './stream.js';
+import { HARNESS_CONNECTION_PREFIX } from './rabbit-admin.js';
+import { connectStomp, readBody, type StompClient, type StompHeaders } from './stomp-wire.js';
+
+const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
+
+/** A message as a collector received it. */
+export interface Received {
+  body: Buffer;
+  headers: Record<string, unknown>;
+}
+
+export interface Publisher {
+  open(): Promise<void>;
+  /** Publishes persistently and resolves once the broker confirmed every message (publisher confirms / receipts). */
+  publish(batch: Outgoing[]): Promise<void>;
+  close(): Promise<void>;
+}
+
+export interface Collector {
+  readonly messages: Received[];
+  /** Date.now() of the last stored message (or of start). */
+  readonly lastArrival: number;
+  start(): Promise<void>;
+  stop(): Promise<void>;
+}
+
+function headersOf(m: Outgoing): Record<string, string> {
+  const h: Record<string, string> = {};
+  if (m.type === 'normal') {
+    h[ROUTE_HEADER] = ROUTE_VALUE;
+    if (m.id !== undefined) h[DUPLICATE_ID_HEADER] = m.id;
+  } else {
+    if (m.kind === 'too-large') h[ROUTE_HEADER] = ROUTE_VALUE;
+    if (m.id !== undefined) h[DUPLICATE_ID_HEADER] = m.id;
+    if (m.bigHeader !== undefined) h[BIG_HEADER] = 'h'.repeat(m.bigHeader);
+  }
+  return h;
+}
+
+// ---- AMQP ----------------------------------------------------------------------------------------------------
+
+async function amqpConnect(url: string, name: string): Promise<ChannelModel> {
+  const conn = await amqp.connect(url, { clientProperties: { connection_name: `${HARNESS_CONNECTION_PREFIX} ${name}` } });
+  conn.on('error', () => undefined);
+  return conn;
+}
+
+export class AmqpPublisher implements Publisher {
+  private conn?: ChannelModel;
+  private ch?: ConfirmChannel;
+
+  constructor(
+    private readonly url: string,
+    private readonly queue: string,
+  ) {}
+
+  async open(): Promise<void> {
+    await this.close();
+    this.conn = await amqpConnect(this.url, 'publisher');
+    this.ch = await this.conn.createConfirmChannel();
+    this.ch.on('error', () => undefined);
+  }
+
+  async publish(batch: Outgoing[]): Promise<void> {
+    if (!this.ch) await this.open();
+    const ch = this.ch!;
+    for (const m of batch) {
+      ch.sendToQueue(this.queue, m.body, { persistent: true, headers: headersOf(m) });
+    }
+    await ch.waitForConfirms();
+  }
+
+  async close(): Promise<void> {
+    const conn = this.conn;
+    this.conn = undefined;
+    this.ch = undefined;
+    if (conn) await conn.close().catch(() => undefined);
+  }
+}
+
+export class AmqpCollector implements Collector {
+  readonly messages: Received[] = [];
+  lastArrival = Date.now();
+  private running = false;
+  private conn?: ChannelModel;
+  private loop?: Promise<void>;
+  private readonly seen = new Set<string>();
+
+  constructor(
+    private readonly url: string,
+    private readonly queue: string,
+  ) {}
+
+  private gone: Promise<void> = Promise.resolve();
+  private stopped!: Promise<void>;
+  private stopNow: () => void = () => undefined;
+
+  async start(): Promise<void> {
+    this.running = true;
+    this.stopped = new Promise((r) => (this.stopNow = r));
+    await this.connectOnce();
+    this.loop = this.keepConnected();
+  }
+
+  private async connectOnce(): Promise<void> {
+    const conn = await amqpConnect(this.url, `collector ${this.queue}`);
+    const ch = await conn.createChannel();
+    ch.on('error', () => undefined);
+    await ch.prefetch(1000);
+    const gone = new Promise<void>((r) => {
+      conn.once('close', () => r());
+      ch.once('close', () => r());
+    });
+    this.conn = conn;
+    await ch.consume(this.queue, (m) => {
+      if (!m) return;
+      const headers = (m.properties.headers ?? {}) as Record<string, unknown>;
+      const key = `${m.content.length}:${m.content.subarray(0, 80).toString('latin1')}:${JSON.stringify(headers)}`;
+      if (!(m.fields.redelivered && this.seen.has(key))) {
+        this.seen.add(key);
+        this.messages.push({ body: m.content, headers });
+        this.lastArrival = Date.now();
+      }
+      ch.ack(m);
+    });
+    this.gone = gone;
+  }
+
+  private async keepConnected(): Promise<void> {
+    while (this.running) {
+      await Promise.race([this.gone, this.stopped]);
+      if (!this.running) break;
+      this.conn?.close().catch(() => undefined);
+      while (this.running) {
+        try {
+          await this.connectOnce();
+          break;
+        } catch {
+          await sleep(1000);
+        }
+      }
+    }
+  }
+
+  async stop(): Promise<void> {
+    this.running = false;
+    this.stopNow();
+    const conn = this.conn;
+    this.conn = undefined;
+    if (conn) await conn.close().catch(() => undefined);
+    await this.loop;
+  }
+}
+
+// ---- STOMP ---------------------------------------------------------------------------------------------------
+
+export function stompDest(queue: string): string {
+  return queue.startsWith('/') ? queue : `/queue/${queue}`;
+}
+
+export class StompPublisher implements Publisher {
+  private client?: StompClient;
+  private failure?: Error;
+  private failWaiters = new Set<(err: Error) => void>();
+
+  constructor(
+    private readonly url: string,
+    private readonly queue: string,
+  ) {}
+
+  async open(): Promise<void> {
+    await this.close();
+    this.failure = undefined;
+    const client = await connectStomp(this.url);
+    client.on('error', (err) => {
+      this.failure = err;
+      for (const w of this.failWaiters) w(err);
+    });
+    this.client = client;
+  }
+
+  async publish(batch: Outgoing[]): Promise<void> {
+    if (!this.client || this.failure) await this.open();
+    const client = this.client!;
+    let onFail: (err: Error) => void = () => undefined;
+    const failed = new Promise<never>((_, reject) => {
+      onFail = reject;
+      this.failWaiters.add(onFail);
+    });
+    const receipts = batch.map(
+      (m) =>
+        new Promise<void>((resolve) => {
+          const headers: StompHeaders = { destination: stompDest(this.queue), persistent: 'true', ...headersOf(m) };
+          const w = client.send(headers, { onReceipt: resolve });
+          w.write(m.body);
+          w.end();
+        }),
+    );
+    let timer: NodeJS.Timeout | undefined;
+    const timeout = new Promise<never>((_, reject) => (timer = setTimeout(() => reject(new Error('STOMP receipts timed out')), 30_000)));
+    try {
+      await Promise.race([Promise.all(receipts), failed, timeout]);
+    } finally {
+      clearTimeout(timer);
+      this.failWaiters.delete(onFail);
+    }
+  }
+
+  async close(): Promise<void> {
+    const c = this.client;
+    this.client = undefined;
+    if (c) {
+      await new Promise<void>((r) => {
+        const t = setTimeout(() => {
+          c.destroy();
+          r();
+        }, 2000);
+        c.disconnect(() => {
+          clearTimeout(t);
+          r();
+        });
+      });
+    }
+  }
+}
+
+export class StompCollector implements Collector {
+  readonly messages: Received[] = [];
+  lastArrival = Date.now();
+  private running = false;
+  private client?: StompClient;
+  private loop?: Promise<void>;
+  private readonly seenIds = new Set<string>();
+  private gone: Promise<void> = Promise.resolve();
+  private stopped!: Promise<void>;
+  private stopNow: () => void = () => undefined;
+
+  constructor(
+    private readonly url: string,
+    private readonly queue: string,
+  ) {}
+
+  async start(): Promise<void> {
+    this.running = true;
+    this.stopped = new Promise((r) => (this.stopNow = r));
+    await this.connectOnce();
+    this.loop = this.keepConnected();
+  }
+
+  private async connectOnce(): Promise<void> {
+    const client = await connectStomp(this.url);
+    this.client = client;
+    let lost: () => void = () => undefined;
+    this.gone = new Promise<void>((r) => (lost = r));
+    client.on('error', () => lost());
+    client.subscribe({ destination: stompDest(this.queue), ack: 'client-individual', 'activemq.prefetchSize': 500 }, (err, message) => {
+      if (err) {
+        lost();
+        return;
+      }
+      void readBody(message).then((body) => {
+        const id = message.headers['message-id'] ?? '';
+        if (!this.seenIds.has(id)) {
+          this.seenIds.add(id);
+          this.messages.push({ body, headers: { ...message.headers } });
+          this.lastArrival = Date.now();
+        }
+        client.ack(message);
+      });
+    });
+  }
+
+  private async keepConnected(): Promise<void> {
+    while (this.running) {
+      await Promise.race([this.gone, this.stopped]);
+      if (!this.running) break;
+      this.client?.destroy();
+      while (this.running) {
+        await sleep(1000);
+        try {
+          await this.connectOnce();
+          break;
+        } catch {
+          // The broker is still away; try again.
+        }
+      }
+    }
+  }
+
+  async stop(): Promise<void> {
+    this.running = false;
+    this.stopNow();
+    const c = this.client;
+    this.client = undefined;
+    if (c) {
+      await new Promise<void>((r) => {
+        const t = setTimeout(() => {
+          c.destroy();
+          r();
+        }, 2000);
+        c.disconnect(() => {
+          clearTimeout(t);
+          r();
+        });
+      });
+    }
+    await this.loop;
+  }
+}

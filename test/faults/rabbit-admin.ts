@@ -1,0 +1,107 @@
+/**
+ * RabbitMQ administration the fault suite needs: a vhost of its own (so that "the bridge's connections" are simply
+ * the connections of that vhost that are not the harness's, and cleanup is one DELETE), closing connections from the
+ * broker side over the management API, restarting the broker app, and the global max_message_size.
+ */
+import { execFile } from 'node:child_process';
+import { promisify } from 'node:util';
+
+const run = promisify(execFile);
+
+/** Prefix of the connection names the harness itself uses: those are never closed by a fault. */
+export const HARNESS_CONNECTION_PREFIX = 'faults-harness';
+
+export interface RabbitConnectionInfo {
+  name: string;
+  vhost: string;
+  clientName: string;
+}
+
+export class RabbitAdmin {
+  private readonly base: string;
+  private readonly auth: string;
+
+  constructor(managementUrl = process.env.RABBITMQ_MANAGEMENT_URL ?? 'http://guest:guest@127.0.0.1:15672') {
+    const u = new URL(managementUrl);
+    this.auth = 'Basic ' + Buffer.from(`${decodeURIComponent(u.username || 'guest')}:${decodeURIComponent(u.password || 'guest')}`).toString('base64');
+    u.username = '';
+    u.password = '';
+    this.base = u.toString().replace(/\/$/, '');
+  }
+
+  private async call(method: string, path: string, body?: unknown): Promise<Response> {
+    const res = await fetch(`${this.base}/api${path}`, {
+      method,
+      headers: { authorization: this.auth, 'content-type': 'application/json' },
+      ...(body === undefined ? {} : { body: JSON.stringify(body) }),
+      signal: AbortSignal.timeout(10_000),
+    });
+    return res;
+  }
+
+  /** Fails with a sentence when the management API does not answer (plugin not enabled). */
+  async check(): Promise<void> {
+    try {
+      const res = await this.call('GET', '/overview');
+      if (!res.ok) throw new Error(`HTTP ${res.status}`);
+    } catch (err) {
+      throw new Error(
+        `the RabbitMQ management API at ${this.base} does not answer (${(err as Error).message}); enable it with \`rabbitmq-plugins enable rabbitmq_management\` or set RABBITMQ_MANAGEMENT_URL`,
+      );
+    }
+  }
+
+  async createVhost(vhost: string, user = 'guest'): Promise<void> {
+    const v = encodeURIComponent(vhost);
+    let res = await this.call('PUT', `/vhosts/${v}`, {});
+    if (!res.ok) throw new Error(`could not create vhost ${vhost}: HTTP ${res.status} ${await res.text()}`);
+    res = await this.call('PUT', `/permissions/${v}/${encodeURIComponent(user)}`, { configure: '.*', write: '.*', read: '.*' });
+    if (!res.ok) throw new Error(`could not grant ${user} on vhost ${vhost}: HTTP ${res.status} ${await res.text()}`);
+  }
+
+  async deleteVhost(vhost: string): Promise<void> {
+    await this.call('DELETE', `/vhosts/${encodeURIComponent(vhost)}`).catch(() => undefined);
+  }
+
+  async connections(vhost: string): Promise<RabbitConnectionInfo[]> {
+    const res = await this.call('GET', `/vhosts/${encodeURIComponent(vhost)}/connections?columns=name,vhost,client_properties`);
+    if (!res.ok) throw new Error(`list connections: HTTP ${res.status}`);
+    const list = (await res.json()) as { name: string; vhost: string; client_properties?: { connection_name?: string } }[];
+    return list.map((c) => ({ name: c.name, vhost: c.vhost, clientName: c.client_properties?.connection_name ?? '' }));
+  }
+
+  /** The connections of the vhost that are not the harness's own. */
+  async bridgeConnections(vhost: string): Promise<RabbitConnectionInfo[]> {
+    return (await this.connections(vhost)).filter((c) => !c.clientName.startsWith(HARNESS_CONNECTION_PREFIX));
+  }
+
+  /** Closes one connection from the broker side (the client gets connection.close 320 CONNECTION_FORCED). */
+  async closeConnection(name: string): Promise<boolean> {
+    const res = await this.call('DELETE', `/connections/${encodeURIComponent(name)}`).catch(() => undefined);
+    return res?.ok ?? false;
+  }
+
+  /** `rabbitmqctl stop_app && start_app`: durable queues and persistent messages survive. */
+  async restartBroker(downMs: number): Promise<void> {
+    await run('rabbitmqctl', ['stop_app'], { timeout: 120_000 });
+    await new Promise((r) => setTimeout(r, downMs));
+    await run('rabbitmqctl', ['start_app'], { timeout: 120_000 });
+    await run('rabbitmqctl', ['await_startup'], { timeout: 120_000 }).catch(() => undefined);
+  }
+
+  /** The rabbit application's max_message_size (bytes), read with rabbitmqctl eval. */
+  async getMaxMessageSize(): Promise<number | undefined> {
+    const { stdout } = await run('rabbitmqctl', ['eval', 'application:get_env(rabbit, max_message_size).'], { timeout: 30_000 });
+    const m = /\{ok,\s*(\d+)\}/.exec(stdout);
+    return m ? Number(m[1]) : undefined;
+  }
+
+  /**
+   * Sets the global max_message_size. RabbitMQ 3.10 reads it when a channel opens: channels opened before keep the
+   * old limit, channels opened after get the new one.
+   */
+  async setMaxMessageSize(bytes: number | undefined): Promise<void> {
+    const expr = bytes === undefined ? 'application:unset_env(rabbit, max_message_size).' : `application:set_env(rabbit, max_message_size, ${Math.floor(bytes)}).`;
+    await run('rabbitmqctl', ['eval', expr], { timeout: 30_000 });
+  }
+}

@@ -1,0 +1,258 @@
+/**
+ * Counting what arrived where, and the one table a fault run prints.
+ */
+import { DUPLICATE_ID_HEADER, POSSIBLE_DUPLICATE_HEADER, parseBody, type PoisonKind } from './stream.js';
+import type { Received } from './harness-clients.js';
+
+/** Dead-letter headers written by the bridge (src/core/session.ts DEAD_LETTER_HEADERS). */
+export const DEAD_LETTER_REASON_HEADER = 'x-bridge-dead-letter-reason';
+export const DEAD_LETTER_DETAIL_HEADER = 'x-bridge-dead-letter-detail';
+
+export interface SentRecord {
+  /** Distinct sequence numbers published (re-sends not counted again), with the publisher's ID if any. */
+  sent: Map<number, string | undefined>;
+  /** Re-sends of ID-carrying messages actually published, per seq. */
+  resends: Map<number, number>;
+  /** Poison published: number → kind. */
+  poison: Map<number, PoisonKind>;
+  /** Seqs whose publish had to be repeated after a publisher failure (may exist twice at the source). */
+  uncertain: Set<number>;
+}
+
+export interface FaultRunReport {
+  path: string;
+  seed: number;
+  faults: Record<string, number>;
+  sent: number;
+  resendsPublished: number;
+  delivered: number;
+  lost: number;
+  lostSample: number[];
+  distinctIdsDelivered: number;
+  copiesDelivered: number;
+  extraCopies: number;
+  extraFlagged: number;
+  extraUnflagged: number;
+  /** Extra copies of messages that had a publisher re-send and arrived unflagged. */
+  trueDuplicatesUnflagged: number;
+  underTwoIds: number;
+  underTwoIdsSample: string[];
+  /** Copies without any duplicate-ID header. */
+  withoutId: number;
+  /** Copies whose publisher ID was replaced by another. */
+  wrongId: number;
+  normalDeadLettered: number;
+  /** Normal (non-poison) messages dead-lettered, by reason, with one detail each. */
+  normalDeadLetteredByReason: Record<string, number>;
+  normalDeadLetteredDetail: string[];
+  poisonSent: Record<string, number>;
+  poisonDeadLettered: Record<string, number>;
+  deadLetteredByReason: Record<string, number>;
+  poisonLost: number;
+  poisonAtTarget: number;
+  unknownBodies: number;
+  uncertainPublishes: number;
+  leftAtSource?: number;
+  durationMs: number;
+  notes: string[];
+}
+
+function headerString(v: unknown): string | undefined {
+  if (v === undefined || v === null) return undefined;
+  if (Buffer.isBuffer(v)) return v.toString('utf8');
+  return String(v);
+}
+
+function isFlagged(h: Record<string, unknown>): boolean {
+  const v = headerString(h[POSSIBLE_DUPLICATE_HEADER]);
+  return v === 'true' || v === '1';
+}
+
+export function analyse(input: {
+  path: string;
+  seed: number;
+  faults: Record<string, number>;
+  record: SentRecord;
+  target: Received[];
+  deadLetter: Received[];
+  durationMs: number;
+  leftAtSource?: number;
+  notes?: string[];
+}): FaultRunReport {
+  const { record } = input;
+  const copies = new Map<number, { id?: string; flagged: boolean }[]>();
+  let unknownBodies = 0;
+  let poisonAtTarget = 0;
+  let withoutId = 0;
+  let wrongId = 0;
+  for (const m of input.target) {
+    const b = parseBody(m.body);
+    if (!b) {
+      unknownBodies += 1;
+      continue;
+    }
+    if ('poison' in b) {
+      poisonAtTarget += 1;
+      continue;
+    }
+    const id = headerString(m.headers[DUPLICATE_ID_HEADER]);
+    if (id === undefined) withoutId += 1;
+    const want = record.sent.get(b.seq);
+    if (want !== undefined && id !== want) wrongId += 1;
+    const list = copies.get(b.seq) ?? [];
+    list.push({ id, flagged: isFlagged(m.headers) });
+    copies.set(b.seq, list);
+  }
+
+  const deadNormal = new Set<number>();
+  const deadPoison = new Map<number, string>();
+  const deadLetteredByReason: Record<string, number> = {};
+  const poisonDeadLettered: Record<string, number> = {};
+  const normalDeadLetteredByReason: Record<string, number> = {};
+  const normalDeadLetteredDetail: string[] = [];
+  for (const m of input.deadLetter) {
+    const reason = headerString(m.headers[DEAD_LETTER_REASON_HEADER]) ?? '(no reason header)';
+    deadLetteredByReason[reason] = (deadLetteredByReason[reason] ?? 0) + 1;
+    const b = parseBody(m.body);
+    if (!b) {
+      unknownBodies += 1;
+      continue;
+    }
+    if ('poison' in b) {
+      deadPoison.set(b.poison, reason);
+      const key = `${b.kind}: ${reason}`;
+      poisonDeadLettered[key] = (poisonDeadLettered[key] ?? 0) + 1;
+    } else {
+      deadNormal.add(b.seq);
+      if (normalDeadLetteredByReason[reason] === undefined) {
+        normalDeadLetteredDetail.push(`seq ${b.seq}: ${reason}: ${headerString(m.headers[DEAD_LETTER_DETAIL_HEADER]) ?? ''}`);
+      }
+      normalDeadLetteredByReason[reason] = (normalDeadLetteredByReason[reason] ?? 0) + 1;
+    }
+  }
+
+  const lostList: number[] = [];
+  for (const seq of record.sent.keys()) {
+    if (!copies.has(seq) && !deadNormal.has(seq)) lostList.push(seq);
+  }
+
+  let extraCopies = 0;
+  let extraFlagged = 0;
+  let extraUnflagged = 0;
+  let trueDuplicatesUnflagged = 0;
+  let copiesDelivered = 0;
+  const ids = new Set<string>();
+  const twoIds: string[] = [];
+  for (const [seq, list] of copies) {
+    copiesDelivered += list.length;
+    const idsOfSeq = new Set(list.map((c) => c.id ?? '(none)'));
+    for (const id of idsOfSeq) ids.add(id);
+    if (idsOfSeq.size > 1 && !record.uncertain.has(seq)) twoIds.push(`${seq}: ${[...idsOfSeq].join(' / ')}`);
+    if (list.length > 1) {
+      extraCopies += list.length - 1;
+      const flagged = list.filter((c) => c.flagged).length;
+      const unflagged = list.length - flagged;
+      // The first copy may be unflagged; every further one must say it may be a duplicate.
+      const badUnflagged = Math.max(0, unflagged - 1);
+      extraUnflagged += badUnflagged;
+      extraFlagged += list.length - 1 - badUnflagged;
+      if (badUnflagged > 0 && record.resends.has(seq)) trueDuplicatesUnflagged += badUnflagged;
+    }
+  }
+
+  const poisonSent: Record<string, number> = {};
+  let poisonLost = 0;
+  for (const [n, kind] of record.poison) {
+    poisonSent[kind] = (poisonSent[kind] ?? 0) + 1;
+    if (!deadPoison.has(n)) poisonLost += 1;
+  }
+
+  return {
+    path: input.path,
+    seed: input.seed,
+    faults: input.faults,
+    sent: record.sent.size,
+    resendsPublished: [...record.resends.values()].reduce((a, b) => a + b, 0),
+    delivered: copies.size,
+    lost: lostList.length,
+    lostSample: lostList.slice(0, 20),
+    distinctIdsDelivered: ids.size,
+    copiesDelivered,
+    extraCopies,
+    extraFlagged,
+    extraUnflagged,
+    trueDuplicatesUnflagged,
+    underTwoIds: twoIds.length,
+    underTwoIdsSample: twoIds.slice(0, 10),
+    withoutId,
+    wrongId,
+    normalDeadLettered: deadNormal.size,
+    normalDeadLetteredByReason,
+    normalDeadLetteredDetail,
+    poisonSent,
+    poisonDeadLettered,
+    deadLetteredByReason,
+    poisonLost,
+    poisonAtTarget,
+    unknownBodies,
+    uncertainPublishes: record.uncertain.size,
+    ...(input.leftAtSource === undefined ? {} : { leftAtSource: input.leftAtSource }),
+    durationMs: input.durationMs,
+    notes: input.notes ?? [],
+  };
+}
+
+/** What makes a run fail. Empty when the promise held. */
+export function violations(r: FaultRunReport): string[] {
+  const v: string[] = [];
+  if (r.lost > 0) v.push(`${r.lost} message(s) lost (e.g. seq ${r.lostSample.join(', ')})`);
+  if (r.underTwoIds > 0) v.push(`${r.underTwoIds} message(s) arrived under two different IDs (e.g. ${r.underTwoIdsSample.slice(0, 3).join('; ')})`);
+  if (r.extraUnflagged > 0) v.push(`${r.extraUnflagged} extra cop(ies) arrived without the ${POSSIBLE_DUPLICATE_HEADER} flag`);
+  if (r.withoutId > 0) v.push(`${r.withoutId} cop(ies) arrived without a duplicate-ID header`);
+  if (r.wrongId > 0) v.push(`${r.wrongId} cop(ies) arrived with an ID other than the publisher's`);
+  if (r.poisonLost > 0) v.push(`${r.poisonLost} poison message(s) are neither in the dead-letter destination nor anywhere else`);
+  if (r.poisonAtTarget > 0) v.push(`${r.poisonAtTarget} poison message(s) reached the target`);
+  if (r.normalDeadLettered > 0) {
+    v.push(`${r.normalDeadLettered} normal message(s) were dead-lettered (${r.normalDeadLetteredDetail.join(' | ')})`);
+  }
+  return v;
+}
+
+/** One table for one or more runs (one column per path). */
+export function formatTable(reports: FaultRunReport[]): string {
+  const rows: [string, (r: FaultRunReport) => string][] = [];
+  const faultKinds = [...new Set(reports.flatMap((r) => Object.keys(r.faults)))];
+  rows.push(['seed', (r) => String(r.seed)]);
+  for (const k of faultKinds) rows.push([`fault: ${k}`, (r) => String(r.faults[k] ?? 0)]);
+  rows.push(['messages sent (distinct)', (r) => String(r.sent)]);
+  rows.push(['  + true-duplicate re-sends published', (r) => String(r.resendsPublished)]);
+  rows.push(['delivered (distinct seq at target)', (r) => String(r.delivered)]);
+  rows.push(['LOST', (r) => String(r.lost)]);
+  rows.push(['distinct IDs delivered', (r) => String(r.distinctIdsDelivered)]);
+  rows.push(['copies at target', (r) => String(r.copiesDelivered)]);
+  rows.push(['extra copies', (r) => String(r.extraCopies)]);
+  rows.push(['  of which flagged possible-duplicate', (r) => String(r.extraFlagged)]);
+  rows.push(['  of which UNFLAGGED', (r) => String(r.extraUnflagged)]);
+  rows.push(['true duplicates through unflagged', (r) => String(r.trueDuplicatesUnflagged)]);
+  rows.push(['messages under two IDs', (r) => String(r.underTwoIds)]);
+  rows.push(['copies without ID / with a wrong ID', (r) => `${r.withoutId} / ${r.wrongId}`]);
+  rows.push(['normal messages dead-lettered', (r) => String(r.normalDeadLettered)]);
+  const normalReasons = [...new Set(reports.flatMap((r) => Object.keys(r.normalDeadLetteredByReason)))];
+  for (const k of normalReasons) rows.push([`  normal dead-lettered: ${k}`, (r) => String(r.normalDeadLetteredByReason[k] ?? 0)]);
+  const poisonKinds = [...new Set(reports.flatMap((r) => Object.keys(r.poisonSent)))];
+  for (const k of poisonKinds) rows.push([`poison sent: ${k}`, (r) => String(r.poisonSent[k] ?? 0)]);
+  const dlKeys = [...new Set(reports.flatMap((r) => Object.keys(r.poisonDeadLettered)))];
+  for (const k of dlKeys) rows.push([`dead-lettered ${k}`, (r) => String(r.poisonDeadLettered[k] ?? 0)]);
+  rows.push(['poison missing / at target', (r) => `${r.poisonLost} / ${r.poisonAtTarget}`]);
+  rows.push(['left at source', (r) => (r.leftAtSource === undefined ? 'n/a' : String(r.leftAtSource))]);
+  rows.push(['re-published after publisher error', (r) => String(r.uncertainPublishes)]);
+  rows.push(['duration', (r) => `${Math.round(r.durationMs / 1000)} s`]);
+  rows.push(['RESULT', (r) => (violations(r).length === 0 ? 'PASS' : 'FAIL')]);
+
+  const header = ['', ...reports.map((r) => r.path)];
+  const body = rows.map(([label, f]) => [label, ...reports.map(f)]);
+  const widths = header.map((_, i) => Math.max(...[header, ...body].map((row) => (row[i] ?? '').length)));
+  const line = (row: string[]) => '| ' + row.map((c, i) => (i === 0 ? c.padEnd(widths[i]!) : c.padStart(widths[i]!))).join(' | ') + ' |';
+  const sep = '|' + widths.map((w, i) => (i === 0 ? '-'.repeat(w + 2) : '-'.repeat(w + 1) + ':')).join('|') + '|';
+  return [line(header), sep, ...body.map(line)].join('\n');
+}

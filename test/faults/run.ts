@@ -1,0 +1,149 @@
+/**
+ * The fault-injection suite (`npm run test:faults`): runs the real bridge on each path while faults are injected,
+ * prints one table, and exits non-zero if anything was lost, arrived under two IDs, or an extra copy was unflagged.
+ *
+ *   npm run test:faults -- [--path amqp-amqp|amqp-stomp|stomp-amqp|all] [--messages 20000] [--seed N]
+ *     [--sigkills 5] [--closes 5] [--broker-restarts 1] [--stalls 1] [--redis-restarts 1] [--poison 2]
+ *     [--publish-seconds 90] [--stall-ms 30000] [--backpressure | --no-backpressure] [--bp-messages 100000]
+ *
+ * Every flag also reads from the environment as FAULTS_<FLAG> (e.g. FAULTS_MESSAGES=5000). Services: AMQP_URL,
+ * STOMP_URL (STOMP paths are skipped without it), RABBITMQ_MANAGEMENT_URL; Redis is the suite's own on --redis-port
+ * (default 6390), with AOF.
+ */
+import { parseArgs } from 'node:util';
+import { OwnRedis } from './own-redis.js';
+import { randomSeed } from './prng.js';
+import { RabbitAdmin } from './rabbit-admin.js';
+import { formatTable, violations, type FaultRunReport } from './report.js';
+import { FULL_FAULTS, PATHS, runScenario, type FaultCounts, type PathName } from './scenario.js';
+import { formatBackpressure, runBackpressure, type BackpressureReport } from './backpressure.js';
+
+const { values } = parseArgs({
+  options: {
+    path: { type: 'string' },
+    messages: { type: 'string' },
+    seed: { type: 'string' },
+    sigkills: { type: 'string' },
+    closes: { type: 'string' },
+    'broker-restarts': { type: 'string' },
+    stalls: { type: 'string' },
+    'redis-restarts': { type: 'string' },
+    poison: { type: 'string' },
+    'publish-seconds': { type: 'string' },
+    'stall-ms': { type: 'string' },
+    'redis-port': { type: 'string' },
+    backpressure: { type: 'boolean' },
+    'no-backpressure': { type: 'boolean' },
+    'bp-messages': { type: 'string' },
+  },
+  allowPositionals: false,
+});
+
+function opt(name: keyof typeof values): string | undefined {
+  const v = values[name];
+  if (typeof v === 'string') return v;
+  return process.env[`FAULTS_${name.toUpperCase().replace(/-/g, '_')}`];
+}
+
+function num(name: keyof typeof values, dflt: number): number {
+  const v = opt(name);
+  if (v === undefined) return dflt;
+  const n = Number(v);
+  if (!Number.isFinite(n) || n < 0) throw new Error(`--${name} expects a number >= 0, got '${v}'`);
+  return n;
+}
+
+async function main(): Promise<number> {
+  const amqpUrl = process.env.AMQP_URL ?? 'amqp://guest:guest@127.0.0.1:5672';
+  const stompUrl = process.env.STOMP_URL;
+  const seed = num('seed', randomSeed());
+  const messages = num('messages', 20_000);
+  const poison = num('poison', FULL_FAULTS['poison-unroutable']);
+  const faults: FaultCounts = {
+    sigkill: num('sigkills', FULL_FAULTS.sigkill),
+    'connection-close': num('closes', FULL_FAULTS['connection-close']),
+    'broker-restart': num('broker-restarts', FULL_FAULTS['broker-restart']),
+    'target-stall': num('stalls', FULL_FAULTS['target-stall']),
+    'redis-restart': num('redis-restarts', FULL_FAULTS['redis-restart']),
+    'poison-unroutable': poison,
+    'poison-too-large': poison,
+  };
+  const pathOpt = opt('path') ?? 'all';
+  const onlyBackpressure = values.backpressure === true || opt('backpressure') === '1';
+  const withBackpressure = onlyBackpressure || (values['no-backpressure'] !== true && pathOpt === 'all' && opt('no-backpressure') === undefined);
+  let paths: PathName[] = pathOpt === 'all' ? [...PATHS] : [pathOpt as PathName];
+  for (const p of paths) if (!PATHS.includes(p)) throw new Error(`--path expects one of ${PATHS.join(', ')} or all, got '${p}'`);
+  if (!stompUrl) {
+    const skipped = paths.filter((p) => p !== 'amqp-amqp');
+    if (skipped.length > 0) console.log(`STOMP_URL is not set: skipping ${skipped.join(', ')} (start ActiveMQ with \`bash scripts/activemq.sh start\` and set STOMP_URL=stomp://127.0.0.1:61613)`);
+    paths = paths.filter((p) => p === 'amqp-amqp');
+  }
+  if (onlyBackpressure) paths = [];
+
+  console.log(`fault suite: seed ${seed} (replay with --seed ${seed}); ${messages} messages per path; paths: ${paths.join(', ') || '(none)'}`);
+  const admin = new RabbitAdmin();
+  await admin.check();
+  const redis = new OwnRedis(num('redis-port', 6390));
+  const reports: FaultRunReport[] = [];
+  let bp: BackpressureReport | undefined;
+  const cleanup = async () => {
+    await redis.dispose();
+  };
+  const onSignal = () => {
+    void cleanup().finally(() => process.exit(130));
+  };
+  process.once('SIGINT', onSignal);
+  process.once('SIGTERM', onSignal);
+  try {
+    await redis.start();
+    for (const [i, path] of paths.entries()) {
+      const r = await runScenario({
+        path,
+        messages,
+        seed: seed + i,
+        faults,
+        publishSeconds: num('publish-seconds', 90),
+        stallMs: num('stall-ms', 30_000),
+        amqpUrl,
+        ...(stompUrl ? { stompUrl } : {}),
+        redis,
+        admin,
+      });
+      reports.push(r);
+      console.log('\n' + formatTable([r]) + '\n');
+    }
+    if (withBackpressure) {
+      bp = await runBackpressure({ amqpUrl, redis, admin, messages: num('bp-messages', 100_000), stallMs: num('stall-ms', 30_000) });
+    }
+  } finally {
+    await cleanup();
+  }
+
+  let failed = false;
+  if (reports.length > 0) {
+    console.log('\n==== fault-injection results ====\n');
+    console.log(formatTable(reports));
+    for (const r of reports) {
+      for (const n of r.notes) console.log(`note (${r.path}): ${n}`);
+      const v = violations(r);
+      if (v.length > 0) {
+        failed = true;
+        console.log(`\nFAIL ${r.path}:\n  - ${v.join('\n  - ')}`);
+      }
+    }
+  }
+  if (bp) {
+    console.log('\n' + formatBackpressure(bp));
+    if (!bp.ok) failed = true;
+  }
+  console.log(failed ? '\nRESULT: FAIL' : '\nRESULT: PASS');
+  return failed ? 1 : 0;
+}
+
+main().then(
+  (code) => process.exit(code),
+  (err: unknown) => {
+    console.error(err);
+    process.exit(2);
+  },
+);

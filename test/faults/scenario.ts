@@ -1,0 +1,477 @@
+/**
+ * One fault run on one path (AMQP→AMQP, AMQP→STOMP or STOMP→AMQP): the real bridge process between the real brokers,
+ * a numbered stream published while faults are injected at seeded random points, then a drain and a count.
+ *
+ * Layout of a run (all on 127.0.0.1):
+ * - RabbitMQ side: a vhost of the run's own, so that the bridge's connections are the vhost's connections that are
+ *   not the harness's, and cleanup is one vhost delete. The AMQP target is a headers exchange bound to the target
+ *   queue for messages carrying `x-faults-route: ok`: a poison message without it is unroutable (basic.return).
+ *   "Too large" = larger than a lowered global max_message_size (RabbitMQ reads it when a channel opens).
+ * - The bridge reaches its target through a TCP proxy of ours (stalled for a while by one fault).
+ * - Redis is the suite's own, with AOF (restarted by one fault).
+ * - Dead letters go to a destination on the other broker where it helps: a too-large message for RabbitMQ is
+ *   too large for every RabbitMQ channel, so its dead-letter destination is an ActiveMQ queue.
+ */
+import { writeFileSync, mkdtempSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
+import { execFile } from 'node:child_process';
+import { promisify } from 'node:util';
+import amqp from 'amqplib';
+import { TcpProxy } from '../support/tcp-proxy.js';
+import { BridgeControl } from './bridge-control.js';
+import { AmqpCollector, AmqpPublisher, StompCollector, StompPublisher, type Collector, type Publisher } from './harness-clients.js';
+import type { OwnRedis } from './own-redis.js';
+import { Prng } from './prng.js';
+import { HARNESS_CONNECTION_PREFIX, RabbitAdmin } from './rabbit-admin.js';
+import { analyse, type FaultRunReport, type SentRecord } from './report.js';
+import { ROUTE_HEADER, ROUTE_VALUE, planStream, poisonBody, type Outgoing, type PoisonKind } from './stream.js';
+
+const execFileP = promisify(execFile);
+const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
+const ACTIVEMQ_SCRIPT = resolve(import.meta.dirname, '../../scripts/activemq.sh');
+
+export type PathName = 'amqp-amqp' | 'amqp-stomp' | 'stomp-amqp';
+export const PATHS: readonly PathName[] = ['amqp-amqp', 'amqp-stomp', 'stomp-amqp'];
+
+export type FaultKind = 'sigkill' | 'connection-close' | 'broker-restart' | 'target-stall' | 'redis-restart' | 'poison-unroutable' | 'poison-too-large';
+
+export type FaultCounts = Record<FaultKind, number>;
+
+export const FULL_FAULTS: FaultCounts = {
+  sigkill: 5,
+  'connection-close': 5,
+  'broker-restart': 1,
+  'target-stall': 1,
+  'redis-restart': 1,
+  'poison-unroutable': 2,
+  'poison-too-large': 2,
+};
+
+export interface ScenarioOptions {
+  path: PathName;
+  messages: number;
+  seed: number;
+  faults: FaultCounts;
+  /** Publishing is paced to take about this long, so that faults happen while messages flow. */
+  publishSeconds: number;
+  stallMs: number;
+  amqpUrl: string;
+  stompUrl?: string;
+  redis: OwnRedis;
+  admin: RabbitAdmin;
+  /** After publishing and faults, how long the target may stay quiet before the run stops waiting. */
+  quietMs?: number;
+  /** Hard bound of the drain phase. */
+  drainTimeoutMs?: number;
+  /** Size of a too-large poison message, and the limit set on RabbitMQ. */
+  tooLargeBytes?: number;
+  maxMessageSize?: number;
+  /** The bridge's reservation-lease (ms): how long a SIGKILLed owner's reservations block redeliveries. Default 30 s. */
+  reservationLeaseMs?: number;
+  log?: (line: string) => void;
+}
+
+interface FaultEvent {
+  kind: FaultKind;
+  /** Fraction of the stream published before the fault fires. */
+  at: number;
+}
+
+/** Seeded schedule: poison early (before a broker restart can re-open the harness's channels), the rest anywhere. */
+export function planFaults(counts: FaultCounts, prng: Prng): FaultEvent[] {
+  const events: FaultEvent[] = [];
+  for (const [kind, n] of Object.entries(counts) as [FaultKind, number][]) {
+    for (let i = 0; i < n; i++) {
+      let lo = 0.05;
+      let hi = 0.9;
+      if (kind.startsWith('poison')) [lo, hi] = [0.05, 0.45];
+      if (kind === 'broker-restart') [lo, hi] = [0.5, 0.85];
+      events.push({ kind, at: lo + prng.next() * (hi - lo) });
+    }
+  }
+  return events.sort((a, b) => a.at - b.at);
+}
+
+function withVhost(url: string, vhost: string): string {
+  const u = new URL(url);
+  u.pathname = '/' + encodeURIComponent(vhost);
+  return u.toString();
+}
+
+/** A one-slot lock: the publisher holds it per chunk, a broker restart holds it for the whole restart. */
+class Gate {
+  private tail: Promise<void> = Promise.resolve();
+  async hold<T>(fn: () => Promise<T>): Promise<T> {
+    const prev = this.tail;
+    let release!: () => void;
+    this.tail = new Promise((r) => (release = r));
+    await prev;
+    try {
+      return await fn();
+    } finally {
+      release();
+    }
+  }
+}
+
+export async function runScenario(o: ScenarioOptions): Promise<FaultRunReport> {
+  const started = Date.now();
+  const t = () => `${((Date.now() - started) / 1000).toFixed(1).padStart(6)}s`;
+  const log = (line: string) => (o.log ?? console.log)(`[${o.path} ${t()}] ${line}`);
+  const prng = new Prng(o.seed);
+  const runId = `${o.path}-${o.seed}-${Date.now().toString(36)}`;
+  const sourceIsStomp = o.path === 'stomp-amqp';
+  const targetIsStomp = o.path === 'amqp-stomp';
+  const needsStomp = sourceIsStomp || targetIsStomp;
+  if (needsStomp && !o.stompUrl) throw new Error(`path ${o.path} needs ActiveMQ: set STOMP_URL`);
+  const faults: FaultCounts = { ...o.faults };
+  const notes: string[] = [];
+
+  // Unroutable exists only on an AMQP exchange: ActiveMQ creates any destination it is sent to.
+  // Too large: RabbitMQ refuses a message over max_message_size; ActiveMQ 5.17 answers a frame over one of its STOMP
+  // limits (header line 10 KiB, 1000 headers, body 100 MiB, wireFormat.maxFrameSize) with an ERROR without receipt-id
+  // and closes the connection: no per-message rejection. The bridge checks those limits before sending, so for an
+  // ActiveMQ target the too-large poison is a message with an 11 KiB header, refused by the bridge itself.
+  if (targetIsStomp && faults['poison-unroutable'] > 0) {
+    notes.push('unroutable poison left out: an ActiveMQ (STOMP) target routes every destination');
+    faults['poison-unroutable'] = 0;
+  }
+  if (!targetIsStomp && !o.stompUrl && faults['poison-too-large'] > 0) {
+    // A message too large for RabbitMQ is too large for every RabbitMQ channel, the dead-letter one included.
+    notes.push('too-large poison left out: its dead letter needs ActiveMQ (STOMP_URL)');
+    faults['poison-too-large'] = 0;
+  }
+
+  const vhost = `faults-${runId}`;
+  const admin = o.admin;
+  await admin.createVhost(vhost);
+  const rabbitUrl = withVhost(o.amqpUrl, vhost);
+  const targetProxy = await TcpProxy.forUrl(targetIsStomp ? o.stompUrl! : o.amqpUrl).start();
+  const rabbitTargetUrl = withVhost(targetProxy.rewrite(o.amqpUrl), vhost);
+  const stompTargetUrl = targetIsStomp ? targetProxy.rewrite(o.stompUrl!) : undefined;
+
+  const srcQueue = sourceIsStomp ? `faults-src-${runId}` : 'src';
+  const tgtQueue = targetIsStomp ? `faults-tgt-${runId}` : 'tgt';
+  const exchange = 'faults.target';
+  // Dead letters: on ActiveMQ when the target is RabbitMQ and STOMP is available (too-large messages), else RabbitMQ.
+  const dlOnStomp = !targetIsStomp && o.stompUrl !== undefined;
+  const dlQueue = dlOnStomp ? `faults-dl-${runId}` : 'dl';
+
+  // Harness setup on RabbitMQ (queues in the run's vhost).
+  {
+    const conn = await amqp.connect(rabbitUrl, { clientProperties: { connection_name: `${HARNESS_CONNECTION_PREFIX} setup` } });
+    const ch = await conn.createChannel();
+    if (!sourceIsStomp) await ch.assertQueue(srcQueue, { durable: true });
+    if (!targetIsStomp) {
+      await ch.assertExchange(exchange, 'headers', { durable: true });
+      await ch.assertQueue(tgtQueue, { durable: true });
+      await ch.bindQueue(tgtQueue, exchange, '', { 'x-match': 'all', [ROUTE_HEADER]: ROUTE_VALUE });
+    }
+    if (!dlOnStomp) await ch.assertQueue(dlQueue, { durable: true });
+    await conn.close();
+  }
+
+  const publisher: Publisher = sourceIsStomp ? new StompPublisher(o.stompUrl!, srcQueue) : new AmqpPublisher(rabbitUrl, srcQueue);
+  const target: Collector = targetIsStomp ? new StompCollector(o.stompUrl!, tgtQueue) : new AmqpCollector(rabbitUrl, tgtQueue);
+  const deadLetter: Collector = dlOnStomp ? new StompCollector(o.stompUrl!, dlQueue) : new AmqpCollector(rabbitUrl, dlQueue);
+  await publisher.open();
+  await target.start();
+  await deadLetter.start();
+
+  const tooLargeBytes = o.tooLargeBytes ?? 3 * 1024 * 1024;
+  const maxMessageSize = o.maxMessageSize ?? 2 * 1024 * 1024;
+  let originalMaxSize: number | undefined;
+  let lowered = false;
+  const lowerLimit = async () => {
+    await admin.setMaxMessageSize(maxMessageSize);
+    lowered = true;
+  };
+  if (faults['poison-too-large'] > 0 && !targetIsStomp) {
+    originalMaxSize = await admin.getMaxMessageSize();
+    await lowerLimit();
+    log(`RabbitMQ max_message_size lowered from ${originalMaxSize ?? 'default'} to ${maxMessageSize} (restored at the end)`);
+  }
+
+  // The bridge's configuration.
+  const conns: string[] = [];
+  const connUsed = new Set<string>();
+  const src = sourceIsStomp ? `{ connection: activemq, queue: "${srcQueue}" }` : `{ connection: rabbit, queue: "${srcQueue}" }`;
+  connUsed.add(sourceIsStomp ? 'activemq' : 'rabbit');
+  const tgt = targetIsStomp ? `{ connection: activemq-target, queue: "${tgtQueue}" }` : `{ connection: rabbit-target, exchange: "${exchange}", routing-key: "" }`;
+  connUsed.add(targetIsStomp ? 'activemq-target' : 'rabbit-target');
+  const dl = dlOnStomp ? `{ connection: activemq, queue: "${dlQueue}" }` : `{ connection: rabbit, queue: "${dlQueue}" }`;
+  connUsed.add(dlOnStomp ? 'activemq' : 'rabbit');
+  if (connUsed.has('rabbit')) conns.push(`  rabbit: { type: amqp, url: "${rabbitUrl}" }`);
+  if (connUsed.has('rabbit-target')) conns.push(`  rabbit-target: { type: amqp, url: "${rabbitTargetUrl}" }`);
+  if (connUsed.has('activemq')) conns.push(`  activemq: { type: stomp, url: "${o.stompUrl}" }`);
+  if (connUsed.has('activemq-target')) conns.push(`  activemq-target: { type: stomp, url: "${stompTargetUrl}" }`);
+  const yaml = [
+    'log-level: info',
+    'shutdown-timeout: 10000',
+    'connections:',
+    ...conns,
+    'id-cache:',
+    `  redis-url: "${o.redis.url}"`,
+    `  key-prefix: "faults-${runId}"`,
+    '  id-cache-size: 50000',
+    ...(o.reservationLeaseMs ? [`  reservation-lease: ${o.reservationLeaseMs}`] : []),
+    'bridges:',
+    `  - name: faults-${o.path}`,
+    `    source: ${src}`,
+    `    target: ${tgt}`,
+    `    dead-letter: ${dl}`,
+    '    prefetch: 500',
+    '    max-delivery-attempts: 3',
+    '    retry-interval: 500',
+    '    max-retry-interval: 2000',
+    '',
+  ].join('\n');
+  const dir = mkdtempSync(join(tmpdir(), 'broker-bridge-faults-'));
+  const configFile = join(dir, 'bridges.yaml');
+  writeFileSync(configFile, yaml);
+  const bridge = new BridgeControl(configFile, log);
+
+  const record: SentRecord = { sent: new Map(), resends: new Map(), poison: new Map(), uncertain: new Set() };
+  const injected: Record<string, number> = Object.fromEntries(Object.keys(faults).map((k) => [k, 0]));
+  const gate = new Gate();
+  let report: FaultRunReport | undefined;
+  let leftAtSource: number | undefined;
+
+  try {
+    log(`seed ${o.seed}; vhost ${vhost}; config ${configFile}`);
+    if (!(await bridge.start())) throw new Error('the bridge did not start');
+
+    // ---- the stream and its publisher ----
+    const plan = planStream(o.messages, prng, runId);
+    const events = planFaults(faults, prng);
+    log(`faults planned: ${events.map((e) => `${e.kind}@${Math.round(e.at * 100)}%`).join(', ')}`);
+    const poisonQueue: Outgoing[] = [];
+    let poisonNo = 0;
+    let published = 0;
+    let publishing = true;
+    const total = plan.messages.length;
+    const chunk = 100;
+    const intervalMs = (o.publishSeconds * 1000 * chunk) / total;
+
+    const publishChunk = async (batch: Outgoing[]) => {
+      for (let attempt = 1; ; attempt++) {
+        try {
+          await gate.hold(() => publisher.publish(batch));
+          break;
+        } catch (err) {
+          if (attempt === 1) log(`publish failed (${(err as Error).message}); re-publishing the chunk`);
+          // A message of a failed chunk may be at the source already: re-publishing can make it exist twice there.
+          for (const m of batch) if (m.type === 'normal') record.uncertain.add(m.seq);
+          if (attempt > 60) throw err;
+          await sleep(1000);
+          await publisher.open().catch(() => undefined);
+        }
+      }
+      for (const m of batch) {
+        if (m.type === 'normal') {
+          if (m.resend) record.resends.set(m.seq, (record.resends.get(m.seq) ?? 0) + 1);
+          else record.sent.set(m.seq, m.id);
+        } else record.poison.set(m.poison, m.kind);
+      }
+    };
+
+    const publishLoop = (async () => {
+      let next = Date.now();
+      for (let i = 0; i < total; i += chunk) {
+        const batch: Outgoing[] = [...poisonQueue.splice(0), ...plan.messages.slice(i, i + chunk).map((m) => ({ type: 'normal' as const, ...m }))];
+        await publishChunk(batch);
+        published = Math.min(total, i + chunk);
+        next += intervalMs;
+        const wait = next - Date.now();
+        if (wait > 0) await sleep(wait);
+      }
+      publishing = false;
+    })();
+
+    const injectPoison = async (kind: PoisonKind) => {
+      poisonNo += 1;
+      const n = poisonNo;
+      const size = kind === 'too-large' && !targetIsStomp ? tooLargeBytes : 0;
+      const m: Outgoing = {
+        type: 'poison',
+        poison: n,
+        kind,
+        body: poisonBody(n, kind, runId, size),
+        ...(n % 2 === 0 ? { id: `faults-${runId}-poison-${n}` } : {}),
+        ...(kind === 'too-large' && targetIsStomp ? { bigHeader: 11 * 1024 } : {}),
+      };
+      if (kind === 'too-large' && !sourceIsStomp && !targetIsStomp) {
+        // The harness's publisher channel must not have the lowered limit: open one while the limit is the original.
+        await gate.hold(async () => {
+          await admin.setMaxMessageSize(originalMaxSize);
+          const big = new AmqpPublisher(rabbitUrl, srcQueue);
+          try {
+            await big.open();
+            await lowerLimit();
+            await big.publish([m]);
+          } finally {
+            await lowerLimit();
+            await big.close();
+          }
+        });
+        record.poison.set(n, kind);
+      } else if (publishing) {
+        poisonQueue.push(m);
+        while (!record.poison.has(n) && publishing) await sleep(50);
+        if (!record.poison.has(n)) await publishChunk([m]);
+      } else {
+        await publishChunk([m]);
+      }
+    };
+
+    const inject = async (kind: FaultKind): Promise<boolean> => {
+      switch (kind) {
+        case 'sigkill': {
+          await bridge.sigkill();
+          await sleep(prng.int(0, 1000));
+          await bridge.start();
+          return true;
+        }
+        case 'connection-close': {
+          const deadline = Date.now() + 20_000;
+          for (;;) {
+            const list = await admin.bridgeConnections(vhost).catch(() => []);
+            if (list.length > 0) {
+              const victim = prng.pick(list);
+              const ok = await admin.closeConnection(victim.name);
+              log(`closed RabbitMQ connection '${victim.clientName || victim.name}': ${ok ? 'ok' : 'failed'}`);
+              return ok;
+            }
+            if (Date.now() > deadline) {
+              log('no bridge connection to close on RabbitMQ within 20 s');
+              return false;
+            }
+            await sleep(500);
+          }
+        }
+        case 'broker-restart': {
+          const downMs = prng.int(2000, 5000);
+          await gate.hold(async () => {
+            if (needsStomp) {
+              await execFileP('bash', [ACTIVEMQ_SCRIPT, 'stop'], { timeout: 120_000 });
+              await sleep(downMs);
+              await execFileP('bash', [ACTIVEMQ_SCRIPT, 'start'], { timeout: 120_000 });
+            } else {
+              await admin.restartBroker(downMs);
+              if (lowered) await lowerLimit();
+            }
+            await publisher.open().catch(() => undefined);
+          });
+          return true;
+        }
+        case 'target-stall': {
+          targetProxy.stall();
+          await sleep(o.stallMs);
+          // Bytes swallowed during the stall leave half frames behind: reset those connections, as a network would.
+          targetProxy.cut();
+          targetProxy.resume();
+          return true;
+        }
+        case 'redis-restart': {
+          await o.redis.restart(prng.int(1000, 5000));
+          return true;
+        }
+        case 'poison-unroutable':
+          await injectPoison('unroutable');
+          return true;
+        case 'poison-too-large':
+          await injectPoison('too-large');
+          return true;
+      }
+    };
+
+    for (const ev of events) {
+      while (published < ev.at * total && publishing) await sleep(100);
+      await bridge.ensureRunning();
+      log(`fault ${ev.kind} (published ${published}/${total})`);
+      const ok = await inject(ev.kind).catch((err: unknown) => {
+        log(`fault ${ev.kind} failed: ${(err as Error).message}`);
+        return false;
+      });
+      if (ok) injected[ev.kind] = (injected[ev.kind] ?? 0) + 1;
+      // Let the bridge make progress between faults.
+      await sleep(1500);
+    }
+    await publishLoop;
+    log(`published ${record.sent.size} distinct + ${[...record.resends.values()].reduce((a, b) => a + b, 0)} re-sends + ${record.poison.size} poison; faults done`);
+
+    // ---- drain ----
+    await bridge.ensureRunning();
+    const quietMs = o.quietMs ?? 45_000;
+    const drainDeadline = Date.now() + (o.drainTimeoutMs ?? 300_000);
+    const seen = () => {
+      const s = new Set<number>();
+      const p = new Set<number>();
+      for (const m of [...target.messages, ...deadLetter.messages]) {
+        const head = m.body.subarray(0, 40).toString('latin1');
+        const a = /^seq=(\d+) /.exec(head);
+        if (a) s.add(Number(a[1]));
+        const b = /^poison=(\d+) /.exec(head);
+        if (b) p.add(Number(b[1]));
+      }
+      return { s, p };
+    };
+    let lastProgress = Date.now();
+    let lastCount = -1;
+    for (;;) {
+      await sleep(1000);
+      const { s, p } = seen();
+      const count = target.messages.length + deadLetter.messages.length;
+      if (count !== lastCount) {
+        lastCount = count;
+        lastProgress = Date.now();
+      }
+      const complete = [...record.sent.keys()].every((k) => s.has(k)) && [...record.poison.keys()].every((k) => p.has(k));
+      if (complete) {
+        // Wait a little longer for late extra copies (a resend after a reconnect).
+        await sleep(3000);
+        break;
+      }
+      if (Date.now() - Math.max(lastProgress, target.lastArrival, deadLetter.lastArrival) > quietMs) {
+        log(`target quiet for ${quietMs / 1000} s with messages missing: stopping the wait`);
+        break;
+      }
+      if (Date.now() > drainDeadline) {
+        log('drain timeout reached');
+        break;
+      }
+      await bridge.ensureRunning();
+    }
+    if (!sourceIsStomp) {
+      const conn = await amqp.connect(rabbitUrl, { clientProperties: { connection_name: `${HARNESS_CONNECTION_PREFIX} check` } });
+      const ch = await conn.createChannel();
+      leftAtSource = (await ch.checkQueue(srcQueue)).messageCount;
+      await conn.close();
+    }
+    await bridge.stop();
+    await sleep(1000);
+    for (const e of bridge.unexpectedExits) notes.push(e.slice(0, 500));
+    report = analyse({
+      path: o.path,
+      seed: o.seed,
+      faults: injected,
+      record,
+      target: target.messages,
+      deadLetter: deadLetter.messages,
+      durationMs: Date.now() - started,
+      ...(leftAtSource === undefined ? {} : { leftAtSource }),
+      notes,
+    });
+    return report;
+  } finally {
+    await bridge.stop().catch(() => undefined);
+    await Promise.allSettled([publisher.close(), target.stop(), deadLetter.stop()]);
+    await targetProxy.stop().catch(() => undefined);
+    if (lowered) {
+      await admin.setMaxMessageSize(originalMaxSize).catch((err: unknown) => log(`could not restore max_message_size: ${String(err)}`));
+      log(`RabbitMQ max_message_size restored to ${originalMaxSize ?? 'default'}`);
+    }
+    if (report && !process.env.FAULTS_KEEP) await admin.deleteVhost(vhost);
+  }
+}

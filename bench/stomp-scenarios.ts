@@ -58,6 +58,7 @@ async function amqpToStompBaseline(n: number): Promise<RunResult> {
   const counter = await countStomp(dst, n);
   const conn = await amqp.connect(process.env.AMQP_URL!);
   const stomp = await connect();
+  let closing = false;
   try {
     const ch = await conn.createChannel();
     await ch.prefetch(PREFETCH);
@@ -67,11 +68,18 @@ async function amqpToStompBaseline(n: number): Promise<RunResult> {
       const headers: Record<string, string> = { destination: `/queue/${dst}`, persistent: 'true', 'content-length': String(m.content.length) };
       const id = m.properties.headers?._AMQ_DUPL_ID;
       if (id !== undefined) headers._AMQ_DUPL_ID = String(id);
-      stomp.send(headers, m.content).then(() => ch.ack(m), () => undefined);
+      stomp.send(headers, m.content).then(
+        () => {
+          // The counting consumer may see the last messages before their receipts arrive here.
+          if (!closing) ch.ack(m);
+        },
+        () => undefined,
+      );
     });
     const t1 = await counter.done;
     return { rate: (n * 1000) / (t1 - t0) };
   } finally {
+    closing = true;
     await conn.close().catch(() => undefined);
     await stomp.disconnect(2000);
     await counter.close();

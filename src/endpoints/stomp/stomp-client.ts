@@ -134,6 +134,7 @@ const MAX_INCOMING_LINE = 256 * 1024;
 const MAX_INCOMING_HEADERS = 4096;
 const ERROR_BODY_LIMIT = 4096;
 const DEFAULT_DISCONNECT_TIMEOUT = 2000;
+const NUL = Buffer.from([0]);
 
 /**
  * Connects to the first URL of `conn.urls` that answers, in order. Resolves with an open session; rejects with
@@ -426,11 +427,42 @@ class Session implements StompSession {
     return promise;
   }
 
+  private corked = false;
+
+  /**
+   * Writes one frame as a single buffer straight to the socket. stompit's own writer sends every header line and the
+   * body as separate socket writes, each waiting for the previous one to flush: ~1,000 msgs/s for transacted SENDs.
+   * stompit still reads frames, sends CONNECT and SUBSCRIBE (each awaited before anything else is written here) and
+   * heart-beats (a lone newline, harmless between frames: every frame here is one write).
+   */
   private write(command: string, headers: StompHeaders, body?: Buffer): void {
-    // A write error destroys the client inside stompit (and `ended` reports it); nothing to catch here.
-    const frame = this.client.sendFrame(command, headers);
-    if (body !== undefined && body.length > 0) frame.end(body);
-    else frame.end();
+    const socket = this.client.getTransportSocket();
+    if (socket.destroyed || !socket.writable) return;
+    // Frames written in one tick leave in one writev.
+    if (!this.corked) {
+      socket.cork();
+      this.corked = true;
+      process.nextTick(() => {
+        this.corked = false;
+        socket.uncork();
+      });
+    }
+    let head = command;
+    for (const [name, value] of Object.entries(headers)) head += `\n${this.escape(name)}:${this.escape(value)}`;
+    head += '\n\n';
+    const parts: Buffer[] = [Buffer.from(head, 'utf8')];
+    if (body !== undefined && body.length > 0) parts.push(body);
+    parts.push(NUL);
+    // A write error destroys the socket, and stompit reports the end through `ended`; nothing to catch here.
+    socket.write(Buffer.concat(parts));
+  }
+
+  /** STOMP 1.1/1.2 header escaping (1.0 has none; CONNECT, which is never escaped, is sent by stompit). */
+  private escape(text: string): string {
+    if (this.version === '1.0' || !/[\\\n\r:]/.test(text)) return text;
+    let out = text.replace(/\\/g, '\\\\').replace(/\n/g, '\\n').replace(/:/g, '\\c');
+    if (this.version === '1.2') out = out.replace(/\r/g, '\\r');
+    return out;
   }
 
   private settle(receipt: string): void {

@@ -146,7 +146,7 @@ describe('RedisIdCache', () => {
       const first = await reserve('x', 't1', 150);
       expect(first).toEqual([1, 0]);
       expect(await reserve('x', 't1', 150)).toEqual(first);
-      expect(await reserve('x', 't2', 150)).toEqual([3]);
+      expect(await reserve('x', 't2', 150)).toEqual([3, 0]);
 
       await sleep(250);
       const takeover = await reserve('x', 't2', 150);

@@ -20,7 +20,7 @@ import type { Logger } from '../log.js';
 import type { BridgeMessage, SourceDelivery } from './message.js';
 import type { SourceEndpoint, TargetEndpoint } from './ports.js';
 import type { Metrics } from './metrics.js';
-import { BridgeError, FatalBridgeError, MessageRejectedError, isTransient } from './errors.js';
+import { BridgeError, FatalBridgeError, MessageRejectedError, TransientError, isTransient } from './errors.js';
 import { POSSIBLE_DUPLICATE_HEADER, fingerprint, newStampedId, readDuplicateId, withDuplicateId } from './duplicate-id.js';
 import { Deque } from './deque.js';
 
@@ -206,6 +206,10 @@ export class BridgeSession {
           if (claim.status === 'claimed') {
             job.id = claim.id;
             job.stampFingerprint = fp;
+            if (this.failure) {
+              void cache.releaseStamp(source.address, fp, claim.id, job.token).catch(() => undefined);
+              throw this.failure;
+            }
           }
         }
         if (job.id === undefined) {
@@ -213,11 +217,21 @@ export class BridgeSession {
           await this.cacheCall(() => cache.recordStamp(source.address, fp, stamped, job.token));
           job.id = stamped;
           job.stampFingerprint = fp;
+          if (this.failure) {
+            void cache.releaseStamp(source.address, fp, stamped, job.token).catch(() => undefined);
+            throw this.failure;
+          }
         }
       }
     }
     const id = job.id;
     const result: ReserveResult = await this.cacheCall(() => cache.reserve(target.address, id, job.token));
+    if (this.failure) {
+      // The session ended while the reservation was on its way: teardown has already given back what it knew of.
+      if (result.status === 'reserved') void cache.release(target.address, id, job.token, false).catch(() => undefined);
+      if (job.stampFingerprint !== undefined) void cache.releaseStamp(source.address, job.stampFingerprint, id, job.token).catch(() => undefined);
+      throw this.failure;
+    }
     if (result.status === 'busy') return 'busy';
     if (result.status === 'duplicate') return 'duplicate';
     job.reserved = true;
@@ -363,6 +377,7 @@ export class BridgeSession {
       },
       (err: unknown) => {
         this.sendSettled();
+        if (err instanceof TransientError && !err.outcomeUnknown) job.sent = false;
         this.onSendFailed(job, err);
       },
     );
@@ -392,6 +407,8 @@ export class BridgeSession {
       },
       (err: unknown) => {
         this.sendSettled();
+        // The target knows nothing of the batch was committed: its resend need not be flagged.
+        if (err instanceof TransientError && !err.outcomeUnknown) for (const job of jobs) job.sent = false;
         if (this.failure) return;
         if (err instanceof MessageRejectedError) {
           // The transaction as a whole was refused; we cannot tell which message caused it. Nothing of it was

@@ -173,7 +173,17 @@ export function sendAsText(contentType: string | undefined, contentEncoding: str
     return false; // gzip and friends: bytes, whatever the content type says
   }
   if (!isTextContentType(contentType)) return false;
-  return !body.includes(0) && isUtf8(body);
+  return !body.includes(0) && !hasFourByteSequence(body) && isUtf8(body);
+}
+
+/**
+ * ActiveMQ's Java client reads a TextMessage with modified UTF-8 and cannot decode 4-byte sequences (emoji and other
+ * characters outside the Basic Multilingual Plane): getText() throws UTFDataFormatException. Such bodies go as
+ * BytesMessage, byte for byte.
+ */
+function hasFourByteSequence(body: Buffer): boolean {
+  for (let i = 0; i < body.length; i++) if (body[i]! >= 0xf0) return true;
+  return false;
 }
 
 /** text/*, JSON, XML (also `+json`/`+xml` suffixes), or any type whose charset is UTF-8; never another charset. */

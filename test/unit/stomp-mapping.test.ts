@@ -183,9 +183,15 @@ describe('toStomp / fromStomp', () => {
 
 describe('text or binary', () => {
   it('sends text bodies without content-length', () => {
-    const out = toStomp(msg({ body: Buffer.from('grüße 🎉\r\nline 2'), properties: { contentType: 'text/plain; charset=utf-8' } }));
+    const out = toStomp(msg({ body: Buffer.from('grüße ✓\r\nline 2'), properties: { contentType: 'text/plain; charset=utf-8' } }));
     expect(out.text).toBe(true);
     expect(out.headers['content-length']).toBeUndefined();
+  });
+
+  it('sends text with 4-byte UTF-8 sequences (emoji) as bytes: ActiveMQ Java clients cannot decode them from a TextMessage', () => {
+    const out = toStomp(msg({ body: Buffer.from('party 🎉'), properties: { contentType: 'text/plain; charset=utf-8' } }));
+    expect(out.text).toBe(false);
+    expect(out.headers['content-length']).toBe(String(Buffer.byteLength('party 🎉')));
   });
 
   it('sends bytes with content-length: NUL bytes, invalid UTF-8, binary or missing content types', () => {

@@ -6,7 +6,7 @@
  * redelivers it with `redelivered:true` and the same `message-id`, which is the delivery's stableId.
  */
 import type { StompConnectionConfig } from '../../config/types.js';
-import { FatalBridgeError, TransientError } from '../../core/errors.js';
+import { TransientError } from '../../core/errors.js';
 import type { SourceDelivery } from '../../core/message.js';
 import type { SourceEndpoint, SourceHandlers } from '../../core/ports.js';
 import type { Logger } from '../../log.js';
@@ -65,7 +65,9 @@ export class StompSource implements SourceEndpoint {
       session.destroy();
       if (err instanceof TransientError) throw err;
       // An ERROR frame answering SUBSCRIBE (bad destination, not authorised): reconnecting will not help.
-      throw new FatalBridgeError(`${this.description}: the broker refused the subscription: ${(err as Error).message}`, { cause: err });
+      // Retried, not fatal: ActiveMQ also refuses subscriptions while it starts or stops, and a bridge that stopped
+      // for good over that would need an operator. A lasting refusal shows as one log line per change of reason.
+      throw new TransientError(`${this.description}: the broker refused the subscription: ${(err as Error).message}`, { cause: err });
     }
     this.log.info({ peer: session.peer, version: session.version, server: session.server }, `${this.description} consuming`);
   }

@@ -220,6 +220,28 @@ describe.skipIf(!existsSync(bridgesYaml))('bridges.yaml as the compose bridge se
     );
   });
 
+  it('has RabbitMQ declare at boot every AMQP queue the bridges read from or write to (the bridge declares none)', async () => {
+    const config = await load();
+    const rabbit = service('rabbitmq');
+    const mounts = strings(rabbit.volumes).map((v) => v.split(':'));
+    const defsMount = mounts.find((m) => m[1] === '/etc/rabbitmq/definitions.json');
+    const confMount = mounts.find((m) => m[1] === '/etc/rabbitmq/rabbitmq.conf');
+    expect(defsMount, 'definitions.json mounted').toBeDefined();
+    expect(confMount, 'rabbitmq.conf mounted').toBeDefined();
+    const conf = read(confMount![0]!.replace(/^\.\//, ''));
+    expect(conf).toMatch(/^definitions\.local\.path = \/etc\/rabbitmq\/definitions\.json$/m);
+    // Definitions imported at boot replace the default user; a remote guest also needs loopback_users off.
+    expect(conf).toMatch(/^loopback_users\.guest = false$/m);
+    const defs = JSON.parse(read(defsMount![0]!.replace(/^\.\//, ''))) as { users: { name: string }[]; queues: { name: string; durable: boolean }[] };
+    expect(defs.users.map((u) => u.name)).toContain('guest');
+    const declared = new Set(defs.queues.filter((q) => q.durable).map((q) => q.name));
+    const needed = config.bridges.flatMap((b) =>
+      [b.source, b.target, b.deadLetter].filter((e) => e !== undefined && e.connection.type === 'amqp' && !('exchange' in e && e.exchange)).map((e) => e!.queue),
+    );
+    expect(needed.length).toBeGreaterThan(0);
+    for (const q of needed) expect(declared, `queue ${q}`).toContain(q);
+  });
+
   it('gives the drain time to finish before compose kills the bridge', async () => {
     const config = await load();
     expect(durationMs(bridge.stop_grace_period)).toBeGreaterThan(config.shutdownTimeout);

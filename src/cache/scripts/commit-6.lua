@@ -34,6 +34,12 @@ end
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 
+local markers = redis.call('ZCARD', KEYS[6]) > 0
+-- One sequence read and write per call, and one eviction after all commits: the resulting set is the same as
+-- evicting after every commit (the oldest entries by sequence go first).
+local seq = tonumber(redis.call('GET', KEYS[3]) or '0')
+local first = seq
+
 local function commit(id, token)
   local cur = redis.call('HGET', KEYS[4], id)
   if cur then
@@ -43,7 +49,7 @@ local function commit(id, token)
       redis.call('ZREM', KEYS[5], id)
     end
   end
-  redis.call('ZREM', KEYS[6], id)
+  if markers then redis.call('ZREM', KEYS[6], id) end
 
   if redis.call('ZSCORE', KEYS[1], id) then
     local at = tonumber(redis.call('HGET', KEYS[2], id))
@@ -53,18 +59,18 @@ local function commit(id, token)
     redis.call('HDEL', KEYS[2], id)
   end
 
-  local seq = redis.call('INCR', KEYS[3])
+  seq = seq + 1
   redis.call('ZADD', KEYS[1], seq, id)
   redis.call('HSET', KEYS[2], id, now)
-
-  local excess = redis.call('ZCARD', KEYS[1]) - size
-  if excess > 0 then
-    local popped = redis.call('ZPOPMIN', KEYS[1], excess)
-    for i = 1, #popped, 2 do redis.call('HDEL', KEYS[2], popped[i]) end
-  end
 end
 
 for _, it in ipairs(items) do commit(it[1], it[2]) end
+if seq > first then redis.call('SET', KEYS[3], string.format('%.0f', seq)) end
+local excess = redis.call('ZCARD', KEYS[1]) - size
+if excess > 0 then
+  local popped = redis.call('ZPOPMIN', KEYS[1], excess)
+  for i = 1, #popped, 2 do redis.call('HDEL', KEYS[2], popped[i]) end
+end
 
 if ttl > 0 then
   local oldest = redis.call('ZRANGE', KEYS[1], 0, batch - 1)

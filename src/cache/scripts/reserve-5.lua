@@ -71,6 +71,9 @@ if ttl > 0 then
   end
 end
 
+-- Markers are rare: when there are none, skip looking for them per ID.
+local markers = redis.call('ZCARD', KEYS[5]) > 0
+
 local function reserve(id, token)
   -- Recorded?
   if redis.call('ZSCORE', KEYS[1], id) then
@@ -94,13 +97,13 @@ local function reserve(id, token)
     if owner == token then return 1, tonumber(flag) end
     if exp and tonumber(exp) > now then return 3, 0 end
     pd = 1
-  else
+  elseif markers then
     local marker = redis.call('ZSCORE', KEYS[5], id)
     if marker and tonumber(marker) > now then pd = 1 end
   end
 
   -- The flag now lives with the reservation; a release keeps it (see release-3.lua), a commit ends it.
-  redis.call('ZREM', KEYS[5], id)
+  if markers then redis.call('ZREM', KEYS[5], id) end
   local expiry = now + lease
   redis.call('HSET', KEYS[3], id, token .. '|' .. string.format('%.0f', expiry) .. '|' .. pd)
   redis.call('ZADD', KEYS[4], expiry, id)

@@ -288,6 +288,42 @@ describe('AMQP → AMQP bridge', () => {
     expect(bridge.count((l) => /refused a message: sending it again/.test(l.msg))).toBe(10);
   });
 
+  it('drains on SIGTERM mid-stream: exit 0, and after a restart every message is at the target exactly once', async () => {
+    const [src, dst] = await newQueues('src', 'dst');
+    const { yaml } = config({ bridges: [{ sourceQueue: src!, target: `queue: "${dst}"`, extra: { prefetch: 200 } }], idCache: { 'id-cache-size': 10000 } });
+    await amqp.publish(src!, numbered(3000));
+    let bridge = await start(yaml);
+    await amqp.waitForCount(dst!, (n) => n >= 500);
+    expect(await bridge.stop()).toBe(0);
+    expect(bridge.count((l) => /shutting down/.test(l.msg))).toBe(1);
+    expect(await amqp.count(dst!)).toBeLessThan(3000);
+    bridge = await start(yaml);
+    await amqp.waitForCount(src!, (n) => n === 0);
+    expect(await amqp.settledCount(dst!)).toBe(3000);
+    const got = await amqp.drain(dst!);
+    expect(new Set(got.map(idOf)).size).toBe(3000);
+    // Nothing was forwarded twice: a clean drain leaves no send of unknown outcome behind.
+    expect(got.filter((m) => m.headers[POSSIBLE_DUP] === true)).toHaveLength(0);
+  });
+
+  it('never prints credentials: URLs in logs and errors carry no user:password', async () => {
+    const [src] = await newQueues('src');
+    // A wrong password makes the bridge log connection errors, which are the likeliest place for a URL to leak.
+    const secret = 'not-the-password-4711';
+    const url = new URL(services.amqpUrl);
+    url.password = secret;
+    const { yaml } = config({ bridges: [{ sourceQueue: src!, target: 'queue: nowhere' }], amqpUrl: url.toString() });
+    const bridge = BridgeProcess.start(writeConfig(yaml));
+    running.push(bridge);
+    await bridge.waitForLog((l) => l.level >= 40, 30_000);
+    await new Promise((r) => setTimeout(r, 500));
+    const everything = JSON.stringify(bridge.logs) + bridge.stderr.join('');
+    // The failure is reported, and names the broker (host and port), just not the credentials.
+    expect(everything).toContain(`${url.hostname}:${url.port}`);
+    expect(everything).not.toContain(secret);
+    expect(everything).not.toMatch(/amqp:\/\/[^\s"@/]*:[^\s"@/]*@/);
+  });
+
   it('stops with a clear error instead of dropping when a message is refused and there is no dead-letter destination', async () => {
     const [src] = await newQueues('src');
     const { yaml } = config({ bridges: [{ sourceQueue: src!, target: `exchange: "amq.direct", routing-key: "${src}-nobody"`, extra: { 'max-delivery-attempts': 2 } }] });

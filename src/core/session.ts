@@ -254,6 +254,8 @@ export class BridgeSession {
             const waited = Date.now() - batchStarted;
             // A full prefetch window brings no new deliveries: waiting would only add latency.
             if (waited >= this.cfg.maxBatchTime || this.unsettled.size >= this.cfg.prefetch || this.draining) {
+              await this.untilSendable();
+              if (this.failure) break;
               this.sendBatch(batch);
               batch = [];
               continue;
@@ -274,6 +276,8 @@ export class BridgeSession {
           // Wait in line: letting later messages overtake a redelivery whose ID is not known yet could let the
           // circular cache evict that ID before we learn it, and the copy would then pass unflagged.
           if (batch.length > 0) {
+            await this.untilSendable();
+            if (this.failure) break;
             this.sendBatch(batch);
             batch = [];
           }
@@ -294,8 +298,7 @@ export class BridgeSession {
           this.dropDuplicate(job);
           continue;
         }
-        while (this.blocked && !this.failure) await new Promise<void>((r) => (this.unblock = r));
-        while (this.isolating && !this.failure) await new Promise<void>((r) => (this.resumeAfterIsolation = r));
+        await this.untilSendable();
         if (this.failure) break;
         if (batchSize > 1) {
           if (batch.length === 0) batchStarted = Date.now();
@@ -310,6 +313,16 @@ export class BridgeSession {
       }
     } catch (err) {
       this.fail(err);
+    }
+  }
+
+  /** Waits while the target blocks publishing (flow control) or suspects are being resent one at a time. */
+  private async untilSendable(): Promise<void> {
+    while (!this.failure && (this.blocked || this.isolating)) {
+      await new Promise<void>((resolve) => {
+        if (this.blocked) this.unblock = resolve;
+        else this.resumeAfterIsolation = resolve;
+      });
     }
   }
 
@@ -622,6 +635,8 @@ export class BridgeSession {
     this.failure = error;
     this.wakeLoop?.();
     this.unblock?.();
+    this.resumeAfterIsolation?.();
+    this.onSendsIdle?.();
     this.wakeDrain?.();
     if (this.barrierTimer) clearInterval(this.barrierTimer);
     void this.teardown(error);

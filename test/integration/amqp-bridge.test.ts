@@ -275,8 +275,9 @@ describe('AMQP → AMQP bridge', () => {
     });
     const bridge = await start(yaml);
     await amqp.publish(src!, numbered(5));
-    await amqp.waitForCount(src!, (n) => n === 0);
+    await amqp.waitForCount(dlq!, (n) => n >= 5, 60_000);
     expect(await amqp.settledCount(dlq!)).toBe(5);
+    expect(await amqp.count(src!)).toBe(0);
     const dead = await amqp.drain(dlq!);
     expect(dead.map(idOf).sort()).toEqual(['id-0', 'id-1', 'id-2', 'id-3', 'id-4']);
     for (const m of dead) {

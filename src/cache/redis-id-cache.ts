@@ -181,7 +181,7 @@ export class RedisIdCache implements IdCache {
   }
 
   /**
-   * Reserves and commits are gathered per address for one turn of the event loop and sent as one script call each
+   * Reserves and commits are gathered per address while one callback runs and sent as one script call each
    * (the scripts take many id/token pairs): a bridge with hundreds of messages in flight then costs Redis and ioredis
    * a few calls per turn instead of two per message. Every pair is still handled exactly as if sent alone, and a
    * replayed call is still idempotent per token.
@@ -388,7 +388,7 @@ interface BatchItem<R> {
 /** Most pairs per script call: keeps one call's time inside Redis short (~30 µs a pair). */
 const MAX_BATCH = 200;
 
-/** Collects calls per address during one event-loop turn and hands them over in chunks of at most MAX_BATCH. */
+/** Collects calls per address until the current callback returns, and hands them over in chunks of at most MAX_BATCH. */
 class AddressBatcher<R> {
   private queued = new Map<string, BatchItem<R>[]>();
   private scheduled = false;
@@ -403,7 +403,9 @@ class AddressBatcher<R> {
       else this.queued.set(address, [item]);
       if (!this.scheduled) {
         this.scheduled = true;
-        setImmediate(() => this.flush());
+        // nextTick, not setImmediate: the calls made while one socket read is handled (a burst of deliveries or
+        // confirms) still form one batch, without waiting behind the rest of the event loop (~3 ms measured).
+        process.nextTick(() => this.flush());
       }
     });
   }

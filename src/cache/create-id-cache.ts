@@ -33,38 +33,3 @@ export function createIdCache(config: IdCacheConfig, log: Logger): IdCache {
     log: log.child({ component: 'id-cache' }),
   });
 }
-
-/** What one bridge can have in flight towards one target address. */
-export interface InFlightShare {
-  bridge: string;
-  /** The target address (TargetEndpoint.address, or any stable name of the destination). */
-  address: string;
-  /** The most unacknowledged messages the bridge holds at once (its prefetch). */
-  inFlight: number;
-}
-
-/**
- * Warns at start, per target address, when id-cache-size is smaller than what can be in flight there (the sum over
- * the bridges forwarding to it × replicas): a resend of a message could then find its ID already evicted.
- * Returns the addresses it warned about.
- */
-export function warnIfIdCacheTooSmall(config: IdCacheConfig, shares: InFlightShare[], log: Logger): string[] {
-  const byAddress = new Map<string, { inFlight: number; bridges: string[] }>();
-  for (const s of shares) {
-    const entry = byAddress.get(s.address) ?? { inFlight: 0, bridges: [] };
-    entry.inFlight += s.inFlight;
-    entry.bridges.push(s.bridge);
-    byAddress.set(s.address, entry);
-  }
-  const warned: string[] = [];
-  for (const [address, { inFlight, bridges }] of byAddress) {
-    const total = inFlight * Math.max(1, config.replicas);
-    if (config.idCacheSize >= total) continue;
-    warned.push(address);
-    log.warn(
-      { address, bridges, idCacheSize: config.idCacheSize, inFlight: total },
-      `id-cache-size ${config.idCacheSize} is smaller than the ${total} messages that can be in flight to ${address} (prefetch × replicas): a resend could fall outside the duplicate-ID cache; raise id-cache-size to at least ${total}`,
-    );
-  }
-  return warned;
-}

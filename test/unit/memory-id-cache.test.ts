@@ -3,7 +3,7 @@ import { pino } from 'pino';
 import type { Logger } from '../../src/log.js';
 import { describe, expect, it } from 'vitest';
 import { MemoryIdCache, type MemoryIdCacheOptions } from '../../src/cache/memory-id-cache.js';
-import { createIdCache, warnIfIdCacheTooSmall } from '../../src/cache/create-id-cache.js';
+import { createIdCache } from '../../src/cache/create-id-cache.js';
 import type { IdCacheConfig } from '../../src/config/types.js';
 import { idCacheContract, type CacheOptions } from '../support/id-cache-contract.js';
 
@@ -137,22 +137,5 @@ describe('createIdCache', () => {
     const warning = lines.find((l) => l.level === 40);
     expect(warning?.msg).toMatch(/^duplicate-ID cache is in memory: it is lost on restart/);
     expect(JSON.stringify(lines)).not.toContain('secret');
-  });
-
-  it('warns when id-cache-size is smaller than what can be in flight to one address', () => {
-    const { log, lines } = capture();
-    const warned = warnIfIdCacheTooSmall(
-      { ...config, idCacheSize: 1000, replicas: 2 },
-      [
-        { bridge: 'a', address: 'rabbit/orders', inFlight: 300 },
-        { bridge: 'b', address: 'rabbit/orders', inFlight: 300 },
-        { bridge: 'c', address: 'rabbit/invoices', inFlight: 500 },
-      ],
-      log,
-    );
-    expect(warned).toEqual(['rabbit/orders']);
-    expect(lines.filter((l) => l.level === 40).map((l) => l.msg)).toEqual([
-      'id-cache-size 1000 is smaller than the 1200 messages that can be in flight to rabbit/orders (prefetch × replicas): a resend could fall outside the duplicate-ID cache; raise id-cache-size to at least 1200',
-    ]);
   });
 });

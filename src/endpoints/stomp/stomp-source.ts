@@ -11,15 +11,10 @@ import type { SourceDelivery } from '../../core/message.js';
 import type { SourceEndpoint, SourceHandlers } from '../../core/ports.js';
 import type { Logger } from '../../log.js';
 import { fromStomp } from '../../mapping/stomp-mapping.js';
-import { stompAddress, stompDestination } from './address.js';
-import { connectStomp, type StompMessage, type StompSession } from './stomp-client.js';
+import type { StompMessage } from './stomp-client.js';
+import { StompEndpoint } from './stomp-endpoint.js';
 
-export class StompSource implements SourceEndpoint {
-  readonly description: string;
-  readonly address: string;
-  private readonly destination: string;
-  private session: StompSession | undefined;
-  private closed = false;
+export class StompSource extends StompEndpoint implements SourceEndpoint {
   private consuming = true;
   private seq = 0;
   /** The frame to ACK for each delivery not acked yet; removed on ack, so a second ack is a no-op. */
@@ -29,29 +24,16 @@ export class StompSource implements SourceEndpoint {
   private dropped = 0;
 
   constructor(
-    private readonly conn: StompConnectionConfig,
+    conn: StompConnectionConfig,
     queue: string,
     private readonly prefetch: number,
-    private readonly log: Logger,
+    log: Logger,
   ) {
-    this.destination = stompDestination(queue);
-    this.description = `stomp ${conn.name} source '${this.destination}'`;
-    this.address = stompAddress(conn, this.destination);
+    super(conn, queue, 'source', log);
   }
 
   async open(handlers: SourceHandlers): Promise<void> {
-    if (this.session || this.closed) throw new TypeError(`${this.description} can be opened once`);
-    const session = await connectStomp(this.conn, this.log);
-    this.session = session;
-    if (this.closed) {
-      session.destroy();
-      throw new TransientError(`${this.description} was closed while opening`);
-    }
-    session.onLost((error) => {
-      if (this.closed) return;
-      this.closed = true;
-      handlers.onLost(error);
-    });
+    const session = await this.connect((error) => handlers.onLost(error));
     try {
       await session.subscribe(
         {
@@ -64,9 +46,9 @@ export class StompSource implements SourceEndpoint {
     } catch (err) {
       session.destroy();
       if (err instanceof TransientError) throw err;
-      // An ERROR frame answering SUBSCRIBE (bad destination, not authorised): reconnecting will not help.
-      // Retried, not fatal: ActiveMQ also refuses subscriptions while it starts or stops, and a bridge that stopped
-      // for good over that would need an operator. A lasting refusal shows as one log line per change of reason.
+      // An ERROR frame answering SUBSCRIBE. Retried, not fatal: ActiveMQ also refuses subscriptions while it starts or
+      // stops, and a bridge that stopped for good over that would need an operator. A lasting refusal (bad
+      // destination, not authorised) shows as one log line per change of reason.
       throw new TransientError(`${this.description}: the broker refused the subscription: ${(err as Error).message}`, { cause: err });
     }
     this.log.info({ peer: session.peer, version: session.version, server: session.server }, `${this.description} consuming`);
@@ -100,11 +82,9 @@ export class StompSource implements SourceEndpoint {
     return Promise.resolve();
   }
 
-  async close(): Promise<void> {
-    if (this.closed && !this.session?.isOpen) return;
-    this.closed = true;
-    if (this.dropped > 0) this.log.debug({ dropped: this.dropped }, `${this.description}: ${this.dropped} message(s) left for redelivery`);
-    await this.session?.disconnect();
+  override async close(): Promise<void> {
+    if (!this.closed && this.dropped > 0) this.log.debug({ dropped: this.dropped }, `${this.description}: ${this.dropped} message(s) left for redelivery`);
+    await super.close();
   }
 
   private onMessage(message: StompMessage, handlers: SourceHandlers): void {

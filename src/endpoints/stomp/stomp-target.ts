@@ -12,8 +12,8 @@ import type { BridgeMessage } from '../../core/message.js';
 import type { TargetEndpoint, TargetHandlers } from '../../core/ports.js';
 import type { Logger } from '../../log.js';
 import { toStomp, type StompHeaders } from '../../mapping/stomp-mapping.js';
-import { stompAddress, stompDestination } from './address.js';
-import { connectStomp, type StompSession } from './stomp-client.js';
+import type { StompSession } from './stomp-client.js';
+import { StompEndpoint } from './stomp-endpoint.js';
 
 /** ActiveMQ 5.x STOMP limits (StompWireFormat): exceeding one closes the connection. */
 export const STOMP_FRAME_LIMITS = {
@@ -22,38 +22,20 @@ export const STOMP_FRAME_LIMITS = {
   maxBodyBytes: 100 * 1024 * 1024,
 } as const;
 
-export class StompTarget implements TargetEndpoint {
-  readonly description: string;
-  readonly address: string;
-  private readonly destination: string;
-  private session: StompSession | undefined;
-  private closed = false;
+export class StompTarget extends StompEndpoint implements TargetEndpoint {
   private nextTx = 0;
 
   constructor(
-    private readonly conn: StompConnectionConfig,
+    conn: StompConnectionConfig,
     destination: string,
     private readonly confirmTimeout: number,
-    private readonly log: Logger,
+    log: Logger,
   ) {
-    this.destination = stompDestination(destination);
-    this.description = `stomp ${conn.name} target '${this.destination}'`;
-    this.address = stompAddress(conn, this.destination);
+    super(conn, destination, 'target', log);
   }
 
   async open(handlers: TargetHandlers): Promise<void> {
-    if (this.session || this.closed) throw new TypeError(`${this.description} can be opened once`);
-    const session = await connectStomp(this.conn, this.log);
-    this.session = session;
-    if (this.closed) {
-      session.destroy();
-      throw new TransientError(`${this.description} was closed while opening`);
-    }
-    session.onLost((error) => {
-      if (this.closed) return;
-      this.closed = true;
-      handlers.onLost(error);
-    });
+    const session = await this.connect((error) => handlers.onLost(error));
     this.log.info({ peer: session.peer, version: session.version, server: session.server }, `${this.description} open`);
   }
 
@@ -108,12 +90,6 @@ export class StompTarget implements TargetEndpoint {
       }
       throw err;
     }
-  }
-
-  async close(): Promise<void> {
-    if (this.closed && !this.session?.isOpen) return;
-    this.closed = true;
-    await this.session?.disconnect();
   }
 
   private openSession(): StompSession | undefined {

@@ -1,0 +1,56 @@
+/**
+ * What the STOMP source and target share: one session per endpoint object, opened once, reported lost once, closed
+ * with a DISCONNECT. The subclasses add what they do with the session (SUBSCRIBE and ACK, or SEND and COMMIT).
+ */
+import type { StompConnectionConfig } from '../../config/types.js';
+import { TransientError } from '../../core/errors.js';
+import type { Logger } from '../../log.js';
+import { stompAddress, stompDestination } from './address.js';
+import { connectStomp, type StompSession } from './stomp-client.js';
+
+export abstract class StompEndpoint {
+  readonly description: string;
+  readonly address: string;
+  protected readonly destination: string;
+  protected session: StompSession | undefined;
+  /** Set by close() and by a loss: nothing more is done on the session. */
+  protected closed = false;
+
+  protected constructor(
+    protected readonly conn: StompConnectionConfig,
+    queue: string,
+    role: 'source' | 'target',
+    protected readonly log: Logger,
+  ) {
+    this.destination = stompDestination(queue);
+    this.description = `stomp ${conn.name} ${role} '${this.destination}'`;
+    this.address = stompAddress(conn, this.destination);
+  }
+
+  /**
+   * Connects (once per object). `onLost` fires at most once, for a loss that close() did not cause. Rejects with
+   * TransientError when close() came while connecting.
+   */
+  protected async connect(onLost: (error: TransientError) => void): Promise<StompSession> {
+    if (this.session || this.closed) throw new TypeError(`${this.description} can be opened once`);
+    const session = await connectStomp(this.conn, this.log);
+    this.session = session;
+    if (this.closed) {
+      session.destroy();
+      throw new TransientError(`${this.description} was closed while opening`);
+    }
+    session.onLost((error) => {
+      if (this.closed) return;
+      this.closed = true;
+      onLost(error);
+    });
+    return session;
+  }
+
+  /** DISCONNECT (bounded wait) and close. Never throws. */
+  async close(): Promise<void> {
+    if (this.closed && !this.session?.isOpen) return;
+    this.closed = true;
+    await this.session?.disconnect();
+  }
+}

@@ -111,7 +111,6 @@ export class BridgeSession {
   private resumeAfterIsolation?: () => void;
   private barrierTimer?: NodeJS.Timeout;
   private resolveEnded!: (end: SessionEnd) => void;
-  private ended?: SessionEnd;
   /** Resolves once, when the session has ended and its connections are closed. */
   readonly finished: Promise<SessionEnd>;
 
@@ -654,8 +653,7 @@ export class BridgeSession {
         sleep(ABANDON_TIMEOUT_MS),
       ]);
     }
-    this.ended = error instanceof SessionStopped ? { kind: 'stopped' } : { kind: 'failed', error };
-    this.resolveEnded(this.ended);
+    this.resolveEnded(error instanceof SessionStopped ? { kind: 'stopped' } : { kind: 'failed', error });
   }
 
   /** Gives back what an unfinished message held, so that its redelivery need not wait for a lease to expire. */

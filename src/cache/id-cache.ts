@@ -58,3 +58,24 @@ export interface IdCache {
 
   close(): Promise<void>;
 }
+
+/** The cache's semantics, the same for every implementation (from IdCacheConfig, plus housekeeping bounds). */
+export interface IdCacheSemantics {
+  /** id-cache-size: IDs kept per address. */
+  size: number;
+  /** id-cache-ttl in ms; undefined = no expiry by age. */
+  ttl?: number;
+  /** Reservation and stamp-claim lease, ms. */
+  lease: number;
+  /**
+   * How long an "uncertain" marker (a send of unknown outcome, or a reservation whose owner vanished) is remembered,
+   * so that the next reserve of the ID answers possibleDuplicate. Default 24 h.
+   */
+  markerRetention?: number;
+  /** Most uncertain markers kept per address; the oldest beyond it are dropped. Default 100 000. */
+  maxMarkers?: number;
+  /** A fingerprint's stamp record is forgotten after this long without a write. Default 24 h. */
+  stampTtl?: number;
+  /** Most expired entries one call cleans up (bounded work per call). Default 100. */
+  cleanupBatch?: number;
+}

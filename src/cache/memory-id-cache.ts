@@ -6,23 +6,9 @@
  * Maps iterate in insertion order. Every write re-inserts its entry with `now + <constant>` as expiry, so the first
  * entries are always the oldest: expiry and eviction look only at the front (bounded work per call).
  */
-import type { ClaimResult, IdCache, ReserveResult } from './id-cache.js';
+import type { ClaimResult, IdCache, IdCacheSemantics, ReserveResult } from './id-cache.js';
 
-export interface MemoryIdCacheOptions {
-  /** id-cache-size: IDs kept per address. */
-  size: number;
-  /** id-cache-ttl in ms; undefined = no expiry by age. */
-  ttl?: number;
-  /** Reservation and stamp-claim lease, ms. */
-  lease: number;
-  /** How long an uncertain marker is remembered. Default 24 h. */
-  markerRetention?: number;
-  /** Most uncertain markers kept per address. Default 100 000. */
-  maxMarkers?: number;
-  /** A fingerprint's stamp record is forgotten after this long without a write. Default 24 h. */
-  stampTtl?: number;
-  /** Most expired entries one call cleans up. Default 100. */
-  cleanupBatch?: number;
+export interface MemoryIdCacheOptions extends IdCacheSemantics {
   /** The clock, in ms (tests pass a fake one). Default Date.now. */
   now?: () => number;
 }

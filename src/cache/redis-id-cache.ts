@@ -11,7 +11,7 @@
 import { readdirSync, readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { Redis, type RedisOptions } from 'ioredis';
-import type { ClaimResult, IdCache, ReserveResult } from './id-cache.js';
+import type { ClaimResult, IdCache, IdCacheSemantics, ReserveResult } from './id-cache.js';
 import { addressKeys, stampKey } from './keys.js';
 import { ScriptStatus, ScriptReplyError, decodeScriptReply } from './script-status.js';
 import { TransientError, redactUrl } from '../core/errors.js';
@@ -70,27 +70,10 @@ export function defineScripts(redis: Redis): void {
   for (const [name, def] of Object.entries(loadScripts())) redis.defineCommand(name, def);
 }
 
-export interface RedisIdCacheOptions {
+export interface RedisIdCacheOptions extends IdCacheSemantics {
   /** redis:// or rediss:// URL (credentials allowed; they never reach logs or errors). */
   url: string;
   keyPrefix: string;
-  /** id-cache-size: IDs kept per address. */
-  size: number;
-  /** id-cache-ttl in ms; undefined = no expiry by age. */
-  ttl?: number;
-  /** Reservation and stamp-claim lease, ms. */
-  lease: number;
-  /**
-   * How long an "uncertain" marker (a send of unknown outcome, or a reservation whose owner vanished) is remembered,
-   * so that the next reserve of the ID answers possibleDuplicate. Default 24 h.
-   */
-  markerRetention?: number;
-  /** Most uncertain markers kept per address; the oldest beyond it are dropped. Default 100 000. */
-  maxMarkers?: number;
-  /** A fingerprint's stamp record is forgotten after this long without a write. Default 24 h. */
-  stampTtl?: number;
-  /** Most expired entries one call cleans up (bounded work per call). Default 100. */
-  cleanupBatch?: number;
   /** Longest a call waits for Redis before rejecting with TransientError. Default 3000 ms. */
   commandTimeout?: number;
   /** TCP connect timeout. Default 3000 ms. */

@@ -12,6 +12,7 @@ import type { SourceDelivery } from '../../core/message.js';
 import type { SourceEndpoint, SourceHandlers } from '../../core/ports.js';
 import type { Logger } from '../../log.js';
 import { fromAmqp } from '../../mapping/amqp-mapping.js';
+import { AckCoalescer, type OutstandingDelivery } from './ack-coalescer.js';
 import { describeSource, sourceAddress } from './address.js';
 import { ACCESS_REFUSED, NOT_FOUND, closeModel, connectAmqp, lostError, replyCode, replyText, type AmqpSession } from './connect.js';
 
@@ -36,7 +37,8 @@ export class AmqpSource implements SourceEndpoint {
   private lostReason?: TransientError;
   private seq = 0;
   /** Unacked deliveries of this session. Acking a tag twice (or a foreign one) would make RabbitMQ close the channel. */
-  private readonly unacked = new WeakMap<SourceDelivery, ConsumeMessage>();
+  private readonly unacked = new WeakMap<SourceDelivery, OutstandingDelivery<ConsumeMessage>>();
+  private readonly acks = new AckCoalescer<ConsumeMessage>((m, multiple) => this.sendAck(m, multiple));
 
   constructor(
     private readonly conn: AmqpConnectionConfig,
@@ -88,16 +90,19 @@ export class AmqpSource implements SourceEndpoint {
   }
 
   ack(delivery: SourceDelivery): void {
-    const msg = this.unacked.get(delivery);
-    if (msg === undefined) return;
+    const entry = this.unacked.get(delivery);
+    if (entry === undefined) return;
     this.unacked.delete(delivery);
+    this.acks.settle(entry);
+  }
+
+  private sendAck(msg: ConsumeMessage, multiple: boolean): void {
     if (!this.channelOpen || this.channel === undefined) return;
     try {
-      // One tag at a time, never `multiple`: the worker settles out of order.
-      this.channel.ack(msg);
+      this.channel.ack(msg, multiple);
     } catch (err) {
       // The channel closed under us; the broker redelivers this message.
-      this.log.debug({ err, seq: delivery.seq }, 'ack on a closed channel ignored');
+      this.log.debug({ err, deliveryTag: msg.fields.deliveryTag }, 'ack on a closed channel ignored');
     }
   }
 
@@ -106,6 +111,7 @@ export class AmqpSource implements SourceEndpoint {
     if (!this.channelOpen || ch === undefined || (this.state !== 'open' && this.state !== 'opening')) {
       throw this.lostReason ?? new TransientError(`${this.description} is not connected`);
     }
+    this.acks.flush();
     try {
       // The channel handles methods in order: the reply to this synchronous method proves the earlier acks arrived.
       await ch.checkQueue(this.queue);
@@ -146,7 +152,7 @@ export class AmqpSource implements SourceEndpoint {
     };
     const messageId: unknown = m.properties.messageId;
     if (typeof messageId === 'string' && messageId !== '') delivery.stableId = messageId;
-    this.unacked.set(delivery, m);
+    this.unacked.set(delivery, this.acks.delivered(m));
     try {
       this.handlers?.onDelivery(delivery);
     } catch (err) {

@@ -10,6 +10,7 @@ import type { AmqpConnectionConfig } from '../../config/types.js';
 import { ConfigError, TransientError, redactUrl, type BridgeError } from '../../core/errors.js';
 import type { Logger } from '../../log.js';
 import { describeBroker, parseBroker, type AmqpBroker } from './address.js';
+import { SOCKET_WRITE_BUFFER, coalesceWrites } from '../../core/coalesce-writes.js';
 
 /** An open connection, with what the adapters need to know about it. */
 export interface AmqpSession {
@@ -79,11 +80,14 @@ async function connectOne(conn: AmqpConnectionConfig, url: string, opts: Connect
   const where = `${conn.name} (${describeBroker(broker)})`;
   const user = userOf(url);
 
-  const attempt = connect(target, {
+  const socketOptions = {
     timeout: conn.connectTimeout,
     noDelay: true,
+    // Passed on to the net.Socket by amqplib (not in its types): see core/coalesce-writes.ts.
+    writableHighWaterMark: SOCKET_WRITE_BUFFER,
     clientProperties: { connection_name: opts.connectionName },
-  });
+  };
+  const attempt = connect(target, socketOptions);
   let timer: NodeJS.Timeout | undefined;
   let timedOut = false;
   const deadline = new Promise<never>((_, reject) => {
@@ -96,6 +100,8 @@ async function connectOne(conn: AmqpConnectionConfig, url: string, opts: Connect
     const model = await Promise.race([attempt, deadline]);
     // Without an 'error' listener an emitted error would crash the process; the adapters add their own as well.
     model.on('error', () => undefined);
+    // amqplib keeps its socket as `connection.stream`; nothing public exposes it.
+    coalesceWrites((model.connection as unknown as { stream?: unknown }).stream);
     return { model, broker, where, user };
   } catch (err) {
     if (timedOut) {

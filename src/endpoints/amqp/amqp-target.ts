@@ -28,6 +28,7 @@ import type { TargetEndpoint, TargetHandlers } from '../../core/ports.js';
 import type { Logger } from '../../log.js';
 import { isTypedValue, toAmqp, type AmqpPublish } from '../../mapping/amqp-mapping.js';
 import { describeTarget, resolveTarget, targetAddress, type AmqpTargetSpec } from './address.js';
+import { publishConfirmed } from './publish-confirmed.js';
 import {
   ACCESS_REFUSED,
   NOT_FOUND,
@@ -235,9 +236,7 @@ export class AmqpTarget implements TargetEndpoint {
     const seq = this.seq;
     let ok: boolean;
     try {
-      ok = chan.ch.publish(this.exchange, this.routingKey, content, { ...options, mandatory: true }, (err: unknown) =>
-        this.onConfirm(chan, seq, err),
-      );
+      ok = publishConfirmed(chan.ch, this.exchange, this.routingKey, content, options, (err: unknown) => this.onConfirm(chan, seq, err));
     } catch (err) {
       // amqplib encodes before writing anything, so a throw means nothing reached the wire.
       if (chan.closed || (err as Error)?.name === 'IllegalOperationError') {

@@ -6,15 +6,17 @@
  * Connection policy: fail closed, recover by itself. Every command is bounded (`commandTimeout`, and the offline
  * queue is flushed after a failed reconnect attempt), so while Redis is away every call rejects with TransientError
  * within a few seconds; ioredis keeps reconnecting (retryStrategy never gives up), so calls succeed again once Redis
- * is back, on the same client. Calls are auto-pipelined: hundreds of in-flight messages share round trips.
+ * is back, on the same client. Reserves and commits of many in-flight messages share script calls (AddressBatcher),
+ * and the writes of one tick share a system call (core/coalesce-writes.ts).
  */
 import { readdirSync, readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { Redis, type RedisOptions } from 'ioredis';
 import type { ClaimResult, IdCache, IdCacheSemantics, ReserveResult } from './id-cache.js';
 import { addressKeys, stampKey } from './keys.js';
-import { ScriptStatus, ScriptReplyError, decodeScriptReply } from './script-status.js';
+import { ScriptStatus, ScriptReplyError, decodeReserveReply, decodeScriptReply } from './script-status.js';
 import { TransientError, redactUrl } from '../core/errors.js';
+import { coalesceWrites } from '../core/coalesce-writes.js';
 import { describeUrl, silentLogger, type Logger } from '../log.js';
 
 /** Script name (camelCase of the file name without its `-<numberOfKeys>` suffix) → number of keys. */
@@ -117,7 +119,9 @@ export class RedisIdCache implements IdCache {
       throw new TypeError('RedisIdCache needs size >= 1, lease > 0 and ttl >= 0');
     }
     const redisOptions: RedisOptions = {
-      enableAutoPipelining: true,
+      // Reserves and commits are batched by address here (AddressBatcher), and the socket gathers the writes of one
+      // tick (coalesceWrites below): ioredis's own auto-pipelining would only add its per-command bookkeeping.
+      enableAutoPipelining: false,
       commandTimeout: this.o.commandTimeout,
       connectTimeout: this.o.connectTimeout,
       // A connection that swallows commands without ever answering (a network black hole) is dropped and rebuilt,
@@ -134,6 +138,8 @@ export class RedisIdCache implements IdCache {
     };
     this.redis = new Redis(options.url, redisOptions);
     defineScripts(this.redis);
+    // A new socket per (re)connect.
+    this.redis.on('connect', () => coalesceWrites(this.redis.stream));
     // Without an 'error' listener a broken connection would crash the process. Log once per state change, not once
     // per reconnect attempt; a connection can end with or without an error, so both events mark it down.
     const markDown = (reason: string, err?: unknown): void => {
@@ -188,30 +194,10 @@ export class RedisIdCache implements IdCache {
     const reply = await this.run(
       'reserve',
       [k.ids, k.at, k.res, k.resExp, k.uncertain],
-      [first.id, first.token, this.o.lease, this.o.ttl, this.o.markerRetention, this.o.maxMarkers, this.o.cleanupBatch, ...rest.flatMap((i) => [i.id, i.token])],
+      [first.id, first.token, this.o.lease, this.o.ttl, this.o.markerRetention, this.o.maxMarkers, this.o.cleanupBatch, ...packPairs(rest)],
     );
-    if (!Array.isArray(reply) || reply.length !== items.length * 2) {
-      decodeScriptReply('reserve', reply, [ScriptStatus.Reserved] as const);
-      throw new ScriptReplyError('reserve', `expected ${items.length * 2} values, got ${JSON.stringify(reply)}`);
-    }
-    items.forEach((item, i) => {
-      const r = decodeScriptReply('reserve', [reply[2 * i], reply[2 * i + 1]], [
-        ScriptStatus.Reserved,
-        ScriptStatus.Duplicate,
-        ScriptStatus.Busy,
-      ] as const);
-      switch (r.status) {
-        case ScriptStatus.Reserved:
-          item.resolve({ status: 'reserved', possibleDuplicate: r.possibleDuplicate });
-          break;
-        case ScriptStatus.Duplicate:
-          item.resolve({ status: 'duplicate' });
-          break;
-        case ScriptStatus.Busy:
-          item.resolve({ status: 'busy' });
-          break;
-      }
-    });
+    const outcomes = decodeReserveReply(reply, items.length);
+    for (let i = 0; i < items.length; i++) items[i]!.resolve(outcomes[i]!);
   }
 
   private async commitMany(address: string, items: BatchItem<void>[]): Promise<void> {
@@ -220,7 +206,7 @@ export class RedisIdCache implements IdCache {
     const reply = await this.run(
       'commit',
       [k.ids, k.at, k.seq, k.res, k.resExp, k.uncertain],
-      [first.id, first.token, this.o.size, this.o.ttl, this.o.cleanupBatch, ...rest.flatMap((i) => [i.id, i.token])],
+      [first.id, first.token, this.o.size, this.o.ttl, this.o.cleanupBatch, ...packPairs(rest)],
     );
     decodeScriptReply('commit', reply, [ScriptStatus.Ok] as const);
     for (const item of items) item.resolve();
@@ -368,7 +354,22 @@ interface BatchItem<R> {
   reject(err: unknown): void;
 }
 
-/** Most pairs per script call: keeps one call's time inside Redis short (~30 µs a pair). */
+/**
+ * The pairs after the first, as the scripts' one packed argument (`<bytes>:<id><bytes>:<token>` repeated), or nothing.
+ * With two arguments per ID the client builds (and then flattens) a string of hundreds of pieces per call; one flat
+ * argument cost about a third less client CPU per call of 200 IDs in a micro-benchmark (0.6 → 0.4 ms).
+ */
+export function packPairs(items: readonly { id: string; token: string }[]): string[] {
+  if (items.length === 0) return [];
+  const parts = new Array<string>(items.length);
+  for (let i = 0; i < items.length; i++) {
+    const { id, token } = items[i]!;
+    parts[i] = `${Buffer.byteLength(id)}:${id}${Buffer.byteLength(token)}:${token}`;
+  }
+  return [parts.join('')];
+}
+
+/** Most pairs per script call: keeps one call's time inside Redis short (~10 µs a pair). */
 const MAX_BATCH = 200;
 
 /** Collects calls per address until the current callback returns, and hands them over in chunks of at most MAX_BATCH. */

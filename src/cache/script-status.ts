@@ -1,8 +1,10 @@
 /**
- * Status codes of the cache's Lua scripts (src/cache/scripts/*.lua) and the one function that turns a script reply
- * into a typed result. Every script replies with an array whose first element is one of these codes; the header
- * comment of each script lists which codes it returns and what follows the code.
+ * Status codes of the cache's Lua scripts (src/cache/scripts/*.lua) and the functions that turn a script reply into a
+ * typed result. Every script but reserve replies with an array whose first element is one of these codes; the header
+ * comment of each script lists which codes it returns and what follows the code. Reserve answers for many IDs at once
+ * with one character per ID (decodeReserveReply).
  */
+import type { ReserveResult } from './id-cache.js';
 
 export enum ScriptStatus {
   /** The write was done (commit, release, stamp writes). */
@@ -86,4 +88,31 @@ function decodeCode(script: string, code: number, reply: unknown[]): ScriptReply
     default:
       throw new ScriptReplyError(script, `unknown status ${String(reply[0])}`);
   }
+}
+
+const RESERVE_OUTCOMES: Readonly<Record<string, ReserveResult>> = Object.freeze({
+  R: Object.freeze({ status: 'reserved', possibleDuplicate: false }),
+  P: Object.freeze({ status: 'reserved', possibleDuplicate: true }),
+  D: Object.freeze({ status: 'duplicate' }),
+  B: Object.freeze({ status: 'busy' }),
+});
+
+/**
+ * Decodes reserve-5.lua's reply for `count` IDs: one character per ID (R, P, D, B), or a BAD_ARGUMENT array. The
+ * results are shared, frozen objects: callers only read them.
+ */
+export function decodeReserveReply(reply: unknown, count: number): ReserveResult[] {
+  const outcomes = text(reply);
+  if (outcomes === undefined) {
+    decodeScriptReply('reserve', reply, [] as const);
+    throw new ScriptReplyError('reserve', `not an outcome string (${JSON.stringify(reply)})`);
+  }
+  if (outcomes.length !== count) throw new ScriptReplyError('reserve', `expected ${count} outcomes, got '${outcomes}'`);
+  const results = new Array<ReserveResult>(count);
+  for (let i = 0; i < count; i++) {
+    const r = RESERVE_OUTCOMES[outcomes[i]!];
+    if (r === undefined) throw new ScriptReplyError('reserve', `unknown outcome '${outcomes[i]}' in '${outcomes}'`);
+    results[i] = r;
+  }
+  return results;
 }

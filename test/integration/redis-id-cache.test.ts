@@ -144,13 +144,13 @@ describe('RedisIdCache', () => {
         script('reserve')(...keys, id, token, lease, 0, 60_000, 1000, 100);
 
       const first = await reserve('x', 't1', 150);
-      expect(first).toEqual([1, 0]);
+      expect(first).toBe('R');
       expect(await reserve('x', 't1', 150)).toEqual(first);
-      expect(await reserve('x', 't2', 150)).toEqual([3, 0]);
+      expect(await reserve('x', 't2', 150)).toBe('B');
 
       await sleep(250);
       const takeover = await reserve('x', 't2', 150);
-      expect(takeover).toEqual([1, 1]);
+      expect(takeover).toBe('P');
       expect(await reserve('x', 't2', 150)).toEqual(takeover);
 
       const commit = script('commit');
@@ -169,6 +169,30 @@ describe('RedisIdCache', () => {
       expect(first).toEqual([5, 'id-1']);
       expect(await script('stampClaim')(key, 't2', 10_000, 60_000)).toEqual(first);
       expect(await script('stampClaim')(key, 't3', 10_000, 60_000)).toEqual([3]);
+    });
+
+    it('reserves and commits many IDs in one call, whatever bytes the IDs and tokens hold', async () => {
+      // Issued in one tick, these go as one script call each, the pairs after the first packed by byte length.
+      const ids = ['plain', 'ünïcødé-✓', '3:abc', 'a:b:c', 'line\nbreak', '😀😀', ' ', 'x'.repeat(300), 'plain'];
+      const cache = world.make();
+      const reserved = await Promise.all(ids.map((id, i) => cache.reserve('packed', id, `tök:${i}`)));
+      // The second 'plain' meets the first one's fresh reservation, exactly as a later call would.
+      expect(reserved).toEqual([...ids.slice(0, -1).map(() => ({ status: 'reserved', possibleDuplicate: false })), { status: 'busy' }]);
+      await Promise.all(ids.slice(0, -1).map((id, i) => cache.commit('packed', id, `tök:${i}`)));
+      const again = await Promise.all(ids.map((id) => cache.reserve('packed', id, 'other')));
+      expect(again).toEqual(ids.map(() => ({ status: 'duplicate' })));
+      const k = addressKeys(world.prefix, 'packed');
+      expect((await adminClient().zrange(k.ids, '0', '-1')).sort()).toEqual([...new Set(ids)].sort());
+    });
+
+    it('rejects malformed packed pairs as a bad argument', async () => {
+      const k = addressKeys(world.prefix, 'orders');
+      const reserve = script('reserve');
+      const keys = [k.ids, k.at, k.res, k.resExp, k.uncertain];
+      for (const packed of ['5:abc', '3:abc', 'x:abc1:t', '3:abc2:t', '-3:abc1:t', '1.5:abc1:t']) {
+        expect(await reserve(...keys, 'a', 't', 1000, 0, 60_000, 1000, 100, packed)).toEqual([9, 'malformed packed id/token pairs']);
+      }
+      expect(await adminClient().exists(k.res)).toBe(0);
     });
 
     it('rejects a malformed call as a bug, not as a transient failure', async () => {

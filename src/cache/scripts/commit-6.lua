@@ -2,7 +2,7 @@
   commit: record an ID as forwarded to the address and end the reservation. Idempotent.
 
   KEYS[1] ids        ZSET  id -> commit sequence (the circular cache)
-  KEYS[2] at         HASH  id -> commit time (ms, Redis clock)
+  KEYS[2] at         HASH  id -> commit time (ms, Redis clock); holds exactly the IDs of `ids`
   KEYS[3] seq        STRING commit sequence counter
   KEYS[4] res        HASH  id -> "token|expiry|possibleDuplicate"
   KEYS[5] res-exp    ZSET  id -> reservation expiry (ms)
@@ -10,11 +10,11 @@
 
   ARGV[1] id
   ARGV[2] owner token
-  (ARGV[3..5] as below; then optionally more id, token pairs from ARGV[6] on: one call commits many IDs of one
-  address, in order, each exactly as if committed alone)
   ARGV[3] id-cache-size (entries kept per address)
   ARGV[4] id-cache-ttl (ms, 0 = none)
   ARGV[5] cleanup batch: most expired entries removed per call
+  ARGV[6] optional: more id/token pairs, packed as in reserve-5.lua (at most 1000 IDs in all). One call commits many
+          IDs of one address, in order, each exactly as if committed alone.
 
   Returns
   {0}      OK            recorded (or already recorded: a re-commit neither moves the ID nor adds a second entry)
@@ -25,51 +25,91 @@
 ]]
 local size, ttl, batch = tonumber(ARGV[3]), tonumber(ARGV[4]), tonumber(ARGV[5])
 if not (size and size >= 1 and ttl and ttl >= 0 and batch) then return {9, 'bad numbers'} end
-local items = {{ARGV[1], ARGV[2]}}
-for i = 6, #ARGV - 1, 2 do items[#items + 1] = {ARGV[i], ARGV[i + 1]} end
-for _, it in ipairs(items) do
-  if it[2] == nil or it[2] == '' then return {9, 'empty token'} end
+local MAX_IDS = 1000
+if ARGV[1] == nil then return {9, 'no id'} end
+local ids, tokens = {ARGV[1]}, {ARGV[2]}
+-- More pairs come packed into one argument, `<bytes>:<id><bytes>:<token>` repeated: one argument instead of two per
+-- ID keeps encoding the command cheap for the client (see packPairs in redis-id-cache.ts).
+local packed = ARGV[6]
+if packed then
+  local pos, n = 1, #packed
+  local function field()
+    local colon = string.find(packed, ':', pos, true)
+    local len = colon and tonumber(string.sub(packed, pos, colon - 1))
+    -- A whole, non-negative length that stays inside the string (so that the parse always moves forward).
+    if not len or len < 0 or len ~= math.floor(len) or colon + len > n then return nil end
+    pos = colon + len + 1
+    return string.sub(packed, colon + 1, colon + len)
+  end
+  while pos <= n do
+    local id = field()
+    local token = id and field()
+    if not token then return {9, 'malformed packed id/token pairs'} end
+    ids[#ids + 1] = id
+    tokens[#tokens + 1] = token
+    -- Bounded: the IDs are passed to single commands with unpack(), whose stack is limited.
+    if #ids > MAX_IDS then return {9, 'more than ' .. MAX_IDS .. ' IDs in one call'} end
+  end
+end
+for i = 1, #ids do
+  if tokens[i] == nil or tokens[i] == '' then return {9, 'empty token'} end
 end
 
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 
 local markers = redis.call('ZCARD', KEYS[6]) > 0
--- One sequence read and write per call, and one eviction after all commits: the resulting set is the same as
--- evicting after every commit (the oldest entries by sequence go first).
+-- One read per key for the whole call and one write per key after it (see reserve-5.lua), one sequence write and
+-- one eviction: the resulting state is the same as committing the IDs one call at a time.
+local curs = redis.call('HMGET', KEYS[4], unpack(ids))
+local ats = redis.call('HMGET', KEYS[2], unpack(ids))
 local seq = tonumber(redis.call('GET', KEYS[3]) or '0')
 local first = seq
+local ended, recorded = {}, {}
+local endArgs, idsArgs, atArgs = {}, {}, {}
 
-local function commit(id, token)
-  local cur = redis.call('HGET', KEYS[4], id)
+for i = 1, #ids do
+  local id, token = ids[i], tokens[i]
+  local cur = not ended[id] and curs[i]
   if cur then
     local owner, exp = string.match(cur, '^(.*)|(%d+)|[01]$')
     if owner == token or not exp or tonumber(exp) <= now then
-      redis.call('HDEL', KEYS[4], id)
-      redis.call('ZREM', KEYS[5], id)
+      ended[id] = true
+      endArgs[#endArgs + 1] = id
     end
   end
-  if markers then redis.call('ZREM', KEYS[6], id) end
-
-  if redis.call('ZSCORE', KEYS[1], id) then
-    local at = tonumber(redis.call('HGET', KEYS[2], id))
-    if ttl == 0 or (at and now - at < ttl) then return end
-    -- Expired entries count as absent: record it afresh, as the newest.
-    redis.call('ZREM', KEYS[1], id)
-    redis.call('HDEL', KEYS[2], id)
+  -- Recorded and not expired: a re-commit neither moves the ID nor adds a second entry. An expired one is
+  -- recorded afresh, as the newest (ZADD and HSET below overwrite its old sequence and time).
+  local at = ats[i]
+  if not recorded[id] and not (at and (ttl == 0 or now - tonumber(at) < ttl)) then
+    recorded[id] = true
+    seq = seq + 1
+    idsArgs[#idsArgs + 1] = seq
+    idsArgs[#idsArgs + 1] = id
+    atArgs[#atArgs + 1] = id
+    atArgs[#atArgs + 1] = now
   end
-
-  seq = seq + 1
-  redis.call('ZADD', KEYS[1], seq, id)
-  redis.call('HSET', KEYS[2], id, now)
 end
 
-for _, it in ipairs(items) do commit(it[1], it[2]) end
-if seq > first then redis.call('SET', KEYS[3], string.format('%.0f', seq)) end
+if #endArgs > 0 then
+  redis.call('HDEL', KEYS[4], unpack(endArgs))
+  redis.call('ZREM', KEYS[5], unpack(endArgs))
+end
+if markers then redis.call('ZREM', KEYS[6], unpack(ids)) end
+if seq > first then
+  redis.call('ZADD', KEYS[1], unpack(idsArgs))
+  redis.call('HSET', KEYS[2], unpack(atArgs))
+  redis.call('SET', KEYS[3], string.format('%.0f', seq))
+end
 local excess = redis.call('ZCARD', KEYS[1]) - size
 if excess > 0 then
   local popped = redis.call('ZPOPMIN', KEYS[1], excess)
-  for i = 1, #popped, 2 do redis.call('HDEL', KEYS[2], popped[i]) end
+  local evicted = {}
+  for k = 1, #popped, 2 do evicted[#evicted + 1] = popped[k] end
+  -- In slices: unpack has a stack limit, and one call may evict many after id-cache-size was lowered.
+  for k = 1, #evicted, 1000 do
+    redis.call('HDEL', KEYS[2], unpack(evicted, k, math.min(k + 999, #evicted)))
+  end
 end
 
 if ttl > 0 then

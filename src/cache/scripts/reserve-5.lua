@@ -2,25 +2,26 @@
   reserve: claim the right to forward one message ID to one target address.
 
   KEYS[1] ids        ZSET  id -> commit sequence (the circular cache)
-  KEYS[2] at         HASH  id -> commit time (ms, Redis clock)
+  KEYS[2] at         HASH  id -> commit time (ms, Redis clock); holds exactly the IDs of `ids`
   KEYS[3] res        HASH  id -> "token|expiry|possibleDuplicate"
   KEYS[4] res-exp    ZSET  id -> reservation expiry (ms)
   KEYS[5] uncertain  ZSET  id -> marker expiry (ms): the ID's last send had an unknown outcome
 
   ARGV[1] id
   ARGV[2] owner token (non-empty; one delivery of one message in one process)
-  (ARGV[3..7] as below; then optionally more id, token pairs from ARGV[8] on: one call reserves many IDs of one
-  address, each exactly as if reserved alone, in order)
   ARGV[3] lease (ms)
   ARGV[4] id-cache-ttl (ms, 0 = none)
   ARGV[5] marker retention (ms): how long an uncertain marker (or an abandoned reservation) is remembered
   ARGV[6] most markers kept per address (the oldest beyond it are dropped)
   ARGV[7] cleanup batch: most expired entries removed per ID asked for (bounded work)
+  ARGV[8] optional: more id/token pairs, packed as `<bytes>:<id><bytes>:<token>` repeated (at most 1000 IDs in all).
+          One call reserves many IDs of one address, in order, each exactly as if reserved alone.
 
-  Returns a pair per ID, in order, flattened: {code1, pd1, code2, pd2, ...}
-  1, pd    RESERVED    the caller holds the reservation; pd = 1 when the ID may already be at the target
-  2, 0     DUPLICATE   the ID is recorded (and not expired)
-  3, 0     BUSY        another owner holds a live reservation
+  Returns one character per ID, in order, as one string (a short reply is cheap for the client to decode):
+  R   RESERVED    the caller holds the reservation
+  P   RESERVED    the same, and the ID may already be at the target (a possible duplicate)
+  D   DUPLICATE   the ID is recorded (and not expired)
+  B   BUSY        another owner holds a live reservation
   or {9, msg}  BAD_ARGUMENT (for the whole call)
 
   A replay (same token) answers what the first call answered: the possible-duplicate flag is stored with the
@@ -31,23 +32,49 @@ local retention, maxMarkers, batch = tonumber(ARGV[5]), tonumber(ARGV[6]), tonum
 if not (lease and lease > 0 and ttl and ttl >= 0 and retention and retention > 0 and maxMarkers and batch) then
   return {9, 'bad numbers'}
 end
-local items = {{ARGV[1], ARGV[2]}}
-for i = 8, #ARGV - 1, 2 do items[#items + 1] = {ARGV[i], ARGV[i + 1]} end
-local asked = {}
-for _, it in ipairs(items) do
-  if it[2] == nil or it[2] == '' then return {9, 'empty token'} end
-  asked[it[1]] = true
+local MAX_IDS = 1000
+if ARGV[1] == nil then return {9, 'no id'} end
+local ids, tokens = {ARGV[1]}, {ARGV[2]}
+-- More pairs come packed into one argument, `<bytes>:<id><bytes>:<token>` repeated: one argument instead of two per
+-- ID keeps encoding the command cheap for the client (see packPairs in redis-id-cache.ts).
+local packed = ARGV[8]
+if packed then
+  local pos, n = 1, #packed
+  local function field()
+    local colon = string.find(packed, ':', pos, true)
+    local len = colon and tonumber(string.sub(packed, pos, colon - 1))
+    -- A whole, non-negative length that stays inside the string (so that the parse always moves forward).
+    if not len or len < 0 or len ~= math.floor(len) or colon + len > n then return nil end
+    pos = colon + len + 1
+    return string.sub(packed, colon + 1, colon + len)
+  end
+  while pos <= n do
+    local id = field()
+    local token = id and field()
+    if not token then return {9, 'malformed packed id/token pairs'} end
+    ids[#ids + 1] = id
+    tokens[#tokens + 1] = token
+    -- Bounded: the IDs are passed to single commands with unpack(), whose stack is limited.
+    if #ids > MAX_IDS then return {9, 'more than ' .. MAX_IDS .. ' IDs in one call'} end
+  end
+end
+for i = 1, #ids do
+  if tokens[i] == nil or tokens[i] == '' then return {9, 'empty token'} end
 end
 
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 -- Housekeeping work grows with the IDs asked for, as if each had been reserved by a call of its own.
-local limit = batch * #items
+local limit = batch * #ids
 
 -- Bounded housekeeping, so that reservations never committed or released cannot pile up. An abandoned
 -- reservation becomes an uncertain marker: its owner may have sent the message before vanishing.
 -- (IDs asked for in this call are left to the checks below.)
 local expired = redis.call('ZRANGEBYSCORE', KEYS[4], '-inf', now, 'LIMIT', 0, limit)
+local asked = {}
+if #expired > 0 then
+  for i = 1, #ids do asked[ids[i]] = true end
+end
 for _, e in ipairs(expired) do
   if not asked[e] then
     redis.call('HDEL', KEYS[3], e)
@@ -74,28 +101,35 @@ end
 -- Markers are rare: when there are none, skip looking for them per ID.
 local markers = redis.call('ZCARD', KEYS[5]) > 0
 
-local function reserve(id, token)
-  -- Recorded?
-  if redis.call('ZSCORE', KEYS[1], id) then
-    local live = true
-    if ttl > 0 then
-      local at = tonumber(redis.call('HGET', KEYS[2], id))
-      if not at or now - at >= ttl then
-        live = false
-        redis.call('ZREM', KEYS[1], id)
-        redis.call('HDEL', KEYS[2], id)
-      end
-    end
-    if live then return 2, 0 end
+-- Everything a reservation depends on is read with one command per key for the whole call and written back the
+-- same way: a call per ID per key would cost Redis several times the work of the checks themselves. `pending` holds
+-- what this call has already changed, so that an ID asked for twice in one call is answered exactly as two calls in
+-- a row would be.
+local ats = redis.call('HMGET', KEYS[2], unpack(ids))
+local curs = redis.call('HMGET', KEYS[3], unpack(ids))
+local pending, gone = {}, {}
+local resArgs, expArgs, forget = {}, {}, {}
+-- `now` is fixed for the call, so every reservation made in it has the same expiry.
+local expiry = now + lease
+local expiryText = string.format('%.0f', expiry)
+
+local function reserve(i, id, token)
+  -- Recorded? (`at` holds exactly the recorded IDs, with their commit time.)
+  local at = not gone[id] and ats[i]
+  if at then
+    if ttl == 0 or now - tonumber(at) < ttl then return 'D' end
+    -- Expired: it counts as absent, and goes.
+    gone[id] = true
+    forget[#forget + 1] = id
   end
 
   -- Reserved?
   local pd = 0
-  local cur = redis.call('HGET', KEYS[3], id)
+  local cur = pending[id] or curs[i]
   if cur then
     local owner, exp, flag = string.match(cur, '^(.*)|(%d+)|([01])$')
-    if owner == token then return 1, tonumber(flag) end
-    if exp and tonumber(exp) > now then return 3, 0 end
+    if owner == token then return flag == '1' and 'P' or 'R' end
+    if exp and tonumber(exp) > now then return 'B' end
     pd = 1
   elseif markers then
     local marker = redis.call('ZSCORE', KEYS[5], id)
@@ -103,20 +137,31 @@ local function reserve(id, token)
   end
 
   -- The flag now lives with the reservation; a release keeps it (see release-3.lua), a commit ends it.
-  if markers then redis.call('ZREM', KEYS[5], id) end
-  local expiry = now + lease
-  redis.call('HSET', KEYS[3], id, token .. '|' .. string.format('%.0f', expiry) .. '|' .. pd)
-  redis.call('ZADD', KEYS[4], expiry, id)
-  return 1, pd
+  local value = token .. '|' .. expiryText .. '|' .. pd
+  pending[id] = value
+  resArgs[#resArgs + 1] = id
+  resArgs[#resArgs + 1] = value
+  expArgs[#expArgs + 1] = expiry
+  expArgs[#expArgs + 1] = id
+  return pd == 1 and 'P' or 'R'
 end
 
 local out = {}
-for _, it in ipairs(items) do
-  local code, pd = reserve(it[1], it[2])
-  out[#out + 1] = code
-  out[#out + 1] = pd
+for i = 1, #ids do out[i] = reserve(i, ids[i], tokens[i]) end
+if #forget > 0 then
+  redis.call('ZREM', KEYS[1], unpack(forget))
+  redis.call('HDEL', KEYS[2], unpack(forget))
+end
+if #resArgs > 0 then
+  redis.call('HSET', KEYS[3], unpack(resArgs))
+  redis.call('ZADD', KEYS[4], unpack(expArgs))
+  if markers then
+    local reserved = {}
+    for k = 1, #resArgs, 2 do reserved[#reserved + 1] = resArgs[k] end
+    redis.call('ZREM', KEYS[5], unpack(reserved))
+  end
 end
 -- If the address goes quiet, its reservation keys vanish once every entry would have been forgotten anyway.
 redis.call('PEXPIRE', KEYS[3], lease + retention)
 redis.call('PEXPIRE', KEYS[4], lease + retention)
-return out
+return table.concat(out)

@@ -51,7 +51,7 @@ export function loadScripts(): Record<ScriptName, ScriptDefinition> {
     const m = /^([a-z][a-z0-9-]*)-(\d+)\.lua$/.exec(file);
     if (!m || m[1] === undefined || m[2] === undefined) continue;
     const name = m[1].replace(/-([a-z0-9])/g, (_, c: string) => c.toUpperCase());
-    found.set(name, { lua: readFileSync(new URL(file, dir), 'utf8'), numberOfKeys: Number(m[2]) });
+    found.set(name, { lua: withIncludes(readFileSync(new URL(file, dir), 'utf8'), dir), numberOfKeys: Number(m[2]) });
   }
   const scripts = {} as Record<ScriptName, ScriptDefinition>;
   for (const [name, keys] of Object.entries(SCRIPT_KEYS) as [ScriptName, number][]) {
@@ -65,6 +65,14 @@ export function loadScripts(): Record<ScriptName, ScriptDefinition> {
   }
   loadedScripts = scripts;
   return scripts;
+}
+
+/**
+ * Inlines the shared fragments a script names on a line `--#include <file>` (files next to the scripts): Redis runs
+ * each script as one self-contained chunk, so code two scripts share is written once and copied in here.
+ */
+function withIncludes(lua: string, dir: URL): string {
+  return lua.replace(/^--#include (\S+)$/gm, (_, file: string) => readFileSync(new URL(file, dir), 'utf8').trimEnd());
 }
 
 /** Defines every cache script as a command on a client (also used by tests that call a script directly). */

@@ -25,35 +25,8 @@
 ]]
 local size, ttl, batch = tonumber(ARGV[3]), tonumber(ARGV[4]), tonumber(ARGV[5])
 if not (size and size >= 1 and ttl and ttl >= 0 and batch) then return {9, 'bad numbers'} end
-local MAX_IDS = 1000
-if ARGV[1] == nil then return {9, 'no id'} end
-local ids, tokens = {ARGV[1]}, {ARGV[2]}
--- More pairs come packed into one argument, `<bytes>:<id><bytes>:<token>` repeated: one argument instead of two per
--- ID keeps encoding the command cheap for the client (see packPairs in redis-id-cache.ts).
-local packed = ARGV[6]
-if packed then
-  local pos, n = 1, #packed
-  local function field()
-    local colon = string.find(packed, ':', pos, true)
-    local len = colon and tonumber(string.sub(packed, pos, colon - 1))
-    -- A whole, non-negative length that stays inside the string (so that the parse always moves forward).
-    if not len or len < 0 or len ~= math.floor(len) or colon + len > n then return nil end
-    pos = colon + len + 1
-    return string.sub(packed, colon + 1, colon + len)
-  end
-  while pos <= n do
-    local id = field()
-    local token = id and field()
-    if not token then return {9, 'malformed packed id/token pairs'} end
-    ids[#ids + 1] = id
-    tokens[#tokens + 1] = token
-    -- Bounded: the IDs are passed to single commands with unpack(), whose stack is limited.
-    if #ids > MAX_IDS then return {9, 'more than ' .. MAX_IDS .. ' IDs in one call'} end
-  end
-end
-for i = 1, #ids do
-  if tokens[i] == nil or tokens[i] == '' then return {9, 'empty token'} end
-end
+local PACKED_ARG = 6
+--#include id-token-pairs.inc.lua
 
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)

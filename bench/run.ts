@@ -7,7 +7,14 @@
  * several rounds and the median is reported. The bridge runs as the real `broker-bridge run` process.
  *
  * Environment: AMQP_URL, REDIS_URL, STOMP_URL (defaults: the local services), BENCH_MESSAGES (default 20000),
- * BENCH_ROUNDS (default 3), BENCH_ONLY (comma-separated scenario names).
+ * BENCH_ROUNDS (default 3), BENCH_ONLY (scenario or group names, separated by ';': names contain commas).
+ *
+ * To compare two builds side by side, set BRIDGE_CLI to the other build's dist/cli.js (e.g. a `git worktree` of an
+ * older commit, built there) and run the scenarios once with and once without it, alternating.
+ *
+ * Besides msgs/s it reports the client's CPU time per message: the bench process's own for the plain-client baselines,
+ * the bridge process's (start-up included) for the bridge. On a machine the brokers share, CPU is what throughput is
+ * bought with.
  */
 import { scenarios } from './scenarios.js';
 import { formatTable, median } from './report.js';
@@ -18,21 +25,23 @@ process.env.STOMP_URL ??= 'stomp://127.0.0.1:61613';
 
 const N = Number(process.env.BENCH_MESSAGES ?? 20000);
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 3);
-const only = process.env.BENCH_ONLY?.split(',').map((s) => s.trim());
+const only = process.env.BENCH_ONLY?.split(';').map((s) => s.trim());
 
 async function main(): Promise<void> {
   const chosen = scenarios.filter((s) => !only || only.includes(s.name) || only.includes(s.group));
-  const results = new Map<string, { rates: number[]; rssMb: number[]; latency?: { p50: number; p99: number } }>();
+  const results = new Map<string, { rates: number[]; rssMb: number[]; cpu: number[] }>();
   console.log(`broker-bridge bench: ${N} persistent 1 KiB messages per scenario, ${ROUNDS} rounds, node ${process.version}`);
   for (let round = 1; round <= ROUNDS; round++) {
     for (const s of chosen) {
       if (s.skip?.()) continue;
       const r = await s.run(N);
-      const entry = results.get(s.name) ?? { rates: [], rssMb: [] };
+      const entry = results.get(s.name) ?? { rates: [], rssMb: [], cpu: [] };
       entry.rates.push(r.rate);
       if (r.rssMb !== undefined) entry.rssMb.push(r.rssMb);
+      if (r.cpuUsPerMsg !== undefined) entry.cpu.push(r.cpuUsPerMsg);
       results.set(s.name, entry);
-      console.log(`  round ${round} ${s.name.padEnd(34)} ${Math.round(r.rate).toString().padStart(7)} msgs/s${r.rssMb !== undefined ? `  peak RSS ${r.rssMb.toFixed(0)} MiB` : ''}`);
+      const cpu = r.cpuUsPerMsg !== undefined ? `  CPU ${r.cpuUsPerMsg.toFixed(0)} µs/msg` : '';
+      console.log(`  round ${round} ${s.name.padEnd(34)} ${Math.round(r.rate).toString().padStart(7)} msgs/s${cpu}${r.rssMb !== undefined ? `  peak RSS ${r.rssMb.toFixed(0)} MiB` : ''}`);
     }
   }
   const rows = chosen
@@ -46,6 +55,7 @@ async function main(): Promise<void> {
         scenario: s.name,
         'msgs/s (median)': Math.round(rate),
         ratio: base ? `${(rate / base).toFixed(2)}× ${s.baseline}` : '—',
+        'client CPU µs/msg': r.cpu.length ? median(r.cpu).toFixed(0) : '—',
         'peak RSS MiB': r.rssMb.length ? median(r.rssMb).toFixed(0) : '—',
       };
     });

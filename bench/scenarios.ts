@@ -12,6 +12,8 @@ import { stompScenarios } from './stomp-scenarios.js';
 export interface RunResult {
   rate: number;
   rssMb?: number;
+  /** CPU time (user + system) the bridge process used per message, in µs, start-up included. */
+  cpuUsPerMsg?: number;
 }
 
 export interface Scenario {
@@ -76,6 +78,19 @@ export async function waitAmqpCount(queue: string, n: number, timeoutMs = 300_00
   }
 }
 
+/** CPU time (user + system) a process has used so far, in ms. */
+export function cpuMs(pid: number | undefined): number | undefined {
+  if (pid === undefined) return undefined;
+  try {
+    // Fields 14 and 15 of /proc/<pid>/stat, in clock ticks (100 per second on Linux); the name (field 2) may hold spaces.
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    return (Number(fields[11]) + Number(fields[12])) * 10;
+  } catch {
+    return undefined;
+  }
+}
+
 export function peakRssMb(pid: number | undefined): number | undefined {
   if (pid === undefined) return undefined;
   try {
@@ -125,9 +140,11 @@ bridges:
     const t0 = typeof started?.time === 'number' ? started.time : Date.now();
     const t1 = await o.waitDone();
     const rssMb = peakRssMb(p.child.pid);
-    return { rate: (n * 1000) / Math.max(1, t1 - t0), rssMb };
+    const cpu = cpuMs(p.child.pid);
+    return { rate: (n * 1000) / Math.max(1, t1 - t0), rssMb, cpuUsPerMsg: cpu === undefined ? undefined : (cpu * 1000) / n };
   } finally {
-    await p.kill('SIGKILL');
+    // A profiled bridge must exit by itself to write its profile.
+    await p.kill(process.env.BRIDGE_NODE_ARGS?.includes('-prof') ? 'SIGTERM' : 'SIGKILL');
     const redis = new Redis(process.env.REDIS_URL!);
     const keys = await redis.keys(`${keyPrefix}:*`);
     if (keys.length) await redis.del(...keys);
@@ -146,6 +163,7 @@ async function amqpBaseline(n: number): Promise<RunResult> {
     const outCh = await conn.createConfirmChannel();
     await inCh.prefetch(PREFETCH);
     let acked = 0;
+    const cpu0 = process.cpuUsage();
     const t0 = Date.now();
     const done = new Promise<number>((resolve) => {
       void inCh.consume(src, (m) => {
@@ -158,7 +176,8 @@ async function amqpBaseline(n: number): Promise<RunResult> {
       });
     });
     const t1 = await done;
-    return { rate: (n * 1000) / (t1 - t0) };
+    const cpu = process.cpuUsage(cpu0);
+    return { rate: (n * 1000) / (t1 - t0), cpuUsPerMsg: (cpu.user + cpu.system) / n };
   } finally {
     await conn.close().catch(() => undefined);
     await deleteAmqpQueues(src, dst);

@@ -59,9 +59,10 @@ export class BridgeProcess {
   }
 
   static start(configFile: string, env: Record<string, string> = {}): BridgeProcess {
-    // BRIDGE_NODE_ARGS: extra node flags for the bridge (e.g. --cpu-prof when profiling a bench run).
+    // BRIDGE_NODE_ARGS: extra node flags for the bridge (e.g. --cpu-prof when profiling a bench run). BRIDGE_CLI: another
+    // build's dist/cli.js, read at each start (not at import), so one bench process can alternate two builds.
     const nodeArgs = (env.BRIDGE_NODE_ARGS ?? process.env.BRIDGE_NODE_ARGS ?? '').split(' ').filter(Boolean);
-    const child = spawn(process.execPath, [...nodeArgs, CLI, 'run', '--config', configFile], {
+    const child = spawn(process.execPath, [...nodeArgs, process.env.BRIDGE_CLI ?? CLI, 'run', '--config', configFile], {
       env: { ...process.env, ...env },
       stdio: ['ignore', 'pipe', 'pipe'],
     });

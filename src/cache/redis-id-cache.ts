@@ -68,11 +68,12 @@ export function loadScripts(): Record<ScriptName, ScriptDefinition> {
 }
 
 /**
- * Inlines the shared fragments a script names on a line `--#include <file>` (files next to the scripts): Redis runs
- * each script as one self-contained chunk, so code two scripts share is written once and copied in here.
+ * Inlines the shared fragments a script names on a line `--#include <file>` (indentation allowed; files next to the
+ * scripts; a missing one fails loading at start): Redis runs each script as one self-contained chunk, so code two
+ * scripts share is written once and copied in here.
  */
 function withIncludes(lua: string, dir: URL): string {
-  return lua.replace(/^--#include (\S+)$/gm, (_, file: string) => readFileSync(new URL(file, dir), 'utf8').trimEnd());
+  return lua.replace(/^[ \t]*--#include (\S+)[ \t]*$/gm, (_, file: string) => readFileSync(new URL(file, dir), 'utf8').trimEnd());
 }
 
 /** Defines every cache script as a command on a client (also used by tests that call a script directly). */

@@ -317,6 +317,34 @@ describe('RedisIdCache', () => {
         await world.cleanup();
       }
     });
+
+    it('forgets IDs older than id-cache-ttl from storage, oldest first, on later commits and reserves', async () => {
+      const world = testWorld();
+      try {
+        // Each commit also lets the address's keys expire a ttl later: activity every 600 ms keeps them alive, so what
+        // goes here goes by the sweep, not by key expiry.
+        const cache = world.make({ size: 1000, ttl: 1000 });
+        const k = addressKeys(world.prefix, 'orders');
+        const ids = async () => (await adminClient().zrange(k.ids, '0', '-1')).sort();
+        await Promise.all(Array.from({ length: 30 }, (_, i) => cache.commit('orders', `old-${i}`, 't')));
+        await sleep(600);
+        await cache.commit('orders', 'middle', 't');
+        await sleep(600);
+        await Promise.all(Array.from({ length: 3 }, (_, i) => cache.commit('orders', `young-${i}`, 't')));
+        expect(await adminClient().pttl(k.ids)).toBeGreaterThan(0);
+        expect(await ids()).toEqual(['middle', 'young-0', 'young-1', 'young-2']);
+        expect(await adminClient().hlen(k.at)).toBe(4);
+
+        await sleep(600);
+        // A reserve sweeps the same way: 'middle' is past the ttl now, the young ones are not.
+        expect(await cache.reserve('orders', 'fresh', 't')).toEqual({ status: 'reserved', possibleDuplicate: false });
+        expect(await adminClient().pttl(k.ids)).toBeGreaterThan(0);
+        expect(await ids()).toEqual(['young-0', 'young-1', 'young-2']);
+        expect(await adminClient().hlen(k.at)).toBe(3);
+      } finally {
+        await world.cleanup();
+      }
+    });
   });
 
   describe('fail closed', () => {

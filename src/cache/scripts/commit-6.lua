@@ -86,13 +86,7 @@ if excess > 0 then
 end
 
 if ttl > 0 then
-  local oldest = redis.call('ZRANGE', KEYS[1], 0, batch - 1)
-  for _, o in ipairs(oldest) do
-    local at = tonumber(redis.call('HGET', KEYS[2], o))
-    if at and now - at < ttl then break end
-    redis.call('ZREM', KEYS[1], o)
-    redis.call('HDEL', KEYS[2], o)
-  end
+  --#include forget-expired-ids.inc.lua
   -- Every entry is older than the ttl once the address has been quiet that long: let the keys go.
   redis.call('PEXPIRE', KEYS[1], ttl)
   redis.call('PEXPIRE', KEYS[2], ttl)

@@ -61,14 +61,7 @@ for _, o in ipairs(old) do redis.call('ZREM', KEYS[5], o) end
 local excess = redis.call('ZCARD', KEYS[5]) - maxMarkers
 if excess > 0 then redis.call('ZPOPMIN', KEYS[5], excess) end
 if ttl > 0 then
-  -- Sequence order is commit order, so the oldest entries come first; stop at the first one still young.
-  local oldest = redis.call('ZRANGE', KEYS[1], 0, batch - 1)
-  for _, o in ipairs(oldest) do
-    local at = tonumber(redis.call('HGET', KEYS[2], o))
-    if at and now - at < ttl then break end
-    redis.call('ZREM', KEYS[1], o)
-    redis.call('HDEL', KEYS[2], o)
-  end
+  --#include forget-expired-ids.inc.lua
 end
 
 -- Markers are rare: when there are none, skip looking for them per ID.

@@ -14,7 +14,7 @@ import type { Logger } from '../../log.js';
 import { fromAmqp } from '../../mapping/amqp-mapping.js';
 import { AckCoalescer, type OutstandingDelivery } from './ack-coalescer.js';
 import { describeSource, sourceAddress } from './address.js';
-import { ACCESS_REFUSED, NOT_FOUND, closeModel, connectAmqp, lostError, replyCode, replyText, type AmqpSession } from './connect.js';
+import { ACCESS_REFUSED, NOT_FOUND, closeModel, connectAmqp, lostError, replyCode, replyText, reportLoss, type AmqpSession } from './connect.js';
 
 type State = 'new' | 'opening' | 'open' | 'lost' | 'closed';
 
@@ -178,15 +178,8 @@ export class AmqpSource implements SourceEndpoint {
     this.state = 'lost';
     this.lostReason = err;
     if (!wasOpen) return;
-    this.log.warn({ err }, 'source lost; unacked messages go back to the queue');
-    try {
-      this.handlers?.onLost(err);
-    } catch (e) {
-      this.log.error({ err: e }, 'onLost handler threw');
-    }
-    // The connection may still be up (a channel error, a cancelled consumer): close it so the broker requeues now.
-    const model = this.session?.model;
-    if (model) void closeModel(model);
+    // The connection may still be up (a channel error, a cancelled consumer): closing it makes the broker requeue now.
+    reportLoss(this.log, 'source lost; unacked messages go back to the queue', err, (e) => this.handlers?.onLost(e), this.session?.model);
   }
 
   private queueError(err: unknown, where: string): BridgeError {

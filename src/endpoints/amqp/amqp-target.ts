@@ -38,6 +38,7 @@ import {
   lostError,
   replyCode,
   replyText,
+  reportLoss,
   type AmqpSession,
 } from './connect.js';
 
@@ -376,15 +377,8 @@ export class AmqpTarget implements TargetEndpoint {
     if (this.channel) this.failPending(this.channel, () => err);
     this.failWaiting(new TransientError(`${err.message} (the message was not sent)`, { cause: err }));
     if (!wasOpen) return;
-    this.log.warn({ err }, 'target lost');
-    try {
-      this.handlers?.onLost(err);
-    } catch (e) {
-      this.log.error({ err: e }, 'onLost handler threw');
-    }
-    // The connection may still be up (confirm timeout, channel failure): it is not trusted any more.
-    const model = this.session?.model;
-    if (model) void closeModel(model);
+    // The connection may still be up (confirm timeout, channel failure): it is closed, not trusted any more.
+    reportLoss(this.log, 'target lost', err, (e) => this.handlers?.onLost(e), this.session?.model);
   }
 
   private failPending(chan: PublishChannel, error: () => Error): void {

@@ -24,12 +24,35 @@ export type ReserveResult =
   | { status: 'busy' };
 
 export type ClaimResult =
-  /** A stamp recorded for an earlier delivery of a message with this fingerprint; reuse it. */
+  /** The caller now holds a stamp recorded for an earlier delivery of a message with this fingerprint: forward under it. */
   | { status: 'claimed'; id: string }
-  /** No stamp is recorded for this fingerprint: stamp a new ID. */
-  | { status: 'none' }
-  /** Stamps exist but are all held by live owners (in flight elsewhere): try again shortly. */
-  | { status: 'busy' };
+  /** Look up which of `ids` are recorded at the target address (`recorded`), then claim again with the answer. */
+  | { status: 'check'; ids: string[] }
+  /**
+   * No stamp to take: stamp a new ID. `possibleDuplicate`: a stamp of a handled message exists, so this may be a copy of
+   * it whose ack was lost; flag the new copy.
+   */
+  | { status: 'none'; possibleDuplicate: boolean }
+  /** A stamp this message may stand for is held by another owner: try again shortly, passing `since`. */
+  | { status: 'busy'; since: number };
+
+/** What a claimer knows, passed with each claim (see src/core/stamp-claim.ts for the protocol). */
+export interface ClaimRequest {
+  /**
+   * The prefix of the tokens of the caller's own session. Stamps its live deliveries hold are theirs: a claim neither
+   * waits for them nor asks about them.
+   */
+  ownPrefix: string;
+  /**
+   * The cache's clock (ms) at the first busy answer for this delivery, or 0 (= now). Stamps taken after it belong to
+   * later deliveries: a claim does not wait for them.
+   */
+  since: number;
+  /** IDs the caller found recorded at the target address (answer to a `check`): the stamps are marked done. */
+  recorded: readonly string[];
+  /** IDs the caller found not recorded at the target address (answer to a `check`): a free one may be taken. */
+  notRecorded: readonly string[];
+}
 
 export interface IdCache {
   /** `redis` or `memory`, for logs. */
@@ -49,8 +72,22 @@ export interface IdCache {
 
   /** Records that `id` was stamped on a message with this fingerprint read from `source`, held by `token`. */
   recordStamp(source: string, fingerprint: string, id: string, token: string): Promise<void>;
-  /** For a redelivered message without a stable identity: takes a free stamp recorded for its fingerprint. Idempotent per token. */
-  claimStamp(source: string, fingerprint: string, token: string): Promise<ClaimResult>;
+  /**
+   * Which of `ids` are recorded (forwarded and committed, not expired) for the target address. Read-only; called only
+   * for redelivered messages that choose among stamps.
+   */
+  recorded(address: string, ids: readonly string[]): Promise<boolean[]>;
+
+  /**
+   * For a redelivered message without a stable identity: takes a stamp recorded for its fingerprint whose ID is not
+   * recorded at the target, never one of a handled message (see ClaimResult). Idempotent per token.
+   */
+  claimStamp(source: string, fingerprint: string, token: string, request: ClaimRequest): Promise<ClaimResult>;
+  /**
+   * Marks a stamp done: its message was handled without its ID being recorded at the target (dead-lettered), so no
+   * redelivery takes it. No-op for a non-owner.
+   */
+  markStampDone(source: string, fingerprint: string, id: string, token: string): Promise<void>;
   /** Forgets a stamp once its source message is acknowledged (and the ack reached the broker). */
   forgetStamp(source: string, fingerprint: string, id: string): Promise<void>;
   /** Lets a stamp be claimed again at once (its holder gave the message back unacked). No-op for a non-owner. */

@@ -6,7 +6,7 @@
  * Maps iterate in insertion order. Every write re-inserts its entry with `now + <constant>` as expiry, so the first
  * entries are always the oldest: expiry and eviction look only at the front (bounded work per call).
  */
-import type { ClaimResult, IdCache, IdCacheSemantics, ReserveResult } from './id-cache.js';
+import type { ClaimRequest, ClaimResult, IdCache, IdCacheSemantics, ReserveResult } from './id-cache.js';
 
 export interface MemoryIdCacheOptions extends IdCacheSemantics {
   /** The clock, in ms (tests pass a fake one). Default Date.now. */
@@ -32,6 +32,8 @@ interface StampEntry {
   /** Empty = free to claim. */
   token: string;
   expiry: number;
+  /** The message it stands for was handled (ID recorded at the target, or dead-lettered): see stamp-entry.inc.lua. */
+  done: boolean;
 }
 
 interface StampRecord {
@@ -150,26 +152,53 @@ export class MemoryIdCache implements IdCache {
     this.trimStamps(now);
     const record = this.stampRecord(source, fingerprint, now, true);
     if (!record) return;
-    record.entries.set(id, { token, expiry: now + this.lease });
+    record.entries.set(id, { token, expiry: now + this.lease, done: false });
     this.touch(source, fingerprint, record, now);
   }
 
-  async claimStamp(source: string, fingerprint: string, token: string): Promise<ClaimResult> {
+  async recorded(address: string, ids: readonly string[]): Promise<boolean[]> {
+    this.assertOpen();
+    const a = this.addresses.get(address);
+    const now = this.now();
+    return ids.map((id) => {
+      const at = a?.ids.get(id);
+      return at !== undefined && (this.ttl === 0 || now - at < this.ttl);
+    });
+  }
+
+  /** The same decisions as stamp-claim-1.lua, in the same order (the comments there say why). */
+  async claimStamp(source: string, fingerprint: string, token: string, request: ClaimRequest): Promise<ClaimResult> {
     this.assertOpen();
     assertToken(token);
+    if (request.ownPrefix === '') throw new TypeError('an own prefix must not be empty');
     const now = this.now();
     this.trimStamps(now);
     const record = this.stampRecord(source, fingerprint, now, false);
-    if (!record || record.entries.size === 0) return { status: 'none' };
+    if (!record || record.entries.size === 0) return { status: 'none', possibleDuplicate: false };
     for (const [id, e] of record.entries) if (e.token === token) return { status: 'claimed', id };
-    for (const [id, e] of record.entries) {
-      if (e.token === '' || e.expiry <= now) {
-        record.entries.set(id, { token, expiry: now + this.lease });
-        this.touch(source, fingerprint, record, now);
-        return { status: 'claimed', id };
-      }
+
+    const since = request.since > 0 ? request.since : now;
+    const recorded = new Set(request.recorded);
+    const notRecorded = new Set(request.notRecorded);
+    const entries = [...record.entries].map(([id, e]) => {
+      if (!e.done && recorded.has(id)) e.done = true;
+      const free = e.token === '' || e.expiry <= now;
+      return { id, e, free, own: !free && e.token.startsWith(request.ownPrefix), late: !free && e.expiry - this.lease > since };
+    });
+    const fresh = entries.find((x) => x.free && !x.e.done && notRecorded.has(x.id));
+    if (fresh) {
+      record.entries.set(fresh.id, { token, expiry: now + this.lease, done: false });
+      this.touch(source, fingerprint, record, now);
+      return { status: 'claimed', id: fresh.id };
     }
-    return { status: 'busy' };
+    const unknown = entries.filter((x) => !x.e.done && !x.own && !x.late && !notRecorded.has(x.id)).map((x) => x.id);
+    if (unknown.length > 0) return { status: 'check', ids: unknown };
+    if (entries.some((x) => !x.e.done && !x.own && !x.late && !x.free)) return { status: 'busy', since: now };
+    return { status: 'none', possibleDuplicate: entries.some((x) => x.e.done && !x.own) };
+  }
+
+  async markStampDone(source: string, fingerprint: string, id: string, token: string): Promise<void> {
+    this.changeOwnStamp(source, fingerprint, id, token, (e) => ({ ...e, done: true }));
   }
 
   async forgetStamp(source: string, fingerprint: string, id: string): Promise<void> {
@@ -181,13 +210,18 @@ export class MemoryIdCache implements IdCache {
   }
 
   async releaseStamp(source: string, fingerprint: string, id: string, token: string): Promise<void> {
+    this.changeOwnStamp(source, fingerprint, id, token, (e) => ({ token: '', expiry: 0, done: e.done }));
+  }
+
+  /** Replaces a stamp entry that `token` holds; a no-op for anyone else (as the scripts answer NOT_OWNER). */
+  private changeOwnStamp(source: string, fingerprint: string, id: string, token: string, change: (e: StampEntry) => StampEntry): void {
     this.assertOpen();
     assertToken(token);
     const now = this.now();
     const record = this.stampRecord(source, fingerprint, now, false);
     const e = record?.entries.get(id);
     if (!record || !e || e.token !== token) return;
-    record.entries.set(id, { token: '', expiry: 0 });
+    record.entries.set(id, change(e));
     this.touch(source, fingerprint, record, now);
   }
 

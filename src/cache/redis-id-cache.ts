@@ -12,9 +12,9 @@
 import { readdirSync, readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { Redis, type RedisOptions } from 'ioredis';
-import type { ClaimResult, IdCache, IdCacheSemantics, ReserveResult } from './id-cache.js';
+import type { ClaimRequest, ClaimResult, IdCache, IdCacheSemantics, ReserveResult } from './id-cache.js';
 import { addressKeys, stampKey } from './keys.js';
-import { ScriptStatus, ScriptReplyError, decodeReserveReply, decodeScriptReply } from './script-status.js';
+import { ScriptStatus, ScriptReplyError, decodeRecordedReply, decodeReserveReply, decodeScriptReply } from './script-status.js';
 import { TransientError, redactUrl } from '../core/errors.js';
 import { coalesceWrites } from '../core/coalesce-writes.js';
 import { describeUrl, silentLogger, type Logger } from '../log.js';
@@ -24,10 +24,12 @@ export const SCRIPT_KEYS = {
   reserve: 5,
   commit: 6,
   release: 3,
+  recorded: 2,
   stampRecord: 1,
   stampClaim: 1,
   stampForget: 1,
   stampRelease: 1,
+  stampDone: 1,
 } as const;
 
 export type ScriptName = keyof typeof SCRIPT_KEYS;
@@ -240,25 +242,41 @@ export class RedisIdCache implements IdCache {
     decodeScriptReply('stamp-record', reply, [ScriptStatus.Ok] as const);
   }
 
-  async claimStamp(source: string, fingerprint: string, token: string): Promise<ClaimResult> {
+  async recorded(address: string, ids: readonly string[]): Promise<boolean[]> {
+    if (ids.length === 0) return [];
+    const k = addressKeys(this.o.keyPrefix, address);
+    const reply = await this.run('recorded', [k.ids, k.at], [this.o.ttl, ...ids]);
+    return decodeRecordedReply(reply, ids.length);
+  }
+
+  async claimStamp(source: string, fingerprint: string, token: string, request: ClaimRequest): Promise<ClaimResult> {
     const reply = await this.run(
       'stampClaim',
       [stampKey(this.o.keyPrefix, source, fingerprint)],
-      [token, this.o.lease, this.o.stampTtl],
+      [token, this.o.lease, this.o.stampTtl, request.ownPrefix, request.since, request.recorded.length, ...request.recorded, ...request.notRecorded],
     );
     const r = decodeScriptReply('stamp-claim', reply, [
       ScriptStatus.Claimed,
+      ScriptStatus.Check,
       ScriptStatus.None,
       ScriptStatus.Busy,
     ] as const);
     switch (r.status) {
       case ScriptStatus.Claimed:
         return { status: 'claimed', id: r.id };
+      case ScriptStatus.Check:
+        return { status: 'check', ids: r.ids };
       case ScriptStatus.None:
-        return { status: 'none' };
+        return { status: 'none', possibleDuplicate: r.possibleDuplicate };
       case ScriptStatus.Busy:
-        return { status: 'busy' };
+        if (r.since === undefined) throw new ScriptReplyError('stamp-claim', 'busy without the clock');
+        return { status: 'busy', since: r.since };
     }
+  }
+
+  async markStampDone(source: string, fingerprint: string, id: string, token: string): Promise<void> {
+    const reply = await this.run('stampDone', [stampKey(this.o.keyPrefix, source, fingerprint)], [id, token, this.o.stampTtl]);
+    decodeScriptReply('stamp-done', reply, [ScriptStatus.Ok, ScriptStatus.NotOwner] as const);
   }
 
   async forgetStamp(source: string, fingerprint: string, id: string): Promise<void> {

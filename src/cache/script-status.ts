@@ -13,14 +13,16 @@ export enum ScriptStatus {
   Reserved = 1,
   /** reserve: the ID is recorded for the address (and not expired). */
   Duplicate = 2,
-  /** reserve / stamp-claim: held by another live owner. */
+  /** reserve / stamp-claim: held by another live owner (stamp-claim: followed by the cache's clock, ms). */
   Busy = 3,
   /** release / stamp-release: the caller does not own the entry; nothing changed (a no-op by contract). */
   NotOwner = 4,
   /** stamp-claim: the caller holds the stamp; followed by the stamped ID. */
   Claimed = 5,
-  /** stamp-claim: no stamp is recorded for the fingerprint. */
+  /** stamp-claim: no stamp to take; followed by 1 when a new stamp must be flagged as a possible duplicate, else 0. */
   None = 6,
+  /** stamp-claim: followed by IDs whose state at the target the caller must look up before claiming again. */
+  Check = 7,
   /** Any script: an argument was malformed (a bug in the caller, never retried). */
   BadArgument = 9,
 }
@@ -29,10 +31,11 @@ export type ScriptReply =
   | { status: ScriptStatus.Ok }
   | { status: ScriptStatus.Reserved; possibleDuplicate: boolean }
   | { status: ScriptStatus.Duplicate }
-  | { status: ScriptStatus.Busy }
+  | { status: ScriptStatus.Busy; since?: number }
   | { status: ScriptStatus.NotOwner }
   | { status: ScriptStatus.Claimed; id: string }
-  | { status: ScriptStatus.None };
+  | { status: ScriptStatus.Check; ids: string[] }
+  | { status: ScriptStatus.None; possibleDuplicate: boolean };
 
 /** A reply no script version of ours produces: a programmer error (or scripts from another version), never retried. */
 export class ScriptReplyError extends Error {
@@ -72,16 +75,23 @@ function decodeCode(script: string, code: number, reply: unknown[]): ScriptReply
   switch (code) {
     case ScriptStatus.Ok:
     case ScriptStatus.Duplicate:
-    case ScriptStatus.Busy:
     case ScriptStatus.NotOwner:
-    case ScriptStatus.None:
       return { status: code };
+    case ScriptStatus.Busy:
+      return reply.length > 1 ? { status: code, since: Number(reply[1]) } : { status: code };
+    case ScriptStatus.None:
+      return { status: code, possibleDuplicate: Number(reply[1]) === 1 };
     case ScriptStatus.Reserved:
       return { status: code, possibleDuplicate: Number(reply[1]) === 1 };
     case ScriptStatus.Claimed: {
       const id = text(reply[1]);
       if (id === undefined) throw new ScriptReplyError(script, 'claimed without an ID');
       return { status: code, id };
+    }
+    case ScriptStatus.Check: {
+      const ids = reply.slice(1).map(text);
+      if (ids.length === 0 || ids.some((id) => id === undefined)) throw new ScriptReplyError(script, 'check without IDs');
+      return { status: code, ids: ids as string[] };
     }
     case ScriptStatus.BadArgument:
       throw new ScriptReplyError(script, `bad argument: ${text(reply[1]) ?? '?'}`);
@@ -96,6 +106,17 @@ const RESERVE_OUTCOMES: Readonly<Record<string, ReserveResult>> = Object.freeze(
   D: Object.freeze({ status: 'duplicate' }),
   B: Object.freeze({ status: 'busy' }),
 });
+
+/** Decodes recorded-2.lua's reply for `count` IDs: one character per ID, 1 recorded, 0 not. */
+export function decodeRecordedReply(reply: unknown, count: number): boolean[] {
+  const flags = text(reply);
+  if (flags === undefined) {
+    decodeScriptReply('recorded', reply, [] as const);
+    throw new ScriptReplyError('recorded', `not a flag string (${JSON.stringify(reply)})`);
+  }
+  if (flags.length !== count || /[^01]/.test(flags)) throw new ScriptReplyError('recorded', `expected ${count} flags, got '${flags}'`);
+  return Array.from(flags, (c) => c === '1');
+}
 
 /**
  * Decodes reserve-5.lua's reply for `count` IDs: one character per ID (R, P, D, B), or a BAD_ARGUMENT array. The

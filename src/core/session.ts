@@ -23,6 +23,7 @@ import type { Metrics } from './metrics.js';
 import { BridgeError, FatalBridgeError, MessageRejectedError, TransientError, isTransient } from './errors.js';
 import { POSSIBLE_DUPLICATE_HEADER, fingerprint, newStampedId, readDuplicateId, withDuplicateId } from './duplicate-id.js';
 import { Deque } from './deque.js';
+import { StampClaims } from './stamp-claim.js';
 
 /** Headers added to a dead-lettered message, saying why it is there. */
 export const DEAD_LETTER_HEADERS = {
@@ -50,7 +51,8 @@ export interface SessionDeps {
 
 /**
  * `busy`: another owner holds a reservation of this ID (a copy in flight). `claim-busy`: this is a redelivery whose
- * stamp is still leased by an earlier holder (usually a crashed process), so its ID is not known yet.
+ * stamp may still be held by an earlier holder (usually a crashed process, until its lease runs out), so its ID is not
+ * known yet (see ./stamp-claim.ts).
  */
 type Prepared = 'forward' | 'duplicate' | 'busy' | 'claim-busy';
 
@@ -60,6 +62,10 @@ interface Job {
   id?: string;
   /** Set when the ID came from a stamp record (no header, no stable identity): the record is forgotten after the ack. */
   stampFingerprint?: string;
+  /** A redelivery's claim: the cache's clock at its first busy answer (0 before), see ./stamp-claim.ts. */
+  claimSince: number;
+  /** A redelivery that got a new stamp while a handled copy of it may exist: its copy carries the possible-duplicate flag. */
+  flagged: boolean;
   reserved: boolean;
   outgoing?: BridgeMessage;
   attempts: number;
@@ -81,7 +87,6 @@ const CACHE_RETRY_MAX_MS = 2000;
 const BUSY_RETRY_MS = 25;
 const BUSY_RETRY_MAX_MS = 250;
 const BUSY_FAST_RETRY_FOR_MS = 2000;
-const CLAIM_RETRY_MS = 100;
 const ACK_BARRIER_INTERVAL_MS = 200;
 /** How long a session may spend, after it ended, giving its reservations back. Redis may be down: bounded. */
 const ABANDON_TIMEOUT_MS = 3000;
@@ -110,6 +115,7 @@ export class BridgeSession {
   private isolating = false;
   private resumeAfterIsolation?: () => void;
   private barrierTimer?: NodeJS.Timeout;
+  private readonly claims: StampClaims;
   private resolveEnded!: (end: SessionEnd) => void;
   /** Resolves once, when the session has ended and its connections are closed. */
   readonly finished: Promise<SessionEnd>;
@@ -118,6 +124,13 @@ export class BridgeSession {
     this.cfg = deps.bridge;
     this.log = deps.log;
     this.finished = new Promise((resolve) => (this.resolveEnded = resolve));
+    this.claims = new StampClaims({
+      cache: deps.cache,
+      sourceAddress: deps.source.address,
+      targetAddress: deps.target.address,
+      ownPrefix: `${deps.tokenPrefix}.`,
+      call: (fn) => this.cacheCall(fn),
+    });
   }
 
   private get dedupe(): boolean {
@@ -171,6 +184,8 @@ export class BridgeSession {
       delivery,
       token: `${this.deps.tokenPrefix}.${this.seq}`,
       reserved: false,
+      claimSince: 0,
+      flagged: false,
       attempts: 0,
       sent: false,
       confirmed: false,
@@ -200,8 +215,11 @@ export class BridgeSession {
       } else {
         const fp = fingerprint(msg);
         if (job.delivery.redelivered) {
-          const claim = await this.cacheCall(() => cache.claimStamp(source.address, fp, job.token));
-          if (claim.status === 'busy') return 'claim-busy';
+          const claim = await this.claims.claim(fp, job.token, job.claimSince);
+          if (claim.status === 'busy') {
+            job.claimSince = claim.since;
+            return 'claim-busy';
+          }
           if (claim.status === 'claimed') {
             job.id = claim.id;
             job.stampFingerprint = fp;
@@ -209,6 +227,8 @@ export class BridgeSession {
               void cache.releaseStamp(source.address, fp, claim.id, job.token).catch(() => undefined);
               throw this.failure;
             }
+          } else if (claim.possibleDuplicate) {
+            job.flagged = true;
           }
         }
         if (job.id === undefined) {
@@ -234,8 +254,9 @@ export class BridgeSession {
     if (result.status === 'busy') return 'busy';
     if (result.status === 'duplicate') return 'duplicate';
     job.reserved = true;
-    job.outgoing = withDuplicateId(msg, this.cfg.duplicateIdHeader, id, result.possibleDuplicate);
-    if (result.possibleDuplicate) this.deps.metrics.possibleDuplicates.inc({ bridge: this.cfg.name });
+    const possibleDuplicate = result.possibleDuplicate || job.flagged;
+    job.outgoing = withDuplicateId(msg, this.cfg.duplicateIdHeader, id, possibleDuplicate);
+    if (possibleDuplicate) this.deps.metrics.possibleDuplicates.inc({ bridge: this.cfg.name });
     return 'forward';
   }
 
@@ -265,31 +286,13 @@ export class BridgeSession {
           }
           continue;
         }
-        let prepared = await job.prepared;
-        // Its answer may be stale (it was prepared on arrival): ask again at once before waiting.
-        if (prepared === 'claim-busy' && !this.failure) {
-          job.prepared = this.prepare(job);
-          prepared = await job.prepared;
-        }
-        while (prepared === 'claim-busy' && !this.failure) {
-          // Wait in line: letting later messages overtake a redelivery whose ID is not known yet could let the
-          // circular cache evict that ID before we learn it, and the copy would then pass unflagged.
-          if (batch.length > 0) {
-            await this.untilSendable();
-            if (this.failure) break;
-            this.sendBatch(batch);
-            batch = [];
-          }
-          await sleep(CLAIM_RETRY_MS);
-          job.prepared = this.prepare(job);
-          prepared = await job.prepared;
-        }
+        const prepared = await job.prepared;
         if (this.failure) break;
         this.takeNext(job);
-        if (prepared === 'busy') {
-          // Another owner holds this ID right now (a copy in flight here or in a replica). Waiting in line could
-          // deadlock two replicas whose later messages hold each other's IDs, so set it aside and go on; it is
-          // almost always a duplicate that will be dropped once the holder commits.
+        if (prepared === 'busy' || prepared === 'claim-busy') {
+          // Another owner holds this ID right now (a copy in flight here or in a replica), or a stamp this redelivery
+          // may stand for (see ./stamp-claim.ts). Waiting in line could deadlock two replicas whose later messages
+          // hold what the other waits for, so set it aside and go on.
           this.park(job, Date.now());
           continue;
         }
@@ -573,6 +576,12 @@ export class BridgeSession {
       const id = job.id;
       await this.cacheCall(() => this.deps.cache.release(target.address, id, job.token, false));
       job.reserved = false;
+    }
+    // Handled, though its ID is not recorded at the target: a redelivery that takes this stamp must be dropped.
+    if (job.stampFingerprint !== undefined && job.id !== undefined) {
+      const fp = job.stampFingerprint;
+      const id = job.id;
+      await this.cacheCall(() => this.deps.cache.markStampDone(this.deps.source.address, fp, id, job.token));
     }
     this.deps.metrics.deadLettered.inc({ bridge: this.cfg.name, reason: err.reason });
     this.log.warn({ duplicateId: job.id, reason: err.reason, deadLetter: deadLetter.description }, 'message moved to the dead-letter destination');

@@ -165,10 +165,17 @@ describe('RedisIdCache', () => {
       const key = stampKey(world.prefix, 'rabbit/orders', 'fp');
       expect(await script('stampRecord')(key, 'id-1', 't1', 100, 60_000)).toEqual([0]);
       await sleep(200);
-      const first = await script('stampClaim')(key, 't2', 10_000, 60_000);
+      // Lease expired and (the caller says) not recorded at the target: taken.
+      const first = await script('stampClaim')(key, 't2', 10_000, 60_000, 'p.', 0, 0, 'id-1');
       expect(first).toEqual([5, 'id-1']);
-      expect(await script('stampClaim')(key, 't2', 10_000, 60_000)).toEqual(first);
-      expect(await script('stampClaim')(key, 't3', 10_000, 60_000)).toEqual([3]);
+      expect(await script('stampClaim')(key, 't2', 10_000, 60_000, 'p.', 0, 0)).toEqual(first);
+      // Another claimer is asked to look id-1 up first, and then waits for its holder.
+      expect(await script('stampClaim')(key, 't3', 10_000, 60_000, 'p.', 0, 0)).toEqual([7, 'id-1']);
+      const busy = (await script('stampClaim')(key, 't3', 10_000, 60_000, 'p.', 0, 0, 'id-1')) as unknown[];
+      expect(busy[0]).toBe(3);
+      expect(Number(busy[1])).toBeGreaterThan(0);
+      // A count of recorded IDs beyond the arguments is refused.
+      expect(await script('stampClaim')(key, 't3', 10_000, 60_000, 'p.', 0, 2, 'id-1')).toEqual([9, 'bad numbers']);
     });
 
     it('reserves and commits many IDs in one call, whatever bytes the IDs and tokens hold', async () => {
@@ -366,7 +373,9 @@ describe('RedisIdCache', () => {
           rejection(cache.commit('orders', 'x', 't')),
           rejection(cache.release('orders', 'x', 't', true)),
           rejection(cache.recordStamp('src', 'fp', 'x', 't')),
-          rejection(cache.claimStamp('src', 'fp', 't')),
+          rejection(cache.claimStamp('src', 'fp', 't', { ownPrefix: 'p.', since: 0, recorded: [], notRecorded: [] })),
+          rejection(cache.recorded('orders', ['x'])),
+          rejection(cache.markStampDone('src', 'fp', 'x', 't')),
           rejection(cache.forgetStamp('src', 'fp', 'x')),
           rejection(cache.releaseStamp('src', 'fp', 'x', 't')),
         ]);

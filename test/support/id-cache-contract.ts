@@ -4,6 +4,7 @@
  */
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import type { IdCache } from '../../src/cache/id-cache.js';
+import { StampClaims, type StampClaim } from '../../src/core/stamp-claim.js';
 
 export interface CacheOptions {
   size?: number;
@@ -175,66 +176,134 @@ export function idCacheContract(name: string, createHarness: () => ContractHarne
       });
     });
 
-    describe('stamp records', () => {
-      it('answers none for an unknown fingerprint', async () => {
+    describe('stamp records and the redelivery claim (src/core/stamp-claim.ts)', () => {
+      const SRC = 'rabbit/orders';
+      const TGT = 'rabbit/out';
+      /** One claim as a session makes it: claim, look up what the cache asks about at the target, claim again. */
+      const claim = (c: IdCache, token: string, o: { fp?: string; ownPrefix?: string; since?: number } = {}): Promise<StampClaim> =>
+        new StampClaims({ cache: c, sourceAddress: SRC, targetAddress: TGT, ownPrefix: o.ownPrefix ?? 'other-session.', call: (fn) => fn() }).claim(
+          o.fp ?? 'fp',
+          token,
+          o.since ?? 0,
+        );
+      const busy = expect.objectContaining({ status: 'busy' });
+
+      it('answers none, unflagged, for an unknown fingerprint', async () => {
         const c = h.cache({ lease: LEASE });
-        expect(await c.claimStamp('rabbit/orders', 'fp', 't1')).toEqual({ status: 'none' });
+        expect(await claim(c, 't1')).toEqual({ status: 'none', possibleDuplicate: false });
       });
 
-      it('hands a recorded stamp back to its holder (replay), busy to others while the holder lives', async () => {
+      it('hands a recorded stamp back to its holder (replay), and makes others wait while the holder lives', async () => {
         const c = h.cache({ lease: LEASE });
-        await c.recordStamp('rabbit/orders', 'fp', 'id-1', 't1');
-        expect(await c.claimStamp('rabbit/orders', 'fp', 't1')).toEqual({ status: 'claimed', id: 'id-1' });
-        expect(await c.claimStamp('rabbit/orders', 'fp', 't2')).toEqual({ status: 'busy' });
-        await c.releaseStamp('rabbit/orders', 'fp', 'id-1', 't2'); // not the holder: no-op
-        expect(await c.claimStamp('rabbit/orders', 'fp', 't3')).toEqual({ status: 'busy' });
+        await c.recordStamp(SRC, 'fp', 'id-1', 't1');
+        expect(await claim(c, 't1')).toEqual({ status: 'claimed', id: 'id-1' });
+        expect(await claim(c, 't2')).toEqual(busy);
+        await c.releaseStamp(SRC, 'fp', 'id-1', 't2'); // not the holder: no-op
+        expect(await claim(c, 't3')).toEqual(busy);
       });
 
-      it('lets a released stamp be claimed at once, replay-safe', async () => {
+      it('lets a released stamp whose ID is not recorded at the target be claimed at once, replay-safe', async () => {
         const c = h.cache({ lease: LEASE });
-        await c.recordStamp('rabbit/orders', 'fp', 'id-1', 't1');
-        await c.releaseStamp('rabbit/orders', 'fp', 'id-1', 't1');
-        expect(await c.claimStamp('rabbit/orders', 'fp', 't2')).toEqual({ status: 'claimed', id: 'id-1' });
-        expect(await c.claimStamp('rabbit/orders', 'fp', 't2')).toEqual({ status: 'claimed', id: 'id-1' });
-        expect(await c.claimStamp('rabbit/orders', 'fp', 't3')).toEqual({ status: 'busy' });
+        await c.recordStamp(SRC, 'fp', 'id-1', 't1');
+        await c.releaseStamp(SRC, 'fp', 'id-1', 't1');
+        expect(await claim(c, 't2')).toEqual({ status: 'claimed', id: 'id-1' });
+        expect(await claim(c, 't2')).toEqual({ status: 'claimed', id: 'id-1' });
+        expect(await claim(c, 't3')).toEqual(busy);
       });
 
       it('lets a stamp whose holder lease expired be claimed', async () => {
         const c = h.cache({ lease: LEASE });
-        await c.recordStamp('rabbit/orders', 'fp', 'id-1', 't1');
+        await c.recordStamp(SRC, 'fp', 'id-1', 't1');
         await h.advance(PAST_LEASE);
-        expect(await c.claimStamp('rabbit/orders', 'fp', 't2')).toEqual({ status: 'claimed', id: 'id-1' });
-        expect(await c.claimStamp('rabbit/orders', 'fp', 't1')).toEqual({ status: 'busy' });
+        expect(await claim(c, 't2')).toEqual({ status: 'claimed', id: 'id-1' });
+        expect(await claim(c, 't1')).toEqual(busy);
+      });
+
+      it('never hands out a stamp whose ID is recorded at the target: a new stamp, flagged, instead', async () => {
+        const c = h.cache({ lease: LEASE, size: 10 });
+        await c.recordStamp(SRC, 'fp', 'id-1', 't1');
+        await c.commit(TGT, 'id-1', 'r1');
+        await c.releaseStamp(SRC, 'fp', 'id-1', 't1');
+        expect(await claim(c, 't2')).toEqual({ status: 'none', possibleDuplicate: true });
+        // The done mark sticks, even once the circular cache no longer holds the ID.
+        for (let i = 0; i < 20; i++) await c.commit(TGT, `later-${i}`, `r-${i}`);
+        expect(await c.recorded(TGT, ['id-1'])).toEqual([false]);
+        expect(await claim(c, 't3')).toEqual({ status: 'none', possibleDuplicate: true });
+      });
+
+      it('prefers the stamp of a message that was never forwarded over one that was (the issue-12 loss)', async () => {
+        const c = h.cache({ lease: LEASE });
+        for (const n of [1, 2, 3]) await c.recordStamp(SRC, 'fp', `id-${n}`, `t${n}`);
+        // id-1 and id-3 were forwarded and acked (their records wait for the ack barrier); id-2 was not.
+        await c.commit(TGT, 'id-1', 'r1');
+        await c.commit(TGT, 'id-3', 'r3');
+        for (const n of [1, 2, 3]) await c.releaseStamp(SRC, 'fp', `id-${n}`, `t${n}`);
+        expect(await claim(c, 'x1')).toEqual({ status: 'claimed', id: 'id-2' });
+        // Another redelivery waits while id-2 is held (it might be its own), and never takes id-1 or id-3.
+        expect(await claim(c, 'x2')).toEqual(busy);
+        await c.commit(TGT, 'id-2', 'x1');
+        expect(await claim(c, 'x2')).toEqual({ status: 'none', possibleDuplicate: true });
+      });
+
+      it('waits while a stamp that may be this message\'s own is held, but not for its own session\'s or later ones', async () => {
+        const c = h.cache({ lease: 10_000 });
+        await c.recordStamp(SRC, 'fp', 'id-1', 'dead.1'); // a crashed owner's, its lease still running
+        await c.recordStamp(SRC, 'fp', 'id-2', 'mine.1'); // a live delivery of the claimer's own session
+        const first = await claim(c, 'mine.2', { ownPrefix: 'mine.' });
+        expect(first).toEqual(busy);
+        const since = first.status === 'busy' ? first.since : 0;
+        expect(since).toBeGreaterThan(0);
+        await h.advance(20);
+        await c.recordStamp(SRC, 'fp', 'id-3', 'live.1'); // taken after the redelivery first asked: not its own
+        expect(await claim(c, 'mine.2', { ownPrefix: 'mine.', since })).toEqual(busy);
+        await c.releaseStamp(SRC, 'fp', 'id-1', 'dead.1'); // as when its lease runs out
+        expect(await claim(c, 'mine.2', { ownPrefix: 'mine.', since })).toEqual({ status: 'claimed', id: 'id-1' });
+        // Left: id-1 and id-2 (this session's live deliveries) and id-3 (later): none of them can be this one's.
+        expect(await claim(c, 'mine.3', { ownPrefix: 'mine.', since })).toEqual({ status: 'none', possibleDuplicate: false });
+      });
+
+      it('treats a dead-lettered message\'s stamp as handled', async () => {
+        const c = h.cache({ lease: LEASE });
+        await c.recordStamp(SRC, 'fp', 'id-1', 't1');
+        await c.markStampDone(SRC, 'fp', 'id-1', 't2'); // not the holder: no-op
+        await c.markStampDone(SRC, 'fp', 'id-1', 't1');
+        await c.releaseStamp(SRC, 'fp', 'id-1', 't1');
+        expect(await claim(c, 't3')).toEqual({ status: 'none', possibleDuplicate: true });
       });
 
       it('forgets a stamp', async () => {
         const c = h.cache({ lease: LEASE });
-        await c.recordStamp('rabbit/orders', 'fp', 'id-1', 't1');
-        await c.forgetStamp('rabbit/orders', 'fp', 'id-1');
-        await c.forgetStamp('rabbit/orders', 'fp', 'id-1');
-        expect(await c.claimStamp('rabbit/orders', 'fp', 't2')).toEqual({ status: 'none' });
+        await c.recordStamp(SRC, 'fp', 'id-1', 't1');
+        await c.forgetStamp(SRC, 'fp', 'id-1');
+        await c.forgetStamp(SRC, 'fp', 'id-1');
+        expect(await claim(c, 't2')).toEqual({ status: 'none', possibleDuplicate: false });
       });
 
       it('gives each redelivered copy of identical messages its own stamp', async () => {
         const c = h.cache({ lease: LEASE });
-        await c.recordStamp('rabbit/orders', 'fp', 'id-1', 't1');
-        await c.recordStamp('rabbit/orders', 'fp', 'id-2', 't2');
-        await c.releaseStamp('rabbit/orders', 'fp', 'id-1', 't1');
-        await c.releaseStamp('rabbit/orders', 'fp', 'id-2', 't2');
-        const a = await c.claimStamp('rabbit/orders', 'fp', 't3');
-        const b = await c.claimStamp('rabbit/orders', 'fp', 't4');
-        expect(a.status).toBe('claimed');
-        expect(b.status).toBe('claimed');
-        const ids = [a, b].map((r) => (r.status === 'claimed' ? r.id : '')).sort();
-        expect(ids).toEqual(['id-1', 'id-2']);
-        expect(await c.claimStamp('rabbit/orders', 'fp', 't5')).toEqual({ status: 'busy' });
+        await c.recordStamp(SRC, 'fp', 'id-1', 't1');
+        await c.recordStamp(SRC, 'fp', 'id-2', 't2');
+        await c.releaseStamp(SRC, 'fp', 'id-1', 't1');
+        await c.releaseStamp(SRC, 'fp', 'id-2', 't2');
+        const got = [await claim(c, 't3'), await claim(c, 't4')].map((r) => (r.status === 'claimed' ? r.id : r.status)).sort();
+        expect(got).toEqual(['id-1', 'id-2']);
+        expect(await claim(c, 't5')).toEqual(busy);
+      });
+
+      it('answers which IDs are recorded at an address', async () => {
+        const c = h.cache({ lease: LEASE });
+        await c.commit(TGT, 'a', 't1');
+        expect(await c.recorded(TGT, ['a', 'b', 'a'])).toEqual([true, false, true]);
+        expect(await c.recorded('elsewhere', ['a'])).toEqual([false]);
+        expect(await c.recorded(TGT, [])).toEqual([]);
       });
 
       it('keeps sources and fingerprints apart', async () => {
         const c = h.cache({ lease: LEASE });
-        await c.recordStamp('rabbit/orders', 'fp', 'id-1', 't1');
-        expect(await c.claimStamp('rabbit/invoices', 'fp', 't2')).toEqual({ status: 'none' });
-        expect(await c.claimStamp('rabbit/orders', 'fp2', 't2')).toEqual({ status: 'none' });
+        await c.recordStamp(SRC, 'fp', 'id-1', 't1');
+        const none = { status: 'none', possibleDuplicate: false };
+        expect(await new StampClaims({ cache: c, sourceAddress: 'rabbit/invoices', targetAddress: TGT, ownPrefix: 'o.', call: (fn) => fn() }).claim('fp', 't2', 0)).toEqual(none);
+        expect(await claim(c, 't2', { fp: 'fp2' })).toEqual(none);
       });
     });
 

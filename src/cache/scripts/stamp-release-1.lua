@@ -1,7 +1,8 @@
 --[[
-  stamp-release: make a stamp claimable again at once (its holder gave the message back unacknowledged).
+  stamp-release: make a stamp claimable again at once (its holder gave the message back unacknowledged). A done mark
+  stays.
 
-  KEYS[1] stamps  HASH id -> "token|leaseExpiry" (token empty = free to claim); tagged with the source address
+  KEYS[1] stamps  HASH id -> "owner|leaseExpiry[|d]" (see stamp-entry.inc.lua); tagged with the source address
 
   ARGV[1] id
   ARGV[2] owner token
@@ -15,10 +16,10 @@
 local id, token, ttl = ARGV[1], ARGV[2], tonumber(ARGV[3])
 if token == nil or token == '' then return {9, 'empty token'} end
 if not (ttl and ttl > 0) then return {9, 'bad numbers'} end
+--#include stamp-entry.inc.lua
 
-local cur = redis.call('HGET', KEYS[1], id)
-if not cur then return {4} end
-if string.match(cur, '^(.*)|%d+$') ~= token then return {4} end
-redis.call('HSET', KEYS[1], id, '|0')
+local owner, _, mark = ownStamp(id, token)
+if owner == nil then return {4} end
+redis.call('HSET', KEYS[1], id, mark == 'd' and '|0|d' or '|0')
 redis.call('PEXPIRE', KEYS[1], ttl)
 return {0}

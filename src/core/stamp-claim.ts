@@ -1,0 +1,127 @@
+/**
+ * How a redelivered message without a stable identity gets back the ID stamped on its first delivery (DESIGN §3).
+ *
+ * Records: every first delivery without an ID stamps a fresh random ID and records it under the message's fingerprint
+ * (source address + SHA-256 of body, properties and headers), held by the delivery's token with a lease. The record is
+ * forgotten only once the message's ack provably reached the broker (an ack barrier). Messages with byte-identical
+ * content share a fingerprint: they are interchangeable, and a redelivery cannot tell which record was its own.
+ *
+ * What a redelivered message can be, when its previous holder died:
+ *   (c) stamped, not forwarded (or sent with an unknown outcome): its record is there, its ID is not recorded at
+ *       the target;
+ *   (a) forwarded and committed, ack not yet processed by the broker: its record is there, its ID is recorded;
+ *   (b) delivered but never stamped: RabbitMQ had pushed it (prefetch) but the bridge died before it recorded a stamp
+ *       — often hundreds of messages, the bytes still in the socket buffer;
+ * and the records of messages that were acked (the broker has them no more) stay until the next barrier, with IDs
+ * recorded at the target — indistinguishable from (a).
+ *
+ * The rule (this module and stamp-claim-1.lua), per redelivery:
+ *   1. take a free record whose ID the target's cache says is **not recorded**, and forward under it;
+ *   2. else, while a record not known to be handled is held by another owner since before this message asked (a live
+ *      one, or a crashed one whose lease still runs), wait: that record may be this message's own;
+ *   3. else stamp a **new** ID, flagged as a possible duplicate when a record of a handled message (ID recorded, or
+ *      dead-lettered) exists. A claim never takes such a record and never drops the message.
+ * Records held by live deliveries of the claimer's own session, and records taken after it first asked, belong to
+ * other deliveries: a claim neither waits for them nor asks about them.
+ *
+ * Why nothing is lost and no copy gets a second ID unflagged:
+ * - Nothing is dropped on a claim, and every claim ends in a forward (rule 1 or 3): a redelivery reaches the target.
+ *   (Before issue 12 a claim could take the record of an acked message and the redelivery was dropped as its
+ *   duplicate: with two replicas killed, 1–250 of 1,500 identical messages were lost per round.)
+ * - A (c) message whose record another redelivery took (rule 1 hands records out in any order) gets a new ID by rule
+ *   3: the pair swapped records; one copy each reaches the target. Its record was not recorded, so the target holds
+ *   nothing under it — or, if its send had an unknown outcome, a copy that the target cache's abandoned reservation
+ *   or uncertain marker makes reserve flag when the other message is forwarded under that ID.
+ * - A (c) message whose own record is still held by its dead owner waits for the lease (rule 2) and then takes it (or
+ *   another free one) by rule 1, so a send of unknown outcome is resent under the same ID, flagged.
+ * - An (a) message, or an acked message whose ack was lost, reaches rule 3 (its record is recorded): a second copy,
+ *   under a new ID, flagged, because its own record is done. It may also take a free (c) record by rule 1 — then the
+ *   (c) message gets a new ID by rule 3, flagged for the same reason. Every extra copy is flagged.
+ * - A (b) message takes a free (c) record or gets a new ID; its flag, if any, is a false alarm, never a loss.
+ * - Dead-lettered: its record is marked done before the ack, so no redelivery forwards under its ID.
+ *
+ * Limits: the flag of rule 3 may fall on a copy that was no duplicate (it says "may"); a live delivery that holds its
+ * stamp longer than reservation-lease (the target blocked that long) can have it taken by a redelivery elsewhere.
+ */
+import type { IdCache } from '../cache/id-cache.js';
+
+export type StampClaim =
+  /** Forward under `id`. */
+  | { status: 'claimed'; id: string }
+  /** No record to take: stamp a new ID, flagged when `possibleDuplicate`. */
+  | { status: 'none'; possibleDuplicate: boolean }
+  /** A record this message may stand for is held by another owner: try again later with `since`. */
+  | { status: 'busy'; since: number };
+
+/** Check rounds per attempt: new records may appear between the check and the claim; after that many, try later. */
+const MAX_CHECK_ROUNDS = 4;
+/** After a busy answer for a fingerprint, further claims for it in this session wait this long before asking again. */
+const BUSY_HOLD_MS = 50;
+
+export interface StampClaimsDeps {
+  cache: IdCache;
+  sourceAddress: string;
+  targetAddress: string;
+  /** Prefix of this session's tokens (every token is `${prefix}${n}`). */
+  ownPrefix: string;
+  /** Runs one cache call, retrying while the cache is unreachable (the session's fail-closed policy). */
+  call<T>(fn: () => Promise<T>): Promise<T>;
+}
+
+/**
+ * The claims of one session. Claims of one fingerprint go one at a time (they compete for the same records, and a
+ * burst of identical redeliveries would otherwise read the same hash hundreds of times at once); after a busy answer
+ * the fingerprint is left alone for a moment, so that many parked redeliveries cost the cache one question, not one
+ * each.
+ */
+export class StampClaims {
+  private readonly lines = new Map<string, Promise<unknown>>();
+  private readonly busyUntil = new Map<string, number>();
+
+  constructor(private readonly deps: StampClaimsDeps) {}
+
+  /** `since`: what the first busy answer for this delivery said (0 before one came). */
+  claim(fingerprint: string, token: string, since: number): Promise<StampClaim> {
+    const prev = this.lines.get(fingerprint) ?? Promise.resolve();
+    const mine = prev.then(() => this.attempt(fingerprint, token, since));
+    const tail = mine.then(
+      () => undefined,
+      () => undefined,
+    );
+    this.lines.set(fingerprint, tail);
+    void tail.then(() => {
+      if (this.lines.get(fingerprint) === tail) this.lines.delete(fingerprint);
+    });
+    return mine;
+  }
+
+  private async attempt(fingerprint: string, token: string, since: number): Promise<StampClaim> {
+    const until = this.busyUntil.get(fingerprint);
+    if (until !== undefined) {
+      if (Date.now() < until) return { status: 'busy', since };
+      this.busyUntil.delete(fingerprint);
+    }
+    const { cache, sourceAddress, targetAddress, ownPrefix, call } = this.deps;
+    let recorded: string[] = [];
+    const notRecorded = new Set<string>();
+    for (let round = 0; round < MAX_CHECK_ROUNDS; round++) {
+      const request = { ownPrefix, since, recorded, notRecorded: [...notRecorded] };
+      const r = await call(() => cache.claimStamp(sourceAddress, fingerprint, token, request));
+      if (r.status === 'check') {
+        const flags = await call(() => cache.recorded(targetAddress, r.ids));
+        // Within one attempt (milliseconds) the answers still hold: a free record is written by nobody, and a held one
+        // that gets recorded meanwhile is only waited for. Recorded IDs are marked done for good by the next call.
+        recorded = r.ids.filter((_, i) => flags[i]);
+        for (const [i, id] of r.ids.entries()) if (!flags[i]) notRecorded.add(id);
+        continue;
+      }
+      if (r.status === 'busy') {
+        this.busyUntil.set(fingerprint, Date.now() + BUSY_HOLD_MS);
+        return { status: 'busy', since: since > 0 ? since : r.since };
+      }
+      return r;
+    }
+    this.busyUntil.set(fingerprint, Date.now() + BUSY_HOLD_MS);
+    return { status: 'busy', since };
+  }
+}

@@ -24,13 +24,17 @@ export type ReserveResult =
   | { status: 'busy' };
 
 export type ClaimResult =
-  /** The caller now holds a stamp recorded for an earlier delivery of a message with this fingerprint: forward under it. */
-  | { status: 'claimed'; id: string }
+  /**
+   * The caller now holds a stamp recorded for an earlier delivery of a message with this fingerprint. `done: false`:
+   * forward under it, flagged as a possible duplicate when `possibleDuplicate` (the stamp was made flagged, see
+   * recordStamp). `done: true`: it is the fingerprint's only stamp and its message was forwarded: drop the redelivery.
+   */
+  | { status: 'claimed'; id: string; possibleDuplicate: boolean; done: boolean }
   /** Look up which of `ids` are recorded at the target address (`recorded`), then claim again with the answer. */
   | { status: 'check'; ids: string[] }
   /**
    * No stamp to take: stamp a new ID. `possibleDuplicate`: a stamp of a handled message exists, so this may be a copy of
-   * it whose ack was lost; flag the new copy.
+   * it whose ack was lost; flag the new copy, and record the stamp flagged.
    */
   | { status: 'none'; possibleDuplicate: boolean }
   /** A stamp this message may stand for is held by another owner: try again shortly, passing `since`. */
@@ -57,6 +61,8 @@ export interface ClaimRequest {
 export interface IdCache {
   /** `redis` or `memory`, for logs. */
   readonly kind: string;
+  /** Lease of a reservation or stamp (reservation-lease), ms: holders that live longer renew their stamps. */
+  readonly lease: number;
   /** Resolves when the store answers (used at start and by the supervisor before resuming). */
   ping(): Promise<void>;
 
@@ -70,8 +76,11 @@ export interface IdCache {
    */
   release(address: string, id: string, token: string, uncertain: boolean): Promise<void>;
 
-  /** Records that `id` was stamped on a message with this fingerprint read from `source`, held by `token`. */
-  recordStamp(source: string, fingerprint: string, id: string, token: string): Promise<void>;
+  /**
+   * Records that `id` was stamped on a message with this fingerprint read from `source`, held by `token`. `flagged`:
+   * every copy forwarded under it, by whichever delivery takes it later, is a possible duplicate.
+   */
+  recordStamp(source: string, fingerprint: string, id: string, token: string, flagged?: boolean): Promise<void>;
   /**
    * Which of `ids` are recorded (forwarded and committed, not expired) for the target address. Read-only; called only
    * for redelivered messages that choose among stamps.
@@ -83,6 +92,11 @@ export interface IdCache {
    * recorded at the target, never one of a handled message (see ClaimResult). Idempotent per token.
    */
   claimStamp(source: string, fingerprint: string, token: string, request: ClaimRequest): Promise<ClaimResult>;
+  /**
+   * Extends the lease of stamps of one fingerprint that live deliveries hold (the session calls it every third of the
+   * lease). Resolves with the IDs among them that their tokens hold no more: those deliveries must not be forwarded.
+   */
+  renewStamps(source: string, fingerprint: string, held: readonly { id: string; token: string }[]): Promise<string[]>;
   /**
    * Marks a stamp done: its message was handled without its ID being recorded at the target (dead-lettered), so no
    * redelivery takes it. No-op for a non-owner.

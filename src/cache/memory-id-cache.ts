@@ -34,6 +34,8 @@ interface StampEntry {
   expiry: number;
   /** The message it stands for was handled (ID recorded at the target, or dead-lettered): see stamp-entry.inc.lua. */
   done: boolean;
+  /** Every copy forwarded under it is a possible duplicate (mark `f`). */
+  flagged: boolean;
 }
 
 interface StampRecord {
@@ -52,11 +54,11 @@ export interface MemoryCacheSizes {
 
 export class MemoryIdCache implements IdCache {
   readonly kind = 'memory';
+  readonly lease: number;
   private readonly addresses = new Map<string, AddressState>();
   private readonly stamps = new Map<string, StampRecord>();
   private readonly size: number;
   private readonly ttl: number;
-  private readonly lease: number;
   private readonly markerRetention: number;
   private readonly maxMarkers: number;
   private readonly stampTtl: number;
@@ -145,14 +147,14 @@ export class MemoryIdCache implements IdCache {
     if (uncertain || cur.possibleDuplicate) this.mark(a, id, this.now());
   }
 
-  async recordStamp(source: string, fingerprint: string, id: string, token: string): Promise<void> {
+  async recordStamp(source: string, fingerprint: string, id: string, token: string, flagged = false): Promise<void> {
     this.assertOpen();
     assertToken(token);
     const now = this.now();
     this.trimStamps(now);
     const record = this.stampRecord(source, fingerprint, now, true);
     if (!record) return;
-    record.entries.set(id, { token, expiry: now + this.lease, done: false });
+    record.entries.set(id, { token, expiry: now + this.lease, done: false, flagged });
     this.touch(source, fingerprint, record, now);
   }
 
@@ -175,26 +177,49 @@ export class MemoryIdCache implements IdCache {
     this.trimStamps(now);
     const record = this.stampRecord(source, fingerprint, now, false);
     if (!record || record.entries.size === 0) return { status: 'none', possibleDuplicate: false };
-    for (const [id, e] of record.entries) if (e.token === token) return { status: 'claimed', id };
+    for (const [id, e] of record.entries) if (e.token === token) return { status: 'claimed', id, possibleDuplicate: e.flagged, done: e.done };
 
     const since = request.since > 0 ? request.since : now;
     const recorded = new Set(request.recorded);
     const notRecorded = new Set(request.notRecorded);
     const entries = [...record.entries].map(([id, e]) => {
       if (!e.done && recorded.has(id)) e.done = true;
-      const free = e.token === '' || e.expiry <= now;
-      return { id, e, free, own: !free && e.token.startsWith(request.ownPrefix), late: !free && e.expiry - this.lease > since };
+      // See stamp-claim-1.lua: the caller's own session is alive, its entries are never free.
+      const own = e.token !== '' && e.token.startsWith(request.ownPrefix);
+      const free = !own && (e.token === '' || e.expiry <= now);
+      return { id, e, free, own, late: !free && !own && e.expiry - this.lease > since };
     });
     const fresh = entries.find((x) => x.free && !x.e.done && notRecorded.has(x.id));
     if (fresh) {
-      record.entries.set(fresh.id, { token, expiry: now + this.lease, done: false });
+      record.entries.set(fresh.id, { ...fresh.e, token, expiry: now + this.lease });
       this.touch(source, fingerprint, record, now);
-      return { status: 'claimed', id: fresh.id };
+      return { status: 'claimed', id: fresh.id, possibleDuplicate: fresh.e.flagged, done: false };
     }
     const unknown = entries.filter((x) => !x.e.done && !x.own && !x.late && !notRecorded.has(x.id)).map((x) => x.id);
     if (unknown.length > 0) return { status: 'check', ids: unknown };
     if (entries.some((x) => !x.e.done && !x.own && !x.late && !x.free)) return { status: 'busy', since: now };
+    const only = entries.length === 1 ? entries[0] : undefined;
+    if (only && only.e.done && !only.own && !only.late) {
+      if (!only.free) return { status: 'busy', since: now };
+      record.entries.set(only.id, { ...only.e, token, expiry: now + this.lease });
+      this.touch(source, fingerprint, record, now);
+      return { status: 'claimed', id: only.id, possibleDuplicate: only.e.flagged, done: true };
+    }
     return { status: 'none', possibleDuplicate: entries.some((x) => x.e.done && !x.own) };
+  }
+
+  async renewStamps(source: string, fingerprint: string, held: readonly { id: string; token: string }[]): Promise<string[]> {
+    this.assertOpen();
+    const now = this.now();
+    const record = this.stampRecord(source, fingerprint, now, false);
+    const lost: string[] = [];
+    for (const { id, token } of held) {
+      const e = record?.entries.get(id);
+      if (!record || !e || token === '' || e.token !== token) lost.push(id);
+      else e.expiry = now + this.lease;
+    }
+    if (record) this.touch(source, fingerprint, record, now);
+    return lost;
   }
 
   async markStampDone(source: string, fingerprint: string, id: string, token: string): Promise<void> {
@@ -210,7 +235,7 @@ export class MemoryIdCache implements IdCache {
   }
 
   async releaseStamp(source: string, fingerprint: string, id: string, token: string): Promise<void> {
-    this.changeOwnStamp(source, fingerprint, id, token, (e) => ({ token: '', expiry: 0, done: e.done }));
+    this.changeOwnStamp(source, fingerprint, id, token, (e) => ({ ...e, token: '', expiry: 0 }));
   }
 
   /** Replaces a stamp entry that `token` holds; a no-op for anyone else (as the scripts answer NOT_OWNER). */

@@ -30,6 +30,7 @@ export const SCRIPT_KEYS = {
   stampForget: 1,
   stampRelease: 1,
   stampDone: 1,
+  stampRenew: 1,
 } as const;
 
 export type ScriptName = keyof typeof SCRIPT_KEYS;
@@ -103,6 +104,7 @@ type ScriptFn = (...args: (string | number)[]) => Promise<unknown>;
 
 export class RedisIdCache implements IdCache {
   readonly kind = 'redis';
+  readonly lease: number;
   private readonly redis: Redis;
   private readonly where: string;
   private readonly log: Logger;
@@ -113,6 +115,7 @@ export class RedisIdCache implements IdCache {
 
   constructor(options: RedisIdCacheOptions) {
     this.where = describeUrl(options.url);
+    this.lease = options.lease;
     this.log = options.log ?? silentLogger;
     this.o = {
       keyPrefix: options.keyPrefix,
@@ -233,11 +236,11 @@ export class RedisIdCache implements IdCache {
     decodeScriptReply('release', reply, [ScriptStatus.Ok, ScriptStatus.NotOwner] as const);
   }
 
-  async recordStamp(source: string, fingerprint: string, id: string, token: string): Promise<void> {
+  async recordStamp(source: string, fingerprint: string, id: string, token: string, flagged = false): Promise<void> {
     const reply = await this.run(
       'stampRecord',
       [stampKey(this.o.keyPrefix, source, fingerprint)],
-      [id, token, this.o.lease, this.o.stampTtl],
+      [id, token, this.o.lease, this.o.stampTtl, flagged ? 1 : 0],
     );
     decodeScriptReply('stamp-record', reply, [ScriptStatus.Ok] as const);
   }
@@ -263,7 +266,7 @@ export class RedisIdCache implements IdCache {
     ] as const);
     switch (r.status) {
       case ScriptStatus.Claimed:
-        return { status: 'claimed', id: r.id };
+        return { status: 'claimed', id: r.id, possibleDuplicate: r.possibleDuplicate, done: r.done };
       case ScriptStatus.Check:
         return { status: 'check', ids: r.ids };
       case ScriptStatus.None:
@@ -272,6 +275,17 @@ export class RedisIdCache implements IdCache {
         if (r.since === undefined) throw new ScriptReplyError('stamp-claim', 'busy without the clock');
         return { status: 'busy', since: r.since };
     }
+  }
+
+  async renewStamps(source: string, fingerprint: string, held: readonly { id: string; token: string }[]): Promise<string[]> {
+    if (held.length === 0) return [];
+    const reply = await this.run('stampRenew', [stampKey(this.o.keyPrefix, source, fingerprint)], [
+      this.o.lease,
+      this.o.stampTtl,
+      ...held.flatMap((h) => [h.id, h.token]),
+    ]);
+    decodeScriptReply('stamp-renew', reply, [ScriptStatus.Ok] as const);
+    return (reply as unknown[]).slice(1).map((id) => (Buffer.isBuffer(id) ? id.toString('utf8') : String(id)));
   }
 
   async markStampDone(source: string, fingerprint: string, id: string, token: string): Promise<void> {

@@ -17,7 +17,10 @@ export enum ScriptStatus {
   Busy = 3,
   /** release / stamp-release: the caller does not own the entry; nothing changed (a no-op by contract). */
   NotOwner = 4,
-  /** stamp-claim: the caller holds the stamp; followed by the stamped ID. */
+  /**
+   * stamp-claim: the caller holds the stamp; followed by the stamped ID, 1 when its copies must be flagged, and 1 when
+   * the stamp is done (drop the redelivery).
+   */
   Claimed = 5,
   /** stamp-claim: no stamp to take; followed by 1 when a new stamp must be flagged as a possible duplicate, else 0. */
   None = 6,
@@ -33,7 +36,7 @@ export type ScriptReply =
   | { status: ScriptStatus.Duplicate }
   | { status: ScriptStatus.Busy; since?: number }
   | { status: ScriptStatus.NotOwner }
-  | { status: ScriptStatus.Claimed; id: string }
+  | { status: ScriptStatus.Claimed; id: string; possibleDuplicate: boolean; done: boolean }
   | { status: ScriptStatus.Check; ids: string[] }
   | { status: ScriptStatus.None; possibleDuplicate: boolean };
 
@@ -86,7 +89,7 @@ function decodeCode(script: string, code: number, reply: unknown[]): ScriptReply
     case ScriptStatus.Claimed: {
       const id = text(reply[1]);
       if (id === undefined) throw new ScriptReplyError(script, 'claimed without an ID');
-      return { status: code, id };
+      return { status: code, id, possibleDuplicate: Number(reply[2]) === 1, done: Number(reply[3]) === 1 };
     }
     case ScriptStatus.Check: {
       const ids = reply.slice(1).map(text);

@@ -87,7 +87,8 @@ const CACHE_RETRY_MAX_MS = 2000;
 const BUSY_RETRY_MS = 25;
 const BUSY_RETRY_MAX_MS = 250;
 const BUSY_FAST_RETRY_FOR_MS = 2000;
-const ACK_BARRIER_INTERVAL_MS = 200;
+/** Also bounds how long the stamp of an acked message lingers (rule 4 of stamp-claim-1.lua): kept short. */
+const ACK_BARRIER_INTERVAL_MS = 50;
 /** How long a session may spend, after it ended, giving its reservations back. Redis may be down: bounded. */
 const ABANDON_TIMEOUT_MS = 3000;
 
@@ -115,6 +116,7 @@ export class BridgeSession {
   private isolating = false;
   private resumeAfterIsolation?: () => void;
   private barrierTimer?: NodeJS.Timeout;
+  private renewTimer?: NodeJS.Timeout;
   private readonly claims: StampClaims;
   private resolveEnded!: (end: SessionEnd) => void;
   /** Resolves once, when the session has ended and its connections are closed. */
@@ -151,6 +153,10 @@ export class BridgeSession {
     void this.forwardLoop();
     this.barrierTimer = setInterval(() => void this.forgetAckedStamps(), ACK_BARRIER_INTERVAL_MS);
     this.barrierTimer.unref();
+    if (this.dedupe) {
+      this.renewTimer = setInterval(() => void this.renewStamps(), Math.max(50, Math.floor(this.deps.cache.lease / 3)));
+      this.renewTimer.unref();
+    }
   }
 
   /** Stops consuming, lets in-flight messages finish within `timeoutMs`, then closes. Unfinished ones stay unacked. */
@@ -220,6 +226,7 @@ export class BridgeSession {
             job.claimSince = claim.since;
             return 'claim-busy';
           }
+          job.flagged = claim.possibleDuplicate;
           if (claim.status === 'claimed') {
             job.id = claim.id;
             job.stampFingerprint = fp;
@@ -227,13 +234,13 @@ export class BridgeSession {
               void cache.releaseStamp(source.address, fp, claim.id, job.token).catch(() => undefined);
               throw this.failure;
             }
-          } else if (claim.possibleDuplicate) {
-            job.flagged = true;
+            // The fingerprint's only stamp, of a message forwarded and committed: this is that message again.
+            if (claim.done) return 'duplicate';
           }
         }
         if (job.id === undefined) {
           const stamped = newStampedId();
-          await this.cacheCall(() => cache.recordStamp(source.address, fp, stamped, job.token));
+          await this.cacheCall(() => cache.recordStamp(source.address, fp, stamped, job.token, job.flagged));
           job.id = stamped;
           job.stampFingerprint = fp;
           if (this.failure) {
@@ -632,6 +639,43 @@ export class BridgeSession {
     }
   }
 
+  /**
+   * Keeps the stamps of unsettled messages leased, so that a redelivery elsewhere never takes the stamp of a message
+   * this session still works on (see ./stamp-claim.ts). A stamp taken over anyway (the cache was unreachable for most
+   * of a lease) is a stamp two messages may now share: the session ends, and the broker redelivers what it held.
+   */
+  private async renewStamps(): Promise<void> {
+    const byFingerprint = new Map<string, Job[]>();
+    for (const job of this.unsettled) {
+      if (job.stampFingerprint === undefined || job.id === undefined || job.settled) continue;
+      const list = byFingerprint.get(job.stampFingerprint);
+      if (list) list.push(job);
+      else byFingerprint.set(job.stampFingerprint, [job]);
+    }
+    const { cache, source } = this.deps;
+    for (const [fp, jobs] of byFingerprint) {
+      if (this.failure) return;
+      let lost: string[];
+      try {
+        lost = await cache.renewStamps(source.address, fp, jobs.map((j) => ({ id: j.id as string, token: j.token })));
+      } catch (err) {
+        // Unreachable: claims elsewhere wait for the cache as well; the next round tries again.
+        this.log.debug({ err }, 'could not renew stamp leases');
+        return;
+      }
+      const gone = new Set(lost);
+      const taken = jobs.filter((j) => !j.settled && gone.has(j.id as string));
+      if (taken.length > 0) {
+        this.fail(
+          new TransientError(
+            `bridge '${this.cfg.name}': ${taken.length} stamp(s) of messages in flight were taken over after their lease ran out (the duplicate-ID cache was unreachable too long); reconnecting so that the broker redelivers them`,
+          ),
+        );
+        return;
+      }
+    }
+  }
+
   // ---- the end -----------------------------------------------------------------------------------------------
 
   private fail(err: unknown): void {
@@ -647,6 +691,7 @@ export class BridgeSession {
     this.onSendsIdle?.();
     this.wakeDrain?.();
     if (this.barrierTimer) clearInterval(this.barrierTimer);
+    if (this.renewTimer) clearInterval(this.renewTimer);
     void this.teardown(error);
   }
 

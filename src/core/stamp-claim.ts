@@ -46,9 +46,9 @@
 import type { IdCache } from '../cache/id-cache.js';
 
 export type StampClaim =
-  /** Forward under `id`. */
-  | { status: 'claimed'; id: string }
-  /** No record to take: stamp a new ID, flagged when `possibleDuplicate`. */
+  /** Forward under `id`, flagged when `possibleDuplicate`; or, when `done`, drop as a duplicate of its message. */
+  | { status: 'claimed'; id: string; possibleDuplicate: boolean; done: boolean }
+  /** No record to take: stamp a new ID, recorded and forwarded flagged when `possibleDuplicate`. */
   | { status: 'none'; possibleDuplicate: boolean }
   /** A record this message may stand for is held by another owner: try again later with `since`. */
   | { status: 'busy'; since: number };
@@ -66,6 +66,8 @@ export interface StampClaimsDeps {
   ownPrefix: string;
   /** Runs one cache call, retrying while the cache is unreachable (the session's fail-closed policy). */
   call<T>(fn: () => Promise<T>): Promise<T>;
+  /** The clock of the busy hold, ms. Default Date.now. */
+  now?: () => number;
 }
 
 /**
@@ -77,8 +79,11 @@ export interface StampClaimsDeps {
 export class StampClaims {
   private readonly lines = new Map<string, Promise<unknown>>();
   private readonly busyUntil = new Map<string, number>();
+  private readonly now: () => number;
 
-  constructor(private readonly deps: StampClaimsDeps) {}
+  constructor(private readonly deps: StampClaimsDeps) {
+    this.now = deps.now ?? Date.now;
+  }
 
   /** `since`: what the first busy answer for this delivery said (0 before one came). */
   claim(fingerprint: string, token: string, since: number): Promise<StampClaim> {
@@ -98,7 +103,7 @@ export class StampClaims {
   private async attempt(fingerprint: string, token: string, since: number): Promise<StampClaim> {
     const until = this.busyUntil.get(fingerprint);
     if (until !== undefined) {
-      if (Date.now() < until) return { status: 'busy', since };
+      if (this.now() < until) return { status: 'busy', since };
       this.busyUntil.delete(fingerprint);
     }
     const { cache, sourceAddress, targetAddress, ownPrefix, call } = this.deps;
@@ -116,12 +121,12 @@ export class StampClaims {
         continue;
       }
       if (r.status === 'busy') {
-        this.busyUntil.set(fingerprint, Date.now() + BUSY_HOLD_MS);
+        this.busyUntil.set(fingerprint, this.now() + BUSY_HOLD_MS);
         return { status: 'busy', since: since > 0 ? since : r.since };
       }
       return r;
     }
-    this.busyUntil.set(fingerprint, Date.now() + BUSY_HOLD_MS);
+    this.busyUntil.set(fingerprint, this.now() + BUSY_HOLD_MS);
     return { status: 'busy', since };
   }
 }

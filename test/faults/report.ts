@@ -17,6 +17,8 @@ export interface SentRecord {
   poison: Map<number, PoisonKind>;
   /** Seqs whose publish had to be repeated after a publisher failure (may exist twice at the source). */
   uncertain: Set<number>;
+  /** Byte-identical messages without an ID published, and how many of them were in re-published chunks. */
+  identical: { sent: number; uncertain: number };
 }
 
 export interface FaultRunReport {
@@ -37,6 +39,18 @@ export interface FaultRunReport {
   trueDuplicatesUnflagged: number;
   underTwoIds: number;
   underTwoIdsSample: string[];
+  /** Byte-identical messages: they can only be counted by the IDs they arrive under (see stream.ts). */
+  identicalSent: number;
+  /** Distinct IDs they arrived under at the target (and dead-lettered ones): fewer than sent = lost. */
+  identicalDistinctIds: number;
+  identicalCopies: number;
+  identicalLost: number;
+  /** IDs with an unflagged copy: more than sent = a copy under a second ID went unflagged. */
+  identicalUnflaggedIds: number;
+  /** Unflagged copies of an ID beyond its first. */
+  identicalUnflaggedExtra: number;
+  /** Byte-identical messages in re-published chunks (each may exist twice at the source). */
+  identicalUncertain: number;
   /** Copies without any duplicate-ID header. */
   withoutId: number;
   /** Copies whose publisher ID was replaced by another. */
@@ -81,6 +95,8 @@ export function analyse(input: {
 }): FaultRunReport {
   const { record } = input;
   const copies = new Map<number, { id?: string; flagged: boolean }[]>();
+  const identicalById = new Map<string, { unflagged: number; copies: number }>();
+  let identicalDeadLettered = 0;
   let unknownBodies = 0;
   let poisonAtTarget = 0;
   let withoutId = 0;
@@ -97,6 +113,13 @@ export function analyse(input: {
     }
     const id = headerString(m.headers[DUPLICATE_ID_HEADER]);
     if (id === undefined) withoutId += 1;
+    if ('identical' in b) {
+      const c = identicalById.get(id ?? '(none)') ?? { unflagged: 0, copies: 0 };
+      c.copies += 1;
+      if (!isFlagged(m.headers)) c.unflagged += 1;
+      identicalById.set(id ?? '(none)', c);
+      continue;
+    }
     const want = record.sent.get(b.seq);
     if (want !== undefined && id !== want) wrongId += 1;
     const list = copies.get(b.seq) ?? [];
@@ -116,6 +139,10 @@ export function analyse(input: {
     const b = parseBody(m.body);
     if (!b) {
       unknownBodies += 1;
+      continue;
+    }
+    if ('identical' in b) {
+      identicalDeadLettered += 1;
       continue;
     }
     if ('poison' in b) {
@@ -167,6 +194,8 @@ export function analyse(input: {
     if (!deadPoison.has(n)) poisonLost += 1;
   }
 
+  const identicalCopies = [...identicalById.values()].reduce((n, c) => n + c.copies, 0);
+  const identicalDistinctIds = identicalById.size + identicalDeadLettered;
   return {
     path: input.path,
     seed: input.seed,
@@ -184,6 +213,13 @@ export function analyse(input: {
     trueDuplicatesUnflagged,
     underTwoIds: twoIds.length,
     underTwoIdsSample: twoIds.slice(0, 10),
+    identicalSent: record.identical.sent,
+    identicalDistinctIds,
+    identicalCopies,
+    identicalLost: Math.max(0, record.identical.sent - identicalDistinctIds),
+    identicalUnflaggedIds: [...identicalById.values()].filter((c) => c.unflagged > 0).length,
+    identicalUnflaggedExtra: [...identicalById.values()].reduce((n, c) => n + Math.max(0, c.unflagged - 1), 0),
+    identicalUncertain: record.identical.uncertain,
     withoutId,
     wrongId,
     normalDeadLettered: deadNormal.size,
@@ -207,6 +243,11 @@ export function violations(r: FaultRunReport): string[] {
   const v: string[] = [];
   if (r.lost > 0) v.push(`${r.lost} message(s) lost (e.g. seq ${r.lostSample.join(', ')})`);
   if (r.underTwoIds > 0) v.push(`${r.underTwoIds} message(s) arrived under two different IDs (e.g. ${r.underTwoIdsSample.slice(0, 3).join('; ')})`);
+  if (r.identicalLost > 0) v.push(`${r.identicalLost} of ${r.identicalSent} byte-identical message(s) lost (only ${r.identicalDistinctIds} distinct IDs arrived)`);
+  if (r.identicalUnflaggedExtra > 0) v.push(`${r.identicalUnflaggedExtra} extra cop(ies) of byte-identical messages arrived unflagged under an ID already delivered`);
+  if (r.identicalUnflaggedIds > r.identicalSent + r.identicalUncertain) {
+    v.push(`byte-identical messages arrived unflagged under ${r.identicalUnflaggedIds} IDs for ${r.identicalSent} messages: a copy under a second ID went unflagged`);
+  }
   if (r.extraUnflagged > 0) v.push(`${r.extraUnflagged} extra cop(ies) arrived without the ${POSSIBLE_DUPLICATE_HEADER} flag`);
   if (r.withoutId > 0) v.push(`${r.withoutId} cop(ies) arrived without a duplicate-ID header`);
   if (r.wrongId > 0) v.push(`${r.wrongId} cop(ies) arrived with an ID other than the publisher's`);
@@ -235,6 +276,12 @@ export function formatTable(reports: FaultRunReport[]): string {
   rows.push(['  of which UNFLAGGED', (r) => String(r.extraUnflagged)]);
   rows.push(['true duplicates through unflagged', (r) => String(r.trueDuplicatesUnflagged)]);
   rows.push(['messages under two IDs', (r) => String(r.underTwoIds)]);
+  rows.push(['byte-identical without ID: sent', (r) => String(r.identicalSent)]);
+  rows.push(['  distinct IDs delivered (incl. dead-lettered)', (r) => String(r.identicalDistinctIds)]);
+  rows.push(['  LOST (sent - distinct IDs)', (r) => String(r.identicalLost)]);
+  rows.push(['  copies at target', (r) => String(r.identicalCopies)]);
+  rows.push(['  IDs with an unflagged copy', (r) => String(r.identicalUnflaggedIds)]);
+  rows.push(['  unflagged extra copies of an ID', (r) => String(r.identicalUnflaggedExtra)]);
   rows.push(['copies without ID / with a wrong ID', (r) => `${r.withoutId} / ${r.wrongId}`]);
   rows.push(['normal messages dead-lettered', (r) => String(r.normalDeadLettered)]);
   const normalReasons = [...new Set(reports.flatMap((r) => Object.keys(r.normalDeadLetteredByReason)))];

@@ -25,7 +25,7 @@ import type { OwnRedis } from './own-redis.js';
 import { Prng } from './prng.js';
 import { HARNESS_CONNECTION_PREFIX, RabbitAdmin } from './rabbit-admin.js';
 import { analyse, type FaultRunReport, type SentRecord } from './report.js';
-import { ROUTE_HEADER, ROUTE_VALUE, planStream, poisonBody, type Outgoing, type PoisonKind } from './stream.js';
+import { DUPLICATE_ID_HEADER, ROUTE_HEADER, ROUTE_VALUE, parseBody, planStream, poisonBody, type Outgoing, type PoisonKind } from './stream.js';
 
 const execFileP = promisify(execFile);
 const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
@@ -232,7 +232,7 @@ export async function runScenario(o: ScenarioOptions): Promise<FaultRunReport> {
   writeFileSync(configFile, yaml);
   const bridge = new BridgeControl(configFile, log);
 
-  const record: SentRecord = { sent: new Map(), resends: new Map(), poison: new Map(), uncertain: new Set() };
+  const record: SentRecord = { sent: new Map(), resends: new Map(), poison: new Map(), uncertain: new Set(), identical: { sent: 0, uncertain: 0 } };
   const injected: Record<string, number> = Object.fromEntries(Object.keys(faults).map((k) => [k, 0]));
   const gate = new Gate();
   let report: FaultRunReport | undefined;
@@ -262,7 +262,11 @@ export async function runScenario(o: ScenarioOptions): Promise<FaultRunReport> {
         } catch (err) {
           if (attempt === 1) log(`publish failed (${(err as Error).message}); re-publishing the chunk`);
           // A message of a failed chunk may be at the source already: re-publishing can make it exist twice there.
-          for (const m of batch) if (m.type === 'normal') record.uncertain.add(m.seq);
+          for (const m of batch) {
+            if (m.type !== 'normal') continue;
+            if (m.identical) record.identical.uncertain += 1;
+            else record.uncertain.add(m.seq);
+          }
           if (attempt > 60) throw err;
           await sleep(1000);
           await publisher.open().catch(() => undefined);
@@ -270,7 +274,8 @@ export async function runScenario(o: ScenarioOptions): Promise<FaultRunReport> {
       }
       for (const m of batch) {
         if (m.type === 'normal') {
-          if (m.resend) record.resends.set(m.seq, (record.resends.get(m.seq) ?? 0) + 1);
+          if (m.identical) record.identical.sent += 1;
+          else if (m.resend) record.resends.set(m.seq, (record.resends.get(m.seq) ?? 0) + 1);
           else record.sent.set(m.seq, m.id);
         } else record.poison.set(m.poison, m.kind);
       }
@@ -399,7 +404,7 @@ export async function runScenario(o: ScenarioOptions): Promise<FaultRunReport> {
       await sleep(1500);
     }
     await publishLoop;
-    log(`published ${record.sent.size} distinct + ${[...record.resends.values()].reduce((a, b) => a + b, 0)} re-sends + ${record.poison.size} poison; faults done`);
+    log(`published ${record.sent.size} distinct + ${[...record.resends.values()].reduce((a, b) => a + b, 0)} re-sends + ${record.identical.sent} byte-identical + ${record.poison.size} poison; faults done`);
 
     // ---- drain ----
     await bridge.ensureRunning();
@@ -408,26 +413,28 @@ export async function runScenario(o: ScenarioOptions): Promise<FaultRunReport> {
     const seen = () => {
       const s = new Set<number>();
       const p = new Set<number>();
+      const identicalIds = new Set<string>();
       for (const m of [...target.messages, ...deadLetter.messages]) {
-        const head = m.body.subarray(0, 40).toString('latin1');
-        const a = /^seq=(\d+) /.exec(head);
-        if (a) s.add(Number(a[1]));
-        const b = /^poison=(\d+) /.exec(head);
-        if (b) p.add(Number(b[1]));
+        const b = parseBody(m.body);
+        if (b === undefined) continue;
+        if ('seq' in b) s.add(b.seq);
+        else if ('poison' in b) p.add(b.poison);
+        else identicalIds.add(String(m.headers[DUPLICATE_ID_HEADER]));
       }
-      return { s, p };
+      return { s, p, identical: identicalIds.size };
     };
     let lastProgress = Date.now();
     let lastCount = -1;
     for (;;) {
       await sleep(1000);
-      const { s, p } = seen();
+      const { s, p, identical } = seen();
       const count = target.messages.length + deadLetter.messages.length;
       if (count !== lastCount) {
         lastCount = count;
         lastProgress = Date.now();
       }
-      const complete = [...record.sent.keys()].every((k) => s.has(k)) && [...record.poison.keys()].every((k) => p.has(k));
+      const complete =
+        [...record.sent.keys()].every((k) => s.has(k)) && [...record.poison.keys()].every((k) => p.has(k)) && identical >= record.identical.sent;
       if (complete) {
         // Wait a little longer for late extra copies (a resend after a reconnect).
         await sleep(3000);

@@ -167,7 +167,7 @@ describe('RedisIdCache', () => {
       await sleep(200);
       // Lease expired and (the caller says) not recorded at the target: taken.
       const first = await script('stampClaim')(key, 't2', 10_000, 60_000, 'p.', 0, 0, 'id-1');
-      expect(first).toEqual([5, 'id-1']);
+      expect(first).toEqual([5, 'id-1', 0, 0]);
       expect(await script('stampClaim')(key, 't2', 10_000, 60_000, 'p.', 0, 0)).toEqual(first);
       // Another claimer is asked to look id-1 up first, and then waits for its holder.
       expect(await script('stampClaim')(key, 't3', 10_000, 60_000, 'p.', 0, 0)).toEqual([7, 'id-1']);

@@ -196,7 +196,7 @@ export function idCacheContract(name: string, createHarness: () => ContractHarne
       it('hands a recorded stamp back to its holder (replay), and makes others wait while the holder lives', async () => {
         const c = h.cache({ lease: LEASE });
         await c.recordStamp(SRC, 'fp', 'id-1', 't1');
-        expect(await claim(c, 't1')).toEqual({ status: 'claimed', id: 'id-1' });
+        expect(await claim(c, 't1')).toEqual({ status: 'claimed', id: 'id-1', possibleDuplicate: false, done: false });
         expect(await claim(c, 't2')).toEqual(busy);
         await c.releaseStamp(SRC, 'fp', 'id-1', 't2'); // not the holder: no-op
         expect(await claim(c, 't3')).toEqual(busy);
@@ -206,8 +206,8 @@ export function idCacheContract(name: string, createHarness: () => ContractHarne
         const c = h.cache({ lease: LEASE });
         await c.recordStamp(SRC, 'fp', 'id-1', 't1');
         await c.releaseStamp(SRC, 'fp', 'id-1', 't1');
-        expect(await claim(c, 't2')).toEqual({ status: 'claimed', id: 'id-1' });
-        expect(await claim(c, 't2')).toEqual({ status: 'claimed', id: 'id-1' });
+        expect(await claim(c, 't2')).toEqual({ status: 'claimed', id: 'id-1', possibleDuplicate: false, done: false });
+        expect(await claim(c, 't2')).toEqual({ status: 'claimed', id: 'id-1', possibleDuplicate: false, done: false });
         expect(await claim(c, 't3')).toEqual(busy);
       });
 
@@ -215,20 +215,54 @@ export function idCacheContract(name: string, createHarness: () => ContractHarne
         const c = h.cache({ lease: LEASE });
         await c.recordStamp(SRC, 'fp', 'id-1', 't1');
         await h.advance(PAST_LEASE);
-        expect(await claim(c, 't2')).toEqual({ status: 'claimed', id: 'id-1' });
+        expect(await claim(c, 't2')).toEqual({ status: 'claimed', id: 'id-1', possibleDuplicate: false, done: false });
         expect(await claim(c, 't1')).toEqual(busy);
       });
 
-      it('never hands out a stamp whose ID is recorded at the target: a new stamp, flagged, instead', async () => {
-        const c = h.cache({ lease: LEASE, size: 10 });
+      it('hands the only stamp of a fingerprint, once recorded at the target, back as done: the redelivery is dropped', async () => {
+        const c = h.cache({ lease: LEASE });
         await c.recordStamp(SRC, 'fp', 'id-1', 't1');
         await c.commit(TGT, 'id-1', 'r1');
+        // Its owner is still there (or its lease runs): wait.
+        expect(await claim(c, 't2')).toEqual(busy);
         await c.releaseStamp(SRC, 'fp', 'id-1', 't1');
-        expect(await claim(c, 't2')).toEqual({ status: 'none', possibleDuplicate: true });
-        // The done mark sticks, even once the circular cache no longer holds the ID.
-        for (let i = 0; i < 20; i++) await c.commit(TGT, `later-${i}`, `r-${i}`);
-        expect(await c.recorded(TGT, ['id-1'])).toEqual([false]);
+        expect(await claim(c, 't2')).toEqual({ status: 'claimed', id: 'id-1', possibleDuplicate: false, done: true });
+      });
+
+      it('with several stamps of a fingerprint, never hands out a recorded one: a new stamp, flagged, instead', async () => {
+        const c = h.cache({ lease: LEASE, size: 10 });
+        for (const n of [1, 2]) {
+          await c.recordStamp(SRC, 'fp', `id-${n}`, `t${n}`);
+          await c.commit(TGT, `id-${n}`, `r${n}`);
+          await c.releaseStamp(SRC, 'fp', `id-${n}`, `t${n}`);
+        }
         expect(await claim(c, 't3')).toEqual({ status: 'none', possibleDuplicate: true });
+        // The done marks stick, even once the circular cache no longer holds the IDs.
+        for (let i = 0; i < 20; i++) await c.commit(TGT, `later-${i}`, `r-${i}`);
+        expect(await c.recorded(TGT, ['id-1', 'id-2'])).toEqual([false, false]);
+        expect(await claim(c, 't4')).toEqual({ status: 'none', possibleDuplicate: true });
+      });
+
+      it('keeps the flag of a stamp made flagged, for whoever takes it later', async () => {
+        const c = h.cache({ lease: LEASE });
+        await c.recordStamp(SRC, 'fp', 'id-1', 't1', true);
+        await c.releaseStamp(SRC, 'fp', 'id-1', 't1');
+        expect(await claim(c, 't2')).toEqual({ status: 'claimed', id: 'id-1', possibleDuplicate: true, done: false });
+        expect(await c.renewStamps(SRC, 'fp', [{ id: 'id-1', token: 't2' }])).toEqual([]);
+        expect(await claim(c, 't2')).toEqual({ status: 'claimed', id: 'id-1', possibleDuplicate: true, done: false });
+      });
+
+      it('renews the leases of stamps their holders still work on, and names the ones they hold no more', async () => {
+        const c = h.cache({ lease: LEASE });
+        await c.recordStamp(SRC, 'fp', 'id-1', 't1');
+        await c.recordStamp(SRC, 'fp', 'id-2', 't2');
+        for (let i = 0; i < 3; i++) {
+          await h.advance(LEASE / 2);
+          expect(await c.renewStamps(SRC, 'fp', [{ id: 'id-1', token: 't1' }])).toEqual([]);
+        }
+        // id-1 was renewed and is still held; id-2 was not, and its lease ran out: taken.
+        expect(await claim(c, 't3')).toEqual({ status: 'claimed', id: 'id-2', possibleDuplicate: false, done: false });
+        expect(await c.renewStamps(SRC, 'fp', [{ id: 'id-1', token: 't1' }, { id: 'id-2', token: 't2' }, { id: 'gone', token: 't1' }])).toEqual(['id-2', 'gone']);
       });
 
       it('prefers the stamp of a message that was never forwarded over one that was (the issue-12 loss)', async () => {
@@ -238,7 +272,7 @@ export function idCacheContract(name: string, createHarness: () => ContractHarne
         await c.commit(TGT, 'id-1', 'r1');
         await c.commit(TGT, 'id-3', 'r3');
         for (const n of [1, 2, 3]) await c.releaseStamp(SRC, 'fp', `id-${n}`, `t${n}`);
-        expect(await claim(c, 'x1')).toEqual({ status: 'claimed', id: 'id-2' });
+        expect(await claim(c, 'x1')).toEqual({ status: 'claimed', id: 'id-2', possibleDuplicate: false, done: false });
         // Another redelivery waits while id-2 is held (it might be its own), and never takes id-1 or id-3.
         expect(await claim(c, 'x2')).toEqual(busy);
         await c.commit(TGT, 'id-2', 'x1');
@@ -257,7 +291,7 @@ export function idCacheContract(name: string, createHarness: () => ContractHarne
         await c.recordStamp(SRC, 'fp', 'id-3', 'live.1'); // taken after the redelivery first asked: not its own
         expect(await claim(c, 'mine.2', { ownPrefix: 'mine.', since })).toEqual(busy);
         await c.releaseStamp(SRC, 'fp', 'id-1', 'dead.1'); // as when its lease runs out
-        expect(await claim(c, 'mine.2', { ownPrefix: 'mine.', since })).toEqual({ status: 'claimed', id: 'id-1' });
+        expect(await claim(c, 'mine.2', { ownPrefix: 'mine.', since })).toEqual({ status: 'claimed', id: 'id-1', possibleDuplicate: false, done: false });
         // Left: id-1 and id-2 (this session's live deliveries) and id-3 (later): none of them can be this one's.
         expect(await claim(c, 'mine.3', { ownPrefix: 'mine.', since })).toEqual({ status: 'none', possibleDuplicate: false });
       });
@@ -266,9 +300,12 @@ export function idCacheContract(name: string, createHarness: () => ContractHarne
         const c = h.cache({ lease: LEASE });
         await c.recordStamp(SRC, 'fp', 'id-1', 't1');
         await c.markStampDone(SRC, 'fp', 'id-1', 't2'); // not the holder: no-op
-        await c.markStampDone(SRC, 'fp', 'id-1', 't1');
         await c.releaseStamp(SRC, 'fp', 'id-1', 't1');
-        expect(await claim(c, 't3')).toEqual({ status: 'none', possibleDuplicate: true });
+        expect(await claim(c, 't3')).toEqual({ status: 'claimed', id: 'id-1', possibleDuplicate: false, done: false });
+        await c.markStampDone(SRC, 'fp', 'id-1', 't3');
+        await c.releaseStamp(SRC, 'fp', 'id-1', 't3');
+        // Redelivered once more (its ack was lost): dropped, not dead-lettered again.
+        expect(await claim(c, 't4')).toEqual({ status: 'claimed', id: 'id-1', possibleDuplicate: false, done: true });
       });
 
       it('forgets a stamp', async () => {
@@ -285,7 +322,7 @@ export function idCacheContract(name: string, createHarness: () => ContractHarne
         await c.recordStamp(SRC, 'fp', 'id-2', 't2');
         await c.releaseStamp(SRC, 'fp', 'id-1', 't1');
         await c.releaseStamp(SRC, 'fp', 'id-2', 't2');
-        const got = [await claim(c, 't3'), await claim(c, 't4')].map((r) => (r.status === 'claimed' ? r.id : r.status)).sort();
+        const got = [await claim(c, 't3'), await claim(c, 't4')].map((r) => (r.status === 'claimed' && !r.done ? r.id : r.status)).sort();
         expect(got).toEqual(['id-1', 'id-2']);
         expect(await claim(c, 't5')).toEqual(busy);
       });

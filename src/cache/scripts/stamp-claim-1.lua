@@ -1,10 +1,10 @@
 --[[
   stamp-claim: a redelivered message without a stable identity looks for the stamp of its first delivery among the
   stamps recorded for its fingerprint. It must never take the stamp of a message that was already forwarded while one
-  of a message that was not is, or may become, free (that drops a message), and it must never take a forwarded one at
-  all: it cannot tell its own from one whose message was acked. So it takes only a stamp whose ID the caller has
-  just found *not* recorded at the target address; failing that, it waits for stamps held since before it asked, and
-  then stamps a new ID, flagged when a copy of a handled message may be coming back. See src/core/stamp-claim.ts.
+  of a message that was not is, or may become, free (that drops a message). So it takes a stamp whose ID the caller
+  has just found *not* recorded at the target address; failing that, it waits for stamps held since before it asked;
+  then it takes the fingerprint's only stamp if that one is done (a forwarded message whose ack was lost: dropped), or
+  else stamps a new ID, flagged when a copy of a handled message may be coming back. See src/core/stamp-claim.ts.
 
   KEYS[1] stamps  HASH id -> "owner|leaseExpiry[|d]" (see stamp-entry.inc.lua); tagged with the source address
 
@@ -19,11 +19,13 @@
   ARGV[7+n ..]    IDs the caller found not recorded at the target address
 
   Returns
-  {5, id}       CLAIMED  the caller holds this stamp (a replay answers the same): forward under it
+  {5, id, f, d} CLAIMED  the caller holds this stamp (a replay answers the same). d = 0: forward under it, flagged as a
+                         possible duplicate when f = 1 (mark `f`); d = 1: the stamp is done (rule 4), drop the
+                         redelivery as the duplicate of the message forwarded under it
   {7, id, ...}  CHECK    ask the target's cache which of these IDs are recorded, then call again with the answer
   {3, now}      BUSY     a stamp that may be this message's is held by another owner: try later, passing `now` as since
   {6, flag}     NONE     no stamp to take: stamp a new ID; flag 1 = flag it as a possible duplicate (a done stamp
-                         exists, so this may be a handled message whose ack was lost)
+                         exists, so this may be a handled message whose ack was lost), and record it with mark `f`
   {9, msg}      BAD_ARGUMENT
 ]]
 local token, lease, ttl, ownPrefix = ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[3]), ARGV[4]
@@ -37,8 +39,8 @@ end
 local all = redis.call('HGETALL', KEYS[1])
 if #all == 0 then return {6, 0} end
 for i = 1, #all, 2 do
-  local owner = parseStamp(all[i + 1])
-  if owner == token then return {5, all[i]} end
+  local owner, _, mark = parseStamp(all[i + 1])
+  if owner == token then return {5, all[i], mark == 'f' and 1 or 0, mark == 'd' and 1 or 0} end
 end
 
 local t = redis.call('TIME')
@@ -53,17 +55,19 @@ local marked = false
 for i = 1, #all, 2 do
   local id = all[i]
   local owner, exp, mark = parseStamp(all[i + 1])
-  local free = owner == nil or owner == '' or exp == nil or exp <= now
+  -- The caller's own session is alive (it is asking) and renews its stamps: its entries stand for its live
+  -- deliveries, whatever their lease says.
+  local own = owner ~= nil and owner ~= '' and string.sub(owner, 1, #ownPrefix) == ownPrefix
+  local free = (not own) and (owner == nil or owner == '' or exp == nil or exp <= now)
   if mark ~= 'd' and recorded[id] then
     -- Sticky: once recorded at the target the ID stays handled, even after the circular cache evicts it.
     mark = 'd'
-    redis.call('HSET', KEYS[1], id, (owner or '') .. '|' .. string.format('%.0f', exp or 0) .. '|d')
+    redis.call('HSET', KEYS[1], id, stampValue(owner or '', exp or 0, 'd'))
     marked = true
   end
-  local own = (not free) and string.sub(owner, 1, #ownPrefix) == ownPrefix
   -- Taken after `since`: by a delivery that arrived after this message was redelivered, so not this message's.
-  local late = (not free) and exp - lease > since
-  entries[#entries + 1] = { id = id, free = free, done = mark == 'd', own = own, late = late }
+  local late = (not free) and (not own) and exp - lease > since
+  entries[#entries + 1] = { id = id, free = free, done = mark == 'd', mark = mark, own = own, late = late }
 end
 if marked then redis.call('PEXPIRE', KEYS[1], ttl) end
 
@@ -71,9 +75,9 @@ if marked then redis.call('PEXPIRE', KEYS[1], ttl) end
 --    flagged by the target cache's uncertain marker or abandoned reservation). Taking it can drop nothing.
 for _, e in ipairs(entries) do
   if e.free and not e.done and notRecorded[e.id] then
-    redis.call('HSET', KEYS[1], e.id, token .. '|' .. string.format('%.0f', now + lease))
+    redis.call('HSET', KEYS[1], e.id, stampValue(token, now + lease, e.mark))
     redis.call('PEXPIRE', KEYS[1], ttl)
-    return {5, e.id}
+    return {5, e.id, e.mark == 'f' and 1 or 0, 0}
   end
 end
 -- 2. Stamps not done, not this session's own, not late, whose state the caller has not seen: ask.
@@ -87,9 +91,23 @@ if #unknown > 1 then return unknown end
 for _, e in ipairs(entries) do
   if not e.done and not e.own and not e.late and not e.free then return {3, now} end
 end
--- 4. Nothing left that can be this message's: it was never stamped (delivered, but the bridge died before it
---    recorded a stamp), or it was forwarded and its ack was lost. A done stamp (not this session's) says the second
---    is possible: flag the new copy.
+-- 4. The fingerprint's only stamp, done, of a crashed owner: a message forwarded and committed whose ack was lost,
+--    coming back (the usual case, and the only one for content that is not duplicated) — or a byte-identical twin
+--    that the bridge died before stamping, while this stamp waited for its ack barrier. The two cannot be told apart;
+--    the first is by far the more common, so take it: the redelivery is dropped as its duplicate, under the same ID.
+if #entries == 1 and entries[1].done and not entries[1].own and not entries[1].late then
+  local e = entries[1]
+  if e.free then
+    redis.call('HSET', KEYS[1], e.id, stampValue(token, now + lease, e.mark))
+    redis.call('PEXPIRE', KEYS[1], ttl)
+    return {5, e.id, e.mark == 'f' and 1 or 0, 1}
+  end
+  -- Held: by a live owner about to forget it (its message is not this one), or a crashed one whose lease runs.
+  return {3, now}
+end
+-- 5. Nothing left that can be this message's: with byte-identical messages in play, it may be one the bridge died
+--    before stamping (never forwarded) or a forwarded one whose ack was lost. Never drop it: a new stamp, flagged
+--    when a done stamp (not this session's) says the second is possible.
 for _, e in ipairs(entries) do
   if e.done and not e.own then return {6, 1} end
 end

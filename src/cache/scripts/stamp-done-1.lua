@@ -20,6 +20,6 @@ if not (ttl and ttl > 0) then return {9, 'bad numbers'} end
 
 local owner, exp = ownStamp(id, token)
 if owner == nil then return {4} end
-redis.call('HSET', KEYS[1], id, owner .. '|' .. string.format('%.0f', exp) .. '|d')
+redis.call('HSET', KEYS[1], id, stampValue(owner, exp, 'd'))
 redis.call('PEXPIRE', KEYS[1], ttl)
 return {0}

@@ -1,10 +1,20 @@
 --[[
   Included by the stamp-* scripts (see withIncludes in redis-id-cache.ts).
 
-  A stamp entry is "owner|leaseExpiry" or "owner|leaseExpiry|d". An empty owner (or an expired lease) means free to
-  claim. The mark `d` (done) says that the message the stamp stands for was handled: its ID is recorded at the target
-  (learned by a claimer that asked the target's cache) or the message was dead-lettered. No claim takes a done stamp.
+  A stamp entry is "owner|leaseExpiry" or "owner|leaseExpiry|mark". An empty owner (or an expired lease) means free
+  to claim. Marks:
+  d  done: the message the stamp stands for was handled: its ID is recorded at the target (learned by a claimer that
+     asked the target's cache) or the message was dead-lettered. No claim takes a done stamp.
+  f  flagged: the stamp was made for a redelivery that may be a copy of a message already forwarded under another ID,
+     so every copy forwarded under it carries the possible-duplicate flag, whoever forwards it.
 ]]
+
+-- The entry value with a new owner and lease expiry, its mark kept.
+local function stampValue(owner, expiry, mark)
+  local v = owner .. '|' .. string.format('%.0f', expiry)
+  if mark ~= nil and mark ~= '' then v = v .. '|' .. mark end
+  return v
+end
 local function parseStamp(value)
   local owner, exp, mark = string.match(value, '^(.*)|(%d+)|(%a)$')
   if owner == nil then

@@ -1,5 +1,5 @@
 --[[
-  stamp-release: make a stamp claimable again at once (its holder gave the message back unacknowledged). A done mark
+  stamp-release: make a stamp claimable again at once (its holder gave the message back unacknowledged). Its mark
   stays.
 
   KEYS[1] stamps  HASH id -> "owner|leaseExpiry[|d]" (see stamp-entry.inc.lua); tagged with the source address
@@ -20,6 +20,6 @@ if not (ttl and ttl > 0) then return {9, 'bad numbers'} end
 
 local owner, _, mark = ownStamp(id, token)
 if owner == nil then return {4} end
-redis.call('HSET', KEYS[1], id, mark == 'd' and '|0|d' or '|0')
+redis.call('HSET', KEYS[1], id, stampValue('', 0, mark))
 redis.call('PEXPIRE', KEYS[1], ttl)
 return {0}

@@ -87,7 +87,7 @@ const CACHE_RETRY_MAX_MS = 2000;
 const BUSY_RETRY_MS = 25;
 const BUSY_RETRY_MAX_MS = 250;
 const BUSY_FAST_RETRY_FOR_MS = 2000;
-/** Also bounds how long the stamp of an acked message lingers (rule 4 of stamp-claim-1.lua): kept short. */
+/** Also bounds how long the stamp of an acked message lingers (rule 3 of stamp-claim-1.lua): kept short. */
 const ACK_BARRIER_INTERVAL_MS = 50;
 /** How long a session may spend, after it ended, giving its reservations back. Redis may be down: bounded. */
 const ABANDON_TIMEOUT_MS = 3000;

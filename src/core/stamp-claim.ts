@@ -2,46 +2,57 @@
  * How a redelivered message without a stable identity gets back the ID stamped on its first delivery (DESIGN §3).
  *
  * Records: every first delivery without an ID stamps a fresh random ID and records it under the message's fingerprint
- * (source address + SHA-256 of body, properties and headers), held by the delivery's token with a lease. The record is
- * forgotten only once the message's ack provably reached the broker (an ack barrier). Messages with byte-identical
- * content share a fingerprint: they are interchangeable, and a redelivery cannot tell which record was its own.
+ * (source address + SHA-256 of body, properties and headers), held by the delivery's token with a lease that the
+ * session renews while it works on the message. The record is forgotten only once the message's ack provably reached
+ * the broker (an ack barrier). Messages with byte-identical content share a fingerprint: they are interchangeable,
+ * and a redelivery cannot tell which record was its own.
  *
  * What a redelivered message can be, when its previous holder died:
  *   (c) stamped, not forwarded (or sent with an unknown outcome): its record is there, its ID is not recorded at
  *       the target;
- *   (a) forwarded and committed, ack not yet processed by the broker: its record is there, its ID is recorded;
+ *   (a) forwarded and committed, its ack not processed by the broker (not sent yet, or lost with the connection):
+ *       its record is there, its ID is recorded;
  *   (b) delivered but never stamped: RabbitMQ had pushed it (prefetch) but the bridge died before it recorded a stamp
  *       — often hundreds of messages, the bytes still in the socket buffer;
  * and the records of messages that were acked (the broker has them no more) stay until the next barrier, with IDs
  * recorded at the target — indistinguishable from (a).
  *
- * The rule (this module and stamp-claim-1.lua), per redelivery:
+ * The rules (this module and stamp-claim-1.lua), per redelivery, after asking the target's cache about every record
+ * not yet known to be handled:
  *   1. take a free record whose ID the target's cache says is **not recorded**, and forward under it;
  *   2. else, while a record not known to be handled is held by another owner since before this message asked (a live
  *      one, or a crashed one whose lease still runs), wait: that record may be this message's own;
- *   3. else stamp a **new** ID, flagged as a possible duplicate when a record of a handled message (ID recorded, or
- *      dead-lettered) exists. A claim never takes such a record and never drops the message.
- * Records held by live deliveries of the claimer's own session, and records taken after it first asked, belong to
- * other deliveries: a claim neither waits for them nor asks about them.
+ *   3. else, if the fingerprint's **only** record is a handled one (ID recorded, or dead-lettered) of a crashed
+ *      owner, take it and drop the redelivery as its duplicate: the same ID as ever for an (a) message;
+ *   4. else stamp a **new** ID, flagged as a possible duplicate when a record of a handled message exists (and the
+ *      new record keeps the flag, for whoever forwards under it later).
+ * Records held by the claimer's own session (alive: it is asking, and it renews its leases) and records taken after
+ * it first asked belong to other deliveries: a claim neither waits for them nor asks about them.
  *
  * Why nothing is lost and no copy gets a second ID unflagged:
- * - Nothing is dropped on a claim, and every claim ends in a forward (rule 1 or 3): a redelivery reaches the target.
- *   (Before issue 12 a claim could take the record of an acked message and the redelivery was dropped as its
- *   duplicate: with two replicas killed, 1–250 of 1,500 identical messages were lost per round.)
- * - A (c) message whose record another redelivery took (rule 1 hands records out in any order) gets a new ID by rule
- *   3: the pair swapped records; one copy each reaches the target. Its record was not recorded, so the target holds
- *   nothing under it — or, if its send had an unknown outcome, a copy that the target cache's abandoned reservation
- *   or uncertain marker makes reserve flag when the other message is forwarded under that ID.
- * - A (c) message whose own record is still held by its dead owner waits for the lease (rule 2) and then takes it (or
- *   another free one) by rule 1, so a send of unknown outcome is resent under the same ID, flagged.
- * - An (a) message, or an acked message whose ack was lost, reaches rule 3 (its record is recorded): a second copy,
- *   under a new ID, flagged, because its own record is done. It may also take a free (c) record by rule 1 — then the
- *   (c) message gets a new ID by rule 3, flagged for the same reason. Every extra copy is flagged.
- * - A (b) message takes a free (c) record or gets a new ID; its flag, if any, is a false alarm, never a loss.
+ * - A (c) message's record is free and not recorded: some redelivery takes it by rule 1 (rule 1 always wins), so one
+ *   copy goes out under it. If its send had an unknown outcome, the target cache's abandoned reservation or uncertain
+ *   marker makes reserve flag the resend. Records are handed out in any order: a (c) message whose record another
+ *   redelivery took gets a new ID by rule 4 — the two swapped, and the target holds one copy per message.
+ * - A (c) message whose record is still held by its crashed owner waits for the lease (rule 2); records of live
+ *   deliveries never run out (leases renewed), so rule 1 never takes a record from a delivery still at work.
+ * - An (a) message, or an acked one whose ack was lost: if its record is the fingerprint's only one, rule 3 drops it
+ *   under its own ID (unique content: exactly as before issue 12). With byte-identical messages in play, it cannot
+ *   be told from a (b) message, so rule 4 forwards it again under a new ID, flagged because its own record is done.
+ *   It may also take a free (c) record by rule 1: then the (c) message gets a new ID by rule 4, flagged for the same
+ *   reason. Every extra copy is flagged.
+ * - A (b) message takes a free (c) record or gets a new ID; its flag, if any, is a false alarm.
  * - Dead-lettered: its record is marked done before the ack, so no redelivery forwards under its ID.
+ * (Before issue 12 a claim took any free record, often one of a message forwarded and acked whose record waited for
+ * the ack barrier, and the redelivery was dropped as its duplicate: with two replicas killed, 138–297 of 1,500
+ * identical messages were lost per round.)
  *
- * Limits: the flag of rule 3 may fall on a copy that was no duplicate (it says "may"); a live delivery that holds its
- * stamp longer than reservation-lease (the target blocked that long) can have it taken by a redelivery elsewhere.
+ * Limits: rule 3 drops a (b) message whose byte-identical twin was forwarded and acked within one ack-barrier interval
+ * before the crash and left the fingerprint's only record; the ack barrier runs every 50 ms to keep that window
+ * short. A redelivery that comes back after its recorded ID left the circular cache reads it as not recorded (the
+ * first check marks it done for good, so this needs the stream to pass the whole cache before any redelivery of that
+ * fingerprint asks). A delivery whose lease could not be renewed (the cache unreachable for a whole lease) may find its
+ * record taken; the session then ends so that the broker redelivers it.
  */
 import type { IdCache } from '../cache/id-cache.js';
 

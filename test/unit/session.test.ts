@@ -11,6 +11,8 @@ import type { BridgeMessage, SourceDelivery } from '../../src/core/message.js';
 import { Metrics } from '../../src/core/metrics.js';
 import type { SourceEndpoint, SourceHandlers, TargetEndpoint, TargetHandlers } from '../../src/core/ports.js';
 import { BridgeSession } from '../../src/core/session.js';
+import { fingerprint } from '../../src/core/duplicate-id.js';
+import { StampClaims } from '../../src/core/stamp-claim.js';
 import { silentLogger } from '../../src/log.js';
 
 const tick = (ms = 5) => new Promise((r) => setTimeout(r, ms));
@@ -297,5 +299,42 @@ describe('BridgeSession', () => {
     expect(await drained).toEqual({ kind: 'stopped' });
     expect(source.acked).toEqual([1]);
     expect(source.closed && target.closed).toBe(true);
+  });
+
+  it('sets a redelivery aside while a crashed owner holds a stamp it may stand for, and lets later messages pass', async () => {
+    const cache = new MemoryIdCache({ size: 100, lease: 300 });
+    // A crashed process stamped an identical message and never finished it: its lease (300 ms) still runs.
+    await cache.recordStamp('fake://source', fingerprint(msg(9, null)), 'bb-crashed', 'dead.1.1');
+    const { source, target, session } = setup({}, { cache });
+    await session.open();
+    source.deliver(msg(9, null), true);
+    source.deliver(msg(1));
+    source.deliver(msg(2));
+    await until(() => source.acked.length === 2);
+    expect(target.sent.map((m) => m.headers._AMQ_DUPL_ID)).toEqual(['id-1', 'id-2']);
+    // Once the lease ran out, the redelivery takes that stamp: it was never forwarded.
+    await until(() => source.acked.length === 3, 3000);
+    expect(target.sent[2]?.headers._AMQ_DUPL_ID).toBe('bb-crashed');
+  });
+
+  it('renews the stamps of messages in flight, and ends the session when one was taken over', async () => {
+    const cache = new MemoryIdCache({ size: 100, lease: 150 });
+    const { source, target, session } = setup({}, { cache });
+    target.outcome = () => 'hold';
+    await session.open();
+    source.deliver(msg(1, null));
+    await until(() => target.sent.length === 1);
+    const id = String(target.sent[0]?.headers._AMQ_DUPL_ID);
+    const fp = fingerprint(msg(1, null));
+    // Held far longer than a lease: still this delivery's, never claimable by a redelivery elsewhere.
+    await tick(500);
+    const other = new StampClaims({ cache, sourceAddress: 'fake://source', targetAddress: 'fake://target', ownPrefix: 'elsewhere.', call: (fn) => fn() });
+    expect(await other.claim(fp, 'elsewhere.1', 0)).toEqual(expect.objectContaining({ status: 'busy' }));
+    // Taken anyway (as after an outage of the cache longer than the lease): the session ends, nothing is acked.
+    await cache.forgetStamp('fake://source', fp, id);
+    const end = await session.finished;
+    expect(end.kind).toBe('failed');
+    expect(end.kind === 'failed' && end.error.message).toMatch(/taken over/);
+    expect(source.acked).toEqual([]);
   });
 });

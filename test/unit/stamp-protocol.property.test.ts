@@ -61,7 +61,7 @@ class World {
   readonly queue: [number, boolean][] = [];
   readonly target: Copy[] = [];
   /**
-   * Redeliveries dropped as the duplicate of the fingerprint's only, done stamp (rule 4 in stamp-claim-1.lua): right
+   * Redeliveries dropped as the duplicate of the fingerprint's only, done stamp (rule 3 in stamp-claim-1.lua): right
    * when it is that message again, a loss when it is a byte-identical twin the bridge died before stamping.
    */
   onlyStampDrops = 0;
@@ -143,7 +143,7 @@ class Owner {
             job.holdsStamp = true;
             if (c.done) {
               // The only stamp of the fingerprint, forwarded: dropped as its duplicate. Right when this is that
-              // message again; a loss when it is a twin the bridge died before stamping (rule 4, documented).
+              // message again; a loss when it is a twin the bridge died before stamping (rule 3, documented).
               this.w.onlyStampDrops += 1;
               this.settle(job);
               return;
@@ -317,9 +317,9 @@ function check(w: World): void {
   const byId = new Map<string, Copy[]>();
   for (const c of w.target) byId.set(c.id, [...(byId.get(c.id) ?? []), c]);
   // Identical messages are interchangeable (a redelivery may take another's stamp), so loss is counted by IDs: an
-  // ID-deduplicating consumer keeps one copy per ID and must get one per message. The only way to fall short is rule 4.
+  // ID-deduplicating consumer keeps one copy per ID and must get one per message. The only way to fall short is rule 3.
   const lost = Math.max(0, w.messages - byId.size);
-  expect(lost, `messages lost (distinct IDs ${byId.size} for ${w.messages} messages) beyond rule-4 drops (${w.onlyStampDrops})`).toBeLessThanOrEqual(w.onlyStampDrops);
+  expect(lost, `messages lost (distinct IDs ${byId.size} for ${w.messages} messages) beyond rule-3 drops (${w.onlyStampDrops})`).toBeLessThanOrEqual(w.onlyStampDrops);
   if (w.onlyStampDrops === 0) expect(byId.size).toBeGreaterThanOrEqual(w.messages);
   const twiceUnflagged = [...byId].filter(([, copies]) => copies.filter((c) => !c.flagged).length > 1).map(([id]) => id);
   expect(twiceUnflagged, 'IDs with two unflagged copies').toEqual([]);

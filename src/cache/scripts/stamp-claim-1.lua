@@ -20,7 +20,7 @@
 
   Returns
   {5, id, f, d} CLAIMED  the caller holds this stamp (a replay answers the same). d = 0: forward under it, flagged as a
-                         possible duplicate when f = 1 (mark `f`); d = 1: the stamp is done (rule 4), drop the
+                         possible duplicate when f = 1 (mark `f`); d = 1: the stamp is done (rule 3), drop the
                          redelivery as the duplicate of the message forwarded under it
   {7, id, ...}  CHECK    ask the target's cache which of these IDs are recorded, then call again with the answer
   {3, now}      BUSY     a stamp that may be this message's is held by another owner: try later, passing `now` as since
@@ -80,18 +80,18 @@ for _, e in ipairs(entries) do
     return {5, e.id, e.mark == 'f' and 1 or 0, 0}
   end
 end
--- 2. Stamps not done, not this session's own, not late, whose state the caller has not seen: ask.
+-- Before deciding: stamps not done, not this session's own, not late, whose state the caller has not seen: ask.
 local unknown = {7}
 for _, e in ipairs(entries) do
   if not e.done and not e.own and not e.late and not notRecorded[e.id] then unknown[#unknown + 1] = e.id end
 end
 if #unknown > 1 then return unknown end
--- 3. A stamp not done, held by another owner since before `since` (a live one, or a crashed one whose lease still
+-- 2. A stamp not done, held by another owner since before `since` (a live one, or a crashed one whose lease still
 --    runs): it may be this message's own. Wait until it is forwarded and recorded, or freed.
 for _, e in ipairs(entries) do
   if not e.done and not e.own and not e.late and not e.free then return {3, now} end
 end
--- 4. The fingerprint's only stamp, done, of a crashed owner: a message forwarded and committed whose ack was lost,
+-- 3. The fingerprint's only stamp, done, of a crashed owner: a message forwarded and committed whose ack was lost,
 --    coming back (the usual case, and the only one for content that is not duplicated) — or a byte-identical twin
 --    that the bridge died before stamping, while this stamp waited for its ack barrier. The two cannot be told apart;
 --    the first is by far the more common, so take it: the redelivery is dropped as its duplicate, under the same ID.
@@ -105,7 +105,7 @@ if #entries == 1 and entries[1].done and not entries[1].own and not entries[1].l
   -- Held: by a live owner about to forget it (its message is not this one), or a crashed one whose lease runs.
   return {3, now}
 end
--- 5. Nothing left that can be this message's: with byte-identical messages in play, it may be one the bridge died
+-- 4. Nothing left that can be this message's: with byte-identical messages in play, it may be one the bridge died
 --    before stamping (never forwarded) or a forwarded one whose ack was lost. Never drop it: a new stamp, flagged
 --    when a done stamp (not this session's) says the second is possible.
 for _, e in ipairs(entries) do

@@ -118,7 +118,7 @@ export const idCacheSchema = z
       'key-prefix': text('a Redis key prefix').default('broker-bridge').describe('Prefix of every Redis key.'),
       'reservation-lease': millis()
         .default(30000)
-        .describe("How long a reservation is held; a crashed owner's reservation is taken over after it, ms."),
+        .describe("How long a reservation or stamp is held; a crashed owner's is taken over after it (live ones renew their stamps), ms."),
       replicas: intAtLeast(1)
         .default(1)
         .describe('Bridge processes sharing this Redis; only used for the in-flight vs cache-size warning.'),

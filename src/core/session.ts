@@ -64,8 +64,10 @@ interface Job {
   stampFingerprint?: string;
   /** A redelivery's claim: the cache's clock at its first busy answer (0 before), see ./stamp-claim.ts. */
   claimSince: number;
-  /** A redelivery that got a new stamp while a handled copy of it may exist: its copy carries the possible-duplicate flag. */
+  /** A redelivery whose stamp says a handled copy of it may exist (./stamp-claim.ts): its copy carries the flag. */
   flagged: boolean;
+  /** When its stamp's lease was last set (recorded, claimed or renewed), local clock: renewals skip young leases. */
+  stampLeasedAt: number;
   reserved: boolean;
   outgoing?: BridgeMessage;
   attempts: number;
@@ -192,6 +194,7 @@ export class BridgeSession {
       reserved: false,
       claimSince: 0,
       flagged: false,
+      stampLeasedAt: 0,
       attempts: 0,
       sent: false,
       confirmed: false,
@@ -230,6 +233,7 @@ export class BridgeSession {
           if (claim.status === 'claimed') {
             job.id = claim.id;
             job.stampFingerprint = fp;
+            job.stampLeasedAt = Date.now();
             if (this.failure) {
               void cache.releaseStamp(source.address, fp, claim.id, job.token).catch(() => undefined);
               throw this.failure;
@@ -240,9 +244,11 @@ export class BridgeSession {
         }
         if (job.id === undefined) {
           const stamped = newStampedId();
+          const leasedAt = Date.now();
           await this.cacheCall(() => cache.recordStamp(source.address, fp, stamped, job.token, job.flagged));
           job.id = stamped;
           job.stampFingerprint = fp;
+          job.stampLeasedAt = leasedAt;
           if (this.failure) {
             void cache.releaseStamp(source.address, fp, stamped, job.token).catch(() => undefined);
             throw this.failure;
@@ -645,9 +651,12 @@ export class BridgeSession {
    * of a lease) is a stamp two messages may now share: the session ends, and the broker redelivers what it held.
    */
   private async renewStamps(): Promise<void> {
+    const started = Date.now();
+    // Only leases at least a third old: a younger one still has two thirds left when the next round comes.
+    const due = started - Math.floor(this.deps.cache.lease / 3);
     const byFingerprint = new Map<string, Job[]>();
     for (const job of this.unsettled) {
-      if (job.stampFingerprint === undefined || job.id === undefined || job.settled) continue;
+      if (job.stampFingerprint === undefined || job.id === undefined || job.settled || job.stampLeasedAt > due) continue;
       const list = byFingerprint.get(job.stampFingerprint);
       if (list) list.push(job);
       else byFingerprint.set(job.stampFingerprint, [job]);
@@ -664,6 +673,7 @@ export class BridgeSession {
         return;
       }
       const gone = new Set(lost);
+      for (const j of jobs) if (!gone.has(j.id as string)) j.stampLeasedAt = started;
       const taken = jobs.filter((j) => !j.settled && gone.has(j.id as string));
       if (taken.length > 0) {
         this.fail(

@@ -4,14 +4,19 @@
  *
  * - A variable that is set is used as is; its host:port is probed once so that a service that is down fails the
  *   run in seconds with a sentence, instead of every test timing out.
- * - A variable that is missing is filled by starting the service with testcontainers (a Docker engine is needed).
- *   RABBITMQ_MANAGEMENT_URL is filled too when a RabbitMQ container is started and the variable is unset.
- * - Missing and no container runtime: the run fails with a message naming the variables and how to set them.
+ * - A variable that is missing is filled, in this order, from the service's default local address when it answers
+ *   (RabbitMQ 127.0.0.1:5672 as guest, its management API on 15672, Redis 6379, ActiveMQ's STOMP 61613), after
+ *   trying to start ActiveMQ with the project's own script (scripts/activemq.sh) when 61613 does not answer; then by
+ *   starting the service with testcontainers (a Docker engine is needed). RABBITMQ_MANAGEMENT_URL is filled too when
+ *   its local port answers or a RabbitMQ container is started, and it is unset.
+ * - Still missing and no container runtime: the run fails with a message naming the variables and how to set them.
  *
  * The values go into process.env of this (main) process; vitest creates the fork workers after globalSetup and
  * they inherit its environment (checked with vitest 4.1, pool `forks`).
  */
+import { execFile } from 'node:child_process';
 import { connect } from 'node:net';
+import { resolve } from 'node:path';
 import type { StartedTestContainer } from 'testcontainers';
 
 const SERVICE_VARS = ['AMQP_URL', 'REDIS_URL', 'STOMP_URL'] as const;
@@ -37,7 +42,8 @@ const DEFAULT_PORTS: Record<string, number> = {
 };
 
 const HOW_TO_SET = [
-  'Either point the tests at running services, e.g.',
+  'Either run the services on their default local addresses (RabbitMQ 127.0.0.1:5672 with guest/guest, Redis',
+  '127.0.0.1:6379, ActiveMQ STOMP 127.0.0.1:61613 — scripts/activemq.sh starts one), or point the tests at them, e.g.',
   '  AMQP_URL=amqp://guest:guest@127.0.0.1:5672 REDIS_URL=redis://127.0.0.1:6379 STOMP_URL=stomp://127.0.0.1:61613 \\',
   '  RABBITMQ_MANAGEMENT_URL=http://guest:guest@127.0.0.1:15672 npm test',
   '  (`bash scripts/activemq.sh start` runs a local ActiveMQ with STOMP on 127.0.0.1:61613; RABBITMQ_MANAGEMENT_URL',
@@ -47,11 +53,22 @@ const HOW_TO_SET = [
 
 const started: StartedTestContainer[] = [];
 
+/** Where each service listens on a machine that runs it locally with its defaults (as CI and ../shared/ENV.md do). */
+const LOCAL: Record<ServiceVar, { url: string; port: number }> = {
+  AMQP_URL: { url: 'amqp://guest:guest@127.0.0.1:5672', port: 5672 },
+  REDIS_URL: { url: 'redis://127.0.0.1:6379', port: 6379 },
+  STOMP_URL: { url: 'stomp://127.0.0.1:61613', port: 61613 },
+};
+const LOCAL_MANAGEMENT = { url: 'http://guest:guest@127.0.0.1:15672', port: 15672 };
+const ACTIVEMQ_SCRIPT = resolve(import.meta.dirname, '../../scripts/activemq.sh');
+
 export async function setup(): Promise<void> {
-  const missing = SERVICE_VARS.filter((name) => !process.env[name]);
-  const given = SERVICE_VARS.filter((name) => !missing.includes(name));
+  const unset = SERVICE_VARS.filter((name) => !process.env[name]);
+  const given = SERVICE_VARS.filter((name) => !unset.includes(name));
 
   await Promise.all(given.map((name) => probeVariable(name)));
+  const tried = await useLocalServices(unset);
+  const missing = unset.filter((name) => !process.env[name]);
   if (missing.length === 0) return;
 
   // Loaded only when needed: a run against existing services does not pay for (or depend on) testcontainers.
@@ -62,8 +79,9 @@ export async function setup(): Promise<void> {
     const reason = err instanceof Error ? err.message : String(err);
     throw new Error(
       `Integration tests need RabbitMQ, ActiveMQ (STOMP) and Redis, but ${listNames(missing)} ` +
-        `${missing.length === 1 ? 'is' : 'are'} not set and no container runtime is reachable for testcontainers ` +
-        `(${reason}).\n${HOW_TO_SET}`,
+        `${missing.length === 1 ? 'is' : 'are'} not set, nothing answers on the default local address ` +
+        `(${tried.filter((t) => missing.some((m) => t.startsWith(m))).join('; ')}) and no container runtime is ` +
+        `reachable for testcontainers (${reason}).\n${HOW_TO_SET}`,
       { cause: err },
     );
   }
@@ -89,6 +107,46 @@ export async function teardown(): Promise<void> {
   // Throwaway test brokers: no graceful stop needed (testcontainers' default kills at once and removes them).
   const containers = started.splice(0).reverse();
   await Promise.allSettled(containers.map((c) => c.stop()));
+}
+
+/**
+ * Fills unset variables from the services' default local addresses when they answer; starts ActiveMQ with the
+ * project's script first when its STOMP port does not (the script installs Debian's package when it can). Returns what
+ * was tried, for the error message when something is still missing.
+ */
+async function useLocalServices(unset: readonly ServiceVar[]): Promise<string[]> {
+  const tried: string[] = [];
+  for (const name of unset) {
+    const { url, port } = LOCAL[name];
+    let error = await probeTcp('127.0.0.1', port);
+    let how = 'answers locally';
+    if (error !== undefined && name === 'STOMP_URL') {
+      const failed = await startLocalActiveMq();
+      error = failed === undefined ? await probeTcp('127.0.0.1', port) : `${error}; scripts/activemq.sh start: ${failed}`;
+      how = 'started with scripts/activemq.sh, left running';
+    }
+    if (error === undefined) {
+      process.env[name] = url;
+      console.log(`test services: ${name} unset, using ${redact(url)} (${how})`);
+    } else {
+      tried.push(`${name}: 127.0.0.1:${port} ${error}`);
+    }
+  }
+  if (!process.env.RABBITMQ_MANAGEMENT_URL && process.env.AMQP_URL === LOCAL.AMQP_URL.url) {
+    if ((await probeTcp('127.0.0.1', LOCAL_MANAGEMENT.port)) === undefined) process.env.RABBITMQ_MANAGEMENT_URL = LOCAL_MANAGEMENT.url;
+  }
+  return tried;
+}
+
+/** Runs `scripts/activemq.sh start`; resolves with why it failed, or undefined. */
+function startLocalActiveMq(): Promise<string | undefined> {
+  return new Promise((resolvePromise) => {
+    execFile('bash', [ACTIVEMQ_SCRIPT, 'start'], { timeout: 180_000 }, (err, _stdout, stderr) => {
+      if (!err) return resolvePromise(undefined);
+      const last = String(stderr).trim().split('\n').pop() ?? '';
+      resolvePromise(last || err.message);
+    });
+  });
 }
 
 async function startService(name: ServiceVar): Promise<Record<string, string>> {

@@ -13,10 +13,13 @@
  * older commit, built there) and run the scenarios once with and once without it, alternating.
  *
  * Besides msgs/s it reports the client's CPU time per message: the bench process's own for the plain-client baselines,
- * the bridge process's (start-up included) for the bridge. On a machine the brokers share, CPU is what throughput is
- * bought with.
+ * the bridge process's (start-up included) for the bridge; and the CPU per message of RabbitMQ, Redis and ActiveMQ
+ * over the same forwarding phase (bench/process-cpu.ts). On a machine the brokers share, CPU is what throughput is
+ * bought with. RabbitMQ's own dynamic shovel (management API + rabbitmq_shovel) is a baseline of its own: the
+ * AMQP→AMQP rows say how fast they are next to it.
  */
 import { scenarios } from './scenarios.js';
+import { ROLES, processCpu, type Role } from './process-cpu.js';
 import { formatTable, median } from './report.js';
 
 process.env.AMQP_URL ??= 'amqp://guest:guest@127.0.0.1:5672';
@@ -28,20 +31,28 @@ const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 3);
 const only = process.env.BENCH_ONLY?.split(';').map((s) => s.trim());
 
 async function main(): Promise<void> {
-  const chosen = scenarios.filter((s) => !only || only.includes(s.name) || only.includes(s.group));
-  const results = new Map<string, { rates: number[]; rssMb: number[]; cpu: number[] }>();
+  const wanted = scenarios.filter((s) => !only || only.includes(s.name) || only.includes(s.group));
+  const chosen: typeof wanted = [];
   console.log(`broker-bridge bench: ${N} persistent 1 KiB messages per scenario, ${ROUNDS} rounds, node ${process.version}`);
+  for (const s of wanted) {
+    const why = s.skip?.() ? 'skipped' : await s.unavailable?.();
+    if (why === undefined) chosen.push(s);
+    else console.log(`  left out: ${s.name}: ${why}`);
+  }
+  const results = new Map<string, { rates: number[]; rssMb: number[]; cpu: number[]; brokers: Partial<Record<Role, number[]>> }>();
   for (let round = 1; round <= ROUNDS; round++) {
     for (const s of chosen) {
-      if (s.skip?.()) continue;
       const r = await s.run(N);
-      const entry = results.get(s.name) ?? { rates: [], rssMb: [], cpu: [] };
+      const brokers = processCpu.take(N);
+      const entry = results.get(s.name) ?? { rates: [], rssMb: [], cpu: [], brokers: {} };
       entry.rates.push(r.rate);
       if (r.rssMb !== undefined) entry.rssMb.push(r.rssMb);
       if (r.cpuUsPerMsg !== undefined) entry.cpu.push(r.cpuUsPerMsg);
+      for (const role of ROLES) if (brokers[role] !== undefined) (entry.brokers[role] ??= []).push(brokers[role]);
       results.set(s.name, entry);
       const cpu = r.cpuUsPerMsg !== undefined ? `  CPU ${r.cpuUsPerMsg.toFixed(0)} µs/msg` : '';
-      console.log(`  round ${round} ${s.name.padEnd(34)} ${Math.round(r.rate).toString().padStart(7)} msgs/s${cpu}${r.rssMb !== undefined ? `  peak RSS ${r.rssMb.toFixed(0)} MiB` : ''}`);
+      const others = ROLES.filter((role) => brokers[role] !== undefined).map((role) => ` ${role} ${brokers[role]!.toFixed(0)}`).join('');
+      console.log(`  round ${round} ${s.name.padEnd(34)} ${Math.round(r.rate).toString().padStart(7)} msgs/s${cpu}${others ? `  (µs/msg:${others})` : ''}${r.rssMb !== undefined ? `  peak RSS ${r.rssMb.toFixed(0)} MiB` : ''}`);
     }
   }
   const rows = chosen
@@ -50,19 +61,24 @@ async function main(): Promise<void> {
       const r = results.get(s.name)!;
       const rate = median(r.rates);
       const base = s.baseline ? median(results.get(s.baseline)?.rates ?? []) : undefined;
-      return {
+      const versus = s.versus ? median(results.get(s.versus)?.rates ?? []) : undefined;
+      const row: Record<string, string | number> = {
         group: s.group,
         scenario: s.name,
         'msgs/s (median)': Math.round(rate),
         ratio: base ? `${(rate / base).toFixed(2)}× ${s.baseline}` : '—',
+        '× shovel': versus ? `${(rate / versus).toFixed(2)}×` : '—',
         'client CPU µs/msg': r.cpu.length ? median(r.cpu).toFixed(0) : '—',
-        'peak RSS MiB': r.rssMb.length ? median(r.rssMb).toFixed(0) : '—',
       };
+      // CPU per message of the other processes on the machine: the 2 cores are shared, so this is what the rate costs.
+      for (const role of ROLES) row[`${role} µs/msg`] = r.brokers[role]?.length ? median(r.brokers[role]).toFixed(0) : '—';
+      row['peak RSS MiB'] = r.rssMb.length ? median(r.rssMb).toFixed(0) : '—';
+      return row;
     });
   console.log('');
   console.log(formatTable(rows));
   for (const s of chosen) {
-    if (!s.latency || s.skip?.()) continue;
+    if (!s.latency) continue;
     const l = await s.latency();
     console.log(`latency ${s.name}: p50 ${l.p50.toFixed(1)} ms, p99 ${l.p99.toFixed(1)} ms (one message at a time, ${l.count} messages)`);
   }

@@ -6,6 +6,7 @@ import { readFileSync } from 'node:fs';
 import amqp from 'amqplib';
 import { Redis } from 'ioredis';
 import { BridgeProcess, writeConfig } from '../test/support/bridge-process.js';
+import { cpuMs, processCpu } from './process-cpu.js';
 import { percentile } from './report.js';
 import { stompScenarios } from './stomp-scenarios.js';
 
@@ -21,7 +22,11 @@ export interface Scenario {
   name: string;
   /** Name of the scenario whose rate this one is compared with. */
   baseline?: string;
+  /** A second scenario to compare with, in a column of its own (RabbitMQ's shovel). */
+  versus?: string;
   skip?: () => boolean;
+  /** Checked once before the rounds: why the scenario cannot run here (it is left out, saying so), or undefined. */
+  unavailable?: () => Promise<string | undefined>;
   run(n: number): Promise<RunResult>;
   latency?: () => Promise<{ p50: number; p99: number; count: number }>;
 }
@@ -78,19 +83,6 @@ export async function waitAmqpCount(queue: string, n: number, timeoutMs = 300_00
   }
 }
 
-/** CPU time (user + system) a process has used so far, in ms. */
-export function cpuMs(pid: number | undefined): number | undefined {
-  if (pid === undefined) return undefined;
-  try {
-    // Fields 14 and 15 of /proc/<pid>/stat, in clock ticks (100 per second on Linux); the name (field 2) may hold spaces.
-    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
-    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-    return (Number(fields[11]) + Number(fields[12])) * 10;
-  } catch {
-    return undefined;
-  }
-}
-
 export function peakRssMb(pid: number | undefined): number | undefined {
   if (pid === undefined) return undefined;
   try {
@@ -133,12 +125,14 @@ bridges:
     max-batch-time: 20
 `;
   const file = writeConfig(yaml);
+  processCpu.start();
   const p = BridgeProcess.start(file);
   try {
     await p.waitForLog((l) => l.msg === 'bridge running', 60_000);
     const started = p.logs.find((l) => l.msg === 'bridge running');
     const t0 = typeof started?.time === 'number' ? started.time : Date.now();
     const t1 = await o.waitDone();
+    processCpu.stop();
     const rssMb = peakRssMb(p.child.pid);
     const cpu = cpuMs(p.child.pid);
     return { rate: (n * 1000) / Math.max(1, t1 - t0), rssMb, cpuUsPerMsg: cpu === undefined ? undefined : (cpu * 1000) / n };
@@ -163,6 +157,7 @@ async function amqpBaseline(n: number): Promise<RunResult> {
     const outCh = await conn.createConfirmChannel();
     await inCh.prefetch(PREFETCH);
     let acked = 0;
+    processCpu.start();
     const cpu0 = process.cpuUsage();
     const t0 = Date.now();
     const done = new Promise<number>((resolve) => {
@@ -177,9 +172,72 @@ async function amqpBaseline(n: number): Promise<RunResult> {
     });
     const t1 = await done;
     const cpu = process.cpuUsage(cpu0);
+    processCpu.stop();
     return { rate: (n * 1000) / (t1 - t0), cpuUsPerMsg: (cpu.user + cpu.system) / n };
   } finally {
     await conn.close().catch(() => undefined);
+    await deleteAmqpQueues(src, dst);
+  }
+}
+
+/** Where RabbitMQ's management API is (RABBITMQ_MANAGEMENT_URL, default the local one), as a URL and its auth header. */
+function management(): { base: string; auth: string } {
+  const u = new URL(process.env.RABBITMQ_MANAGEMENT_URL ?? 'http://guest:guest@127.0.0.1:15672');
+  const auth = `Basic ${Buffer.from(`${decodeURIComponent(u.username)}:${decodeURIComponent(u.password)}`).toString('base64')}`;
+  u.username = '';
+  u.password = '';
+  return { base: u.toString().replace(/\/$/, ''), auth };
+}
+
+/** The vhost of AMQP_URL, for the management API's paths and the shovel's URIs. */
+function vhost(): string {
+  const path = new URL(process.env.AMQP_URL!).pathname;
+  return path.length > 1 ? decodeURIComponent(path.slice(1)) : '/';
+}
+
+async function shovelUnavailable(): Promise<string | undefined> {
+  const { base, auth } = management();
+  try {
+    const r = await fetch(`${base}/api/parameters/shovel`, { headers: { authorization: auth }, signal: AbortSignal.timeout(5000) });
+    if (r.ok) return undefined;
+    return `the management API answered ${r.status} for shovel parameters (enable rabbitmq_shovel and rabbitmq_shovel_management)`;
+  } catch (err) {
+    return `RabbitMQ's management API is not reachable (${(err as Error).message}; set RABBITMQ_MANAGEMENT_URL)`;
+  }
+}
+
+/**
+ * RabbitMQ's own dynamic shovel, queue to queue, `ack-mode: on-confirm`, `src-prefetch-count` = the bridge's prefetch:
+ * what an operator would use instead of this bridge. Timed from the shovel's creation until the target holds all n.
+ */
+async function shovelBaseline(n: number): Promise<RunResult> {
+  const src = uniq('shovel-src');
+  const dst = uniq('shovel-dst');
+  await prefillAmqp(src, n, true, dst);
+  const { base, auth } = management();
+  const v = vhost();
+  const uri = v === '/' ? 'amqp://' : `amqp:///${encodeURIComponent(v)}`;
+  const path = `${base}/api/parameters/shovel/${encodeURIComponent(v)}/${encodeURIComponent(uniq('shovel'))}`;
+  const value = {
+    'src-protocol': 'amqp091',
+    'src-uri': uri,
+    'src-queue': src,
+    'dest-protocol': 'amqp091',
+    'dest-uri': uri,
+    'dest-queue': dst,
+    'ack-mode': 'on-confirm',
+    'src-prefetch-count': PREFETCH,
+  };
+  try {
+    processCpu.start();
+    const t0 = Date.now();
+    const r = await fetch(path, { method: 'PUT', headers: { authorization: auth, 'content-type': 'application/json' }, body: JSON.stringify({ value }) });
+    if (!r.ok) throw new Error(`creating the shovel failed: ${r.status} ${await r.text()}`);
+    const t1 = await waitAmqpCount(dst, n);
+    processCpu.stop();
+    return { rate: (n * 1000) / Math.max(1, t1 - t0) };
+  } finally {
+    await fetch(path, { method: 'DELETE', headers: { authorization: auth } }).catch(() => undefined);
     await deleteAmqpQueues(src, dst);
   }
 }
@@ -235,10 +293,13 @@ bridges:
   return { p50: percentile(samples, 50), p99: percentile(samples, 99), count: samples.length };
 }
 
+const SHOVEL = 'RabbitMQ shovel (on-confirm)';
+
 export const scenarios: Scenario[] = [
-  { group: 'amqp→amqp', name: 'amqplib baseline', run: amqpBaseline },
-  { group: 'amqp→amqp', name: 'bridge, dedupe on (header IDs)', baseline: 'amqplib baseline', run: amqpBridge(true, true), latency: amqpLatency },
-  { group: 'amqp→amqp', name: 'bridge, dedupe on (stamped IDs)', baseline: 'amqplib baseline', run: amqpBridge(true, false) },
-  { group: 'amqp→amqp', name: 'bridge, dedupe off', baseline: 'amqplib baseline', run: amqpBridge(false, true) },
+  { group: 'amqp→amqp', name: SHOVEL, run: shovelBaseline, unavailable: shovelUnavailable },
+  { group: 'amqp→amqp', name: 'amqplib baseline', versus: SHOVEL, run: amqpBaseline },
+  { group: 'amqp→amqp', name: 'bridge, dedupe on (header IDs)', baseline: 'amqplib baseline', versus: SHOVEL, run: amqpBridge(true, true), latency: amqpLatency },
+  { group: 'amqp→amqp', name: 'bridge, dedupe on (stamped IDs)', baseline: 'amqplib baseline', versus: SHOVEL, run: amqpBridge(true, false) },
+  { group: 'amqp→amqp', name: 'bridge, dedupe off', baseline: 'amqplib baseline', versus: SHOVEL, run: amqpBridge(false, true) },
   ...stompScenarios,
 ];

@@ -8,6 +8,7 @@ import amqp from 'amqplib';
 import type { StompConnectionConfig } from '../src/config/types.js';
 import { connectStomp, type StompSession } from '../src/endpoints/stomp/stomp-client.js';
 import { silentLogger } from '../src/log.js';
+import { processCpu } from './process-cpu.js';
 import { BODY, PREFETCH, type RunResult, type Scenario, deleteAmqpQueues, prefillAmqp, runBridge, uniq, waitAmqpCount } from './scenarios.js';
 
 const BATCH = 100;
@@ -62,6 +63,7 @@ async function amqpToStompBaseline(n: number): Promise<RunResult> {
   try {
     const ch = await conn.createChannel();
     await ch.prefetch(PREFETCH);
+    processCpu.start();
     const t0 = Date.now();
     await ch.consume(src, (m) => {
       if (!m) return;
@@ -77,6 +79,7 @@ async function amqpToStompBaseline(n: number): Promise<RunResult> {
       );
     });
     const t1 = await counter.done;
+    processCpu.stop();
     return { rate: (n * 1000) / (t1 - t0) };
   } finally {
     closing = true;
@@ -115,6 +118,7 @@ async function stompToAmqpBaseline(n: number): Promise<RunResult> {
     let acked = 0;
     let resolve!: (t: number) => void;
     const done = new Promise<number>((r) => (resolve = r));
+    processCpu.start();
     const t0 = Date.now();
     await stomp.subscribe({ destination: `/queue/${src}`, ack: 'client-individual', 'activemq.prefetchSize': String(PREFETCH) }, (m) => {
       ch.sendToQueue(dst, m.body, { persistent: true, headers: { _AMQ_DUPL_ID: m.headers._AMQ_DUPL_ID } }, (err) => {
@@ -124,6 +128,7 @@ async function stompToAmqpBaseline(n: number): Promise<RunResult> {
       });
     });
     const t1 = await done;
+    processCpu.stop();
     return { rate: (n * 1000) / (t1 - t0) };
   } finally {
     await stomp.disconnect(2000);

@@ -1,0 +1,102 @@
+/**
+ * CPU time of the processes that share the machine during a bench scenario — RabbitMQ (`beam.smp`), Redis (the one
+ * the bench uses), ActiveMQ (`java … activemq`) — so that a reader sees where the 2 cores go, not only the bridge's
+ * share. Read from /proc (Linux); a process that is not there is left out.
+ */
+import { readFileSync, readdirSync } from 'node:fs';
+
+/** CPU time (user + system) a process has used so far, in ms. */
+export function cpuMs(pid: number | undefined): number | undefined {
+  if (pid === undefined) return undefined;
+  try {
+    // Fields 14 and 15 of /proc/<pid>/stat, in clock ticks (100 per second on Linux); the name (field 2) may hold spaces.
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    return (Number(fields[11]) + Number(fields[12])) * 10;
+  } catch {
+    return undefined;
+  }
+}
+
+export type Role = 'RabbitMQ' | 'Redis' | 'ActiveMQ';
+export const ROLES: readonly Role[] = ['RabbitMQ', 'Redis', 'ActiveMQ'];
+
+function cmdline(pid: string): string {
+  try {
+    return readFileSync(`/proc/${pid}/cmdline`, 'utf8').replace(/\0/g, ' ');
+  } catch {
+    return '';
+  }
+}
+
+function comm(pid: string): string {
+  try {
+    return readFileSync(`/proc/${pid}/comm`, 'utf8').trim();
+  } catch {
+    return '';
+  }
+}
+
+/** The pid of each role's process, found by name (Redis: the one listening on the port of REDIS_URL). */
+export function findPids(): Partial<Record<Role, number>> {
+  const redisPort = new URL(process.env.REDIS_URL ?? 'redis://127.0.0.1:6379').port || '6379';
+  const found: Partial<Record<Role, number>> = {};
+  let pids: string[];
+  try {
+    pids = readdirSync('/proc').filter((d) => /^\d+$/.test(d));
+  } catch {
+    return found;
+  }
+  for (const pid of pids) {
+    const name = comm(pid);
+    if (name === 'beam.smp' && /rabbit/.test(cmdline(pid))) found.RabbitMQ ??= Number(pid);
+    else if (name === 'redis-server' && cmdline(pid).includes(`:${redisPort}`)) found.Redis ??= Number(pid);
+    else if (name === 'java' && /activemq/i.test(cmdline(pid))) found.ActiveMQ ??= Number(pid);
+  }
+  return found;
+}
+
+/** CPU ms used so far by each role's process. */
+export function snapshot(pids: Partial<Record<Role, number>>): Partial<Record<Role, number>> {
+  const out: Partial<Record<Role, number>> = {};
+  for (const role of ROLES) {
+    const ms = cpuMs(pids[role]);
+    if (ms !== undefined) out[role] = ms;
+  }
+  return out;
+}
+
+/** µs of CPU per message of each role between two snapshots. */
+export function perMessage(before: Partial<Record<Role, number>>, after: Partial<Record<Role, number>>, n: number): Partial<Record<Role, number>> {
+  const out: Partial<Record<Role, number>> = {};
+  for (const role of ROLES) {
+    const a = before[role];
+    const b = after[role];
+    if (a !== undefined && b !== undefined) out[role] = ((b - a) * 1000) / n;
+  }
+  return out;
+}
+
+/**
+ * The brokers' CPU over the forwarding phase of the scenario that is running: scenarios call `start()` once the source
+ * is filled and `stop()` when the target holds everything; bench/run.ts reads `take(n)` after each run.
+ */
+export const processCpu = {
+  pids: undefined as Partial<Record<Role, number>> | undefined,
+  before: undefined as Partial<Record<Role, number>> | undefined,
+  after: undefined as Partial<Record<Role, number>> | undefined,
+  start(): void {
+    this.pids = findPids();
+    this.before = snapshot(this.pids);
+    this.after = undefined;
+  },
+  stop(): void {
+    if (this.pids) this.after = snapshot(this.pids);
+  },
+  /** µs per message of each role for the last scenario, then forgets it. */
+  take(n: number): Partial<Record<Role, number>> {
+    const out = this.before && this.after ? perMessage(this.before, this.after, n) : {};
+    this.before = this.after = undefined;
+    return out;
+  },
+};

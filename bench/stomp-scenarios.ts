@@ -7,7 +7,7 @@
 import amqp from 'amqplib';
 import type { StompConnectionConfig } from '../src/config/types.js';
 import { connectStomp, type StompSession } from '../src/endpoints/stomp/stomp-client.js';
-import { silentLogger } from '../src/log.js';
+import { silentLogger } from '../src/shared/log.js';
 import { processCpu } from './process-cpu.js';
 import { BODY, PREFETCH, type RunResult, type Scenario, deleteAmqpQueues, prefillAmqp, runBridge, uniq, waitAmqpCount } from './scenarios.js';
 

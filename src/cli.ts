@@ -6,11 +6,11 @@
 import { readFileSync, realpathSync, writeFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
-import { ConfigError, redactUrl } from './core/errors.js';
+import { ConfigError, redactUrl } from './shared/errors.js';
 import { renderJsonSchema } from './config/json-schema.js';
 import { loadConfig, warnings } from './config/load.js';
 import type { Config } from './config/types.js';
-import { createLogger } from './log.js';
+import { createLogger } from './shared/log.js';
 
 export const EXIT_CONFIG = 2;
 export const EXIT_USAGE = 64;
@@ -87,7 +87,7 @@ async function run(config: Config, io: CliIo): Promise<number> {
   const log = createLogger(io.env.LOG_LEVEL ?? config.logLevel);
   for (const w of warnings(config)) log.warn({ file: config.file }, w);
   // Loaded only here so that `validate` and `schema` never load the broker clients.
-  const { runService } = await import('./core/app.js');
+  const { runService } = await import('./service/app.js');
   return runService(config, log);
 }
 

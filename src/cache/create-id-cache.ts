@@ -4,8 +4,8 @@
  * between replicas.
  */
 import type { IdCacheConfig } from '../config/types.js';
-import { describeUrl, type Logger } from '../log.js';
-import type { IdCache } from './id-cache.js';
+import { describeUrl, type Logger } from '../shared/log.js';
+import type { IdCache } from '../core/id-cache.js';
 import { MemoryIdCache } from './memory-id-cache.js';
 import { RedisIdCache } from './redis-id-cache.js';
 

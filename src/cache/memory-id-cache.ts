@@ -6,7 +6,7 @@
  * Maps iterate in insertion order. Every write re-inserts its entry with `now + <constant>` as expiry, so the first
  * entries are always the oldest: expiry and eviction look only at the front (bounded work per call).
  */
-import type { ClaimRequest, ClaimResult, IdCache, IdCacheSemantics, ReserveResult } from './id-cache.js';
+import type { ClaimRequest, ClaimResult, IdCache, IdCacheSemantics, ReserveResult } from '../core/id-cache.js';
 
 export interface MemoryIdCacheOptions extends IdCacheSemantics {
   /** The clock, in ms (tests pass a fake one). Default Date.now. */

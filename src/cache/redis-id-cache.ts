@@ -7,17 +7,17 @@
  * queue is flushed after a failed reconnect attempt), so while Redis is away every call rejects with TransientError
  * within a few seconds; ioredis keeps reconnecting (retryStrategy never gives up), so calls succeed again once Redis
  * is back, on the same client. Reserves and commits of many in-flight messages share script calls (AddressBatcher),
- * and the writes of one tick share a system call (core/coalesce-writes.ts).
+ * and the writes of one tick share a system call (shared/coalesce-writes.ts).
  */
 import { readdirSync, readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { Redis, type RedisOptions } from 'ioredis';
-import type { ClaimRequest, ClaimResult, IdCache, IdCacheSemantics, ReserveResult } from './id-cache.js';
+import type { ClaimRequest, ClaimResult, IdCache, IdCacheSemantics, ReserveResult } from '../core/id-cache.js';
 import { addressKeys, stampKey } from './keys.js';
 import { ScriptStatus, ScriptReplyError, decodeRecordedReply, decodeReserveReply, decodeScriptReply } from './script-status.js';
-import { TransientError, redactUrl } from '../core/errors.js';
-import { coalesceWrites } from '../core/coalesce-writes.js';
-import { describeUrl, silentLogger, type Logger } from '../log.js';
+import { TransientError, redactUrl } from '../shared/errors.js';
+import { coalesceWrites } from '../shared/coalesce-writes.js';
+import { describeUrl, silentLogger, type Logger } from '../shared/log.js';
 
 /** Script name (camelCase of the file name without its `-<numberOfKeys>` suffix) → number of keys. */
 export const SCRIPT_KEYS = {

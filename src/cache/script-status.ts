@@ -4,7 +4,7 @@
  * comment of each script lists which codes it returns and what follows the code. Reserve answers for many IDs at once
  * with one character per ID (decodeReserveReply).
  */
-import type { ReserveResult } from './id-cache.js';
+import type { ReserveResult } from '../core/id-cache.js';
 
 export enum ScriptStatus {
   /** The write was done (commit, release, stamp writes). */

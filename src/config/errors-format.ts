@@ -2,7 +2,7 @@
  * How configuration problems are reported: one line each, `file:line:col key.path: what is wrong; what is valid`,
  * all of them at once, sorted by position, in one ConfigError.
  */
-import { ConfigError, redactUrl } from '../core/errors.js';
+import { ConfigError, redactUrl } from '../shared/errors.js';
 
 /** One thing wrong with the configuration file. Lines and columns are 1-based. */
 export interface ConfigProblem {

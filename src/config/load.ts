@@ -6,7 +6,7 @@
 import { readFileSync } from 'node:fs';
 import { resolve as resolvePath } from 'node:path';
 import { LineCounter, parseDocument } from 'yaml';
-import { ConfigError } from '../core/errors.js';
+import { ConfigError } from '../shared/errors.js';
 import { crossCheck } from './cross-checks.js';
 import { substituteEnvInDocument, type Env } from './env.js';
 import { ConfigFileError, type ConfigProblem } from './errors-format.js';

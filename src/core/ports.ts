@@ -7,7 +7,7 @@
  * builds new endpoint objects.
  */
 import type { BridgeMessage, SourceDelivery } from './message.js';
-import type { TransientError } from './errors.js';
+import type { TransientError } from '../shared/errors.js';
 
 export interface SourceHandlers {
   /** Called for every delivered message, in broker order. The worker must call `ack` for it exactly once, or never. */

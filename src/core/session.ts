@@ -15,14 +15,14 @@
  *   messages whose send outcome is unknown are released as "uncertain", so their resend is flagged a possible duplicate.
  */
 import type { BridgeConfig } from '../config/types.js';
-import type { IdCache, ReserveResult } from '../cache/id-cache.js';
-import type { Logger } from '../log.js';
+import type { IdCache, ReserveResult } from './id-cache.js';
+import type { Logger } from '../shared/log.js';
 import type { BridgeMessage, SourceDelivery } from './message.js';
 import type { SourceEndpoint, TargetEndpoint } from './ports.js';
 import type { Metrics } from './metrics.js';
-import { BridgeError, FatalBridgeError, MessageRejectedError, TransientError, isTransient } from './errors.js';
+import { BridgeError, FatalBridgeError, MessageRejectedError, TransientError, isTransient } from '../shared/errors.js';
 import { POSSIBLE_DUPLICATE_HEADER, fingerprint, newStampedId, readDuplicateId, withDuplicateId } from './duplicate-id.js';
-import { Deque } from './deque.js';
+import { Deque } from '../shared/deque.js';
 import { StampClaims } from './stamp-claim.js';
 
 /** Headers added to a dead-lettered message, saying why it is there. */

@@ -54,7 +54,7 @@
  * fingerprint asks). A delivery whose lease could not be renewed (the cache unreachable for a whole lease) may find its
  * record taken; the session then ends so that the broker redelivers it.
  */
-import type { IdCache } from '../cache/id-cache.js';
+import type { IdCache } from './id-cache.js';
 
 export type StampClaim =
   /** Forward under `id`, flagged when `possibleDuplicate`; or, when `done`, drop as a duplicate of its message. */

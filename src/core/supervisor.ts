@@ -5,11 +5,11 @@
  */
 import pRetry, { AbortError } from 'p-retry';
 import type { BridgeConfig } from '../config/types.js';
-import type { IdCache } from '../cache/id-cache.js';
-import type { Logger } from '../log.js';
+import type { IdCache } from './id-cache.js';
+import type { Logger } from '../shared/log.js';
 import type { Metrics } from './metrics.js';
 import type { SourceEndpoint, TargetEndpoint } from './ports.js';
-import { BridgeError, FatalBridgeError, isTransient } from './errors.js';
+import { BridgeError, FatalBridgeError, isTransient } from '../shared/errors.js';
 import { BridgeSession, type SessionEnd } from './session.js';
 
 export interface BridgeEndpoints {

@@ -5,7 +5,7 @@
 import type { BridgeConfig, TargetConfig } from '../config/types.js';
 import type { BridgeEndpoints } from '../core/supervisor.js';
 import type { TargetEndpoint } from '../core/ports.js';
-import type { Logger } from '../log.js';
+import type { Logger } from '../shared/log.js';
 import { AmqpSource } from './amqp/amqp-source.js';
 import { AmqpTarget } from './amqp/amqp-target.js';
 import { StompSource } from './stomp/stomp-source.js';

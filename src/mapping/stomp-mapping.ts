@@ -12,7 +12,7 @@
  */
 import { isUtf8 } from 'node:buffer';
 import type { BridgeMessage, HeaderValue, Headers, MessageProperties } from '../core/message.js';
-import type { Logger } from '../log.js';
+import type { Logger } from '../shared/log.js';
 
 /** STOMP frame headers as this module writes and reads them: strings only. */
 export type StompHeaders = Record<string, string>;

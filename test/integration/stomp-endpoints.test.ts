@@ -10,12 +10,12 @@ import path from 'node:path';
 import { promisify } from 'node:util';
 import { afterAll, describe, expect, it } from 'vitest';
 import type { StompConnectionConfig } from '../../src/config/types.js';
-import { ConfigError, MessageRejectedError, TransientError } from '../../src/core/errors.js';
+import { ConfigError, MessageRejectedError, TransientError } from '../../src/shared/errors.js';
 import type { BridgeMessage, SourceDelivery } from '../../src/core/message.js';
 import { connectStomp, type StompMessage } from '../../src/endpoints/stomp/stomp-client.js';
 import { StompSource } from '../../src/endpoints/stomp/stomp-source.js';
 import { StompTarget } from '../../src/endpoints/stomp/stomp-target.js';
-import { silentLogger as log } from '../../src/log.js';
+import { silentLogger as log } from '../../src/shared/log.js';
 import { services, uniqueName } from '../support/services.js';
 
 /** Marks every message these tests send, so the final check can look for them in ActiveMQ.DLQ. */

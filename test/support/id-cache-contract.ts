@@ -3,7 +3,7 @@
  * (test/unit/memory-id-cache.test.ts with a fake clock, test/integration/redis-id-cache.test.ts with real waits).
  */
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import type { IdCache } from '../../src/cache/id-cache.js';
+import type { IdCache } from '../../src/core/id-cache.js';
 import { StampClaims, type StampClaim } from '../../src/core/stamp-claim.js';
 
 export interface CacheOptions {

@@ -7,7 +7,7 @@
  */
 import type { StompConnectionConfig } from '../../src/config/types.js';
 import { connectStomp, type StompHeaders, type StompMessage, type StompSession } from '../../src/endpoints/stomp/stomp-client.js';
-import { silentLogger } from '../../src/log.js';
+import { silentLogger } from '../../src/shared/log.js';
 import { services } from './services.js';
 
 /** ActiveMQ's shared dead-letter queue. */

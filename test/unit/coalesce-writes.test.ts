@@ -4,7 +4,7 @@
  */
 import net from 'node:net';
 import { afterEach, describe, expect, it } from 'vitest';
-import { coalesceWrites } from '../../src/core/coalesce-writes.js';
+import { coalesceWrites } from '../../src/shared/coalesce-writes.js';
 
 const closers: (() => void)[] = [];
 afterEach(() => {

@@ -1,6 +1,6 @@
 import { relative, resolve } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { ConfigError } from '../../src/core/errors.js';
+import { ConfigError } from '../../src/shared/errors.js';
 import { ConfigFileError, loadConfig, parseConfig } from '../../src/config/load.js';
 
 const dir = resolve(import.meta.dirname, '../fixtures/config');

@@ -1,6 +1,6 @@
 import { resolve } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { ConfigError } from '../../src/core/errors.js';
+import { ConfigError } from '../../src/shared/errors.js';
 import { loadConfig, parseConfig } from '../../src/config/load.js';
 import { bridgeSettingDefaults } from '../../src/config/schema.js';
 

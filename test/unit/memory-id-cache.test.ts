@@ -1,6 +1,6 @@
 import { Writable } from 'node:stream';
 import { pino } from 'pino';
-import type { Logger } from '../../src/log.js';
+import type { Logger } from '../../src/shared/log.js';
 import { describe, expect, it } from 'vitest';
 import { MemoryIdCache, type MemoryIdCacheOptions } from '../../src/cache/memory-id-cache.js';
 import { createIdCache } from '../../src/cache/create-id-cache.js';

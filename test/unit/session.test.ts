@@ -4,16 +4,16 @@
  */
 import { describe, expect, it } from 'vitest';
 import { MemoryIdCache } from '../../src/cache/memory-id-cache.js';
-import type { IdCache } from '../../src/cache/id-cache.js';
+import type { IdCache } from '../../src/core/id-cache.js';
 import type { BridgeConfig } from '../../src/config/types.js';
-import { MessageRejectedError, TransientError } from '../../src/core/errors.js';
+import { MessageRejectedError, TransientError } from '../../src/shared/errors.js';
 import type { BridgeMessage, SourceDelivery } from '../../src/core/message.js';
 import { Metrics } from '../../src/core/metrics.js';
 import type { SourceEndpoint, SourceHandlers, TargetEndpoint, TargetHandlers } from '../../src/core/ports.js';
 import { BridgeSession } from '../../src/core/session.js';
 import { fingerprint } from '../../src/core/duplicate-id.js';
 import { StampClaims } from '../../src/core/stamp-claim.js';
-import { silentLogger } from '../../src/log.js';
+import { silentLogger } from '../../src/shared/log.js';
 
 const tick = (ms = 5) => new Promise((r) => setTimeout(r, ms));
 async function until(pred: () => boolean, ms = 2000): Promise<void> {

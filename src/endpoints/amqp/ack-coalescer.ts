@@ -9,7 +9,7 @@
  * holds back the acks (and the prefetch window) of the ones behind it. A `multiple` ack names a tag not acked yet:
  * RabbitMQ closes the channel when the tag it names is unknown.
  */
-import { Deque } from '../../core/deque.js';
+import { Deque } from '../../shared/deque.js';
 
 export interface OutstandingDelivery<M> {
   readonly message: M;

@@ -7,7 +7,7 @@
  * queue, exchange or routing key cannot make two different destinations look alike.
  */
 import type { AmqpConnectionConfig } from '../../config/types.js';
-import { redactUrl } from '../../core/errors.js';
+import { redactUrl } from '../../shared/errors.js';
 
 /** What a target publishes to: an exchange and routing key (a queue alone means the default exchange). */
 export interface AmqpTargetSpec {

@@ -7,10 +7,10 @@
  */
 import type { Channel, ConsumeMessage } from 'amqplib';
 import type { AmqpConnectionConfig } from '../../config/types.js';
-import { ConfigError, TransientError, type BridgeError } from '../../core/errors.js';
+import { ConfigError, TransientError, type BridgeError } from '../../shared/errors.js';
 import type { SourceDelivery } from '../../core/message.js';
 import type { SourceEndpoint, SourceHandlers } from '../../core/ports.js';
-import type { Logger } from '../../log.js';
+import type { Logger } from '../../shared/log.js';
 import { fromAmqp } from '../../mapping/amqp-mapping.js';
 import { AckCoalescer, type OutstandingDelivery } from './ack-coalescer.js';
 import { describeSource, sourceAddress } from './address.js';

@@ -22,10 +22,10 @@
  */
 import type { ConfirmChannel, Message, MessageProperties as AmqpProperties, Options } from 'amqplib';
 import type { AmqpConnectionConfig } from '../../config/types.js';
-import { MessageRejectedError, TransientError } from '../../core/errors.js';
+import { MessageRejectedError, TransientError } from '../../shared/errors.js';
 import type { BridgeMessage } from '../../core/message.js';
 import type { TargetEndpoint, TargetHandlers } from '../../core/ports.js';
-import type { Logger } from '../../log.js';
+import type { Logger } from '../../shared/log.js';
 import { isTypedValue, toAmqp, type AmqpPublish } from '../../mapping/amqp-mapping.js';
 import { describeTarget, resolveTarget, targetAddress, type AmqpTargetSpec } from './address.js';
 import { publishConfirmed } from './publish-confirmed.js';

@@ -7,10 +7,10 @@
  */
 import { connect, type ChannelModel } from 'amqplib';
 import type { AmqpConnectionConfig } from '../../config/types.js';
-import { ConfigError, TransientError, redactUrl, type BridgeError } from '../../core/errors.js';
-import type { Logger } from '../../log.js';
+import { ConfigError, TransientError, redactUrl, type BridgeError } from '../../shared/errors.js';
+import type { Logger } from '../../shared/log.js';
 import { describeBroker, parseBroker, type AmqpBroker } from './address.js';
-import { SOCKET_WRITE_BUFFER, coalesceWrites } from '../../core/coalesce-writes.js';
+import { SOCKET_WRITE_BUFFER, coalesceWrites } from '../../shared/coalesce-writes.js';
 
 /** An open connection, with what the adapters need to know about it. */
 export interface AmqpSession {
@@ -83,7 +83,7 @@ async function connectOne(conn: AmqpConnectionConfig, url: string, opts: Connect
   const socketOptions = {
     timeout: conn.connectTimeout,
     noDelay: true,
-    // Passed on to the net.Socket by amqplib (not in its types): see core/coalesce-writes.ts.
+    // Passed on to the net.Socket by amqplib (not in its types): see shared/coalesce-writes.ts.
     writableHighWaterMark: SOCKET_WRITE_BUFFER,
     clientProperties: { connection_name: opts.connectionName },
   };

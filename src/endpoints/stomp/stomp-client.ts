@@ -18,8 +18,8 @@ import type { EventEmitter } from 'node:events';
 import type { Socket } from 'node:net';
 import type { Readable, Writable } from 'node:stream';
 import type { StompConnectionConfig } from '../../config/types.js';
-import { ConfigError, MessageRejectedError, TransientError, redactUrl } from '../../core/errors.js';
-import type { Logger } from '../../log.js';
+import { ConfigError, MessageRejectedError, TransientError, redactUrl } from '../../shared/errors.js';
+import type { Logger } from '../../shared/log.js';
 import { describeServer, parseStompUrl, type StompServer } from './address.js';
 
 /** Frame headers as sent: strings only. */

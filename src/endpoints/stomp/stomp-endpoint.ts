@@ -3,8 +3,8 @@
  * with a DISCONNECT. The subclasses add what they do with the session (SUBSCRIBE and ACK, or SEND and COMMIT).
  */
 import type { StompConnectionConfig } from '../../config/types.js';
-import { TransientError } from '../../core/errors.js';
-import type { Logger } from '../../log.js';
+import { TransientError } from '../../shared/errors.js';
+import type { Logger } from '../../shared/log.js';
 import { stompAddress, stompDestination } from './address.js';
 import { connectStomp, type StompSession } from './stomp-client.js';
 

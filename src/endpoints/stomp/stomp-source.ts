@@ -6,10 +6,10 @@
  * redelivers it with `redelivered:true` and the same `message-id`, which is the delivery's stableId.
  */
 import type { StompConnectionConfig } from '../../config/types.js';
-import { TransientError } from '../../core/errors.js';
+import { TransientError } from '../../shared/errors.js';
 import type { SourceDelivery } from '../../core/message.js';
 import type { SourceEndpoint, SourceHandlers } from '../../core/ports.js';
-import type { Logger } from '../../log.js';
+import type { Logger } from '../../shared/log.js';
 import { fromStomp } from '../../mapping/stomp-mapping.js';
 import type { StompMessage } from './stomp-client.js';
 import { StompEndpoint } from './stomp-endpoint.js';

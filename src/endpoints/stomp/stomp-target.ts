@@ -7,10 +7,10 @@
  * defaults) is rejected before it is sent, so one bad message cannot make the bridge reconnect forever.
  */
 import type { StompConnectionConfig } from '../../config/types.js';
-import { MessageRejectedError, TransientError } from '../../core/errors.js';
+import { MessageRejectedError, TransientError } from '../../shared/errors.js';
 import type { BridgeMessage } from '../../core/message.js';
 import type { TargetEndpoint, TargetHandlers } from '../../core/ports.js';
-import type { Logger } from '../../log.js';
+import type { Logger } from '../../shared/log.js';
 import { toStomp, type StompHeaders } from '../../mapping/stomp-mapping.js';
 import type { StompSession } from './stomp-client.js';
 import { StompEndpoint } from './stomp-endpoint.js';

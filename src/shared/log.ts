@@ -3,7 +3,7 @@
  * redactUrl first, and pino's redact removes credential-shaped fields as a second line of defence.
  */
 import { pino, type Logger } from 'pino';
-import { redactUrl } from './core/errors.js';
+import { redactUrl } from './errors.js';
 
 export type { Logger };
 

@@ -6,13 +6,13 @@
 import { randomBytes } from 'node:crypto';
 import type { Server } from 'node:http';
 import type { Config } from '../config/types.js';
-import type { Logger } from '../log.js';
+import type { Logger } from '../shared/log.js';
 import { createIdCache } from '../cache/create-id-cache.js';
 import { warnings } from '../config/load.js';
 import { createEndpoints } from '../endpoints/create-endpoints.js';
 import { startHttpServer } from './http-server.js';
-import { Metrics } from './metrics.js';
-import { BridgeSupervisor, type BridgeOutcome } from './supervisor.js';
+import { Metrics } from '../core/metrics.js';
+import { BridgeSupervisor, type BridgeOutcome } from '../core/supervisor.js';
 
 /** Runs until every bridge stopped; resolves to the process exit code (0 after a clean shutdown, 1 if a bridge failed). */
 export async function runService(config: Config, log: Logger): Promise<number> {

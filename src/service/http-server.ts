@@ -3,7 +3,7 @@
  * Used by the compose healthcheck; bound to the configured metrics-port only.
  */
 import { createServer, type Server } from 'node:http';
-import type { Metrics } from './metrics.js';
+import type { Metrics } from '../core/metrics.js';
 
 export function startHttpServer(port: number, metrics: Metrics): Promise<Server> {
   const server = createServer((req, res) => {

@@ -85,7 +85,6 @@ function load(file: string, io: CliIo): Config | undefined {
 
 async function run(config: Config, io: CliIo): Promise<number> {
   const log = createLogger(io.env.LOG_LEVEL ?? config.logLevel);
-  for (const w of warnings(config)) log.warn({ file: config.file }, w);
   // Loaded only here so that `validate` and `schema` never load the broker clients.
   const { runService } = await import('./service/app.js');
   return runService(config, log);

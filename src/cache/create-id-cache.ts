@@ -1,7 +1,7 @@
 /**
  * Picks the duplicate-ID cache implementation from the configuration: Redis when persist-id-cache is true (the
- * default), the in-process cache otherwise — with a warning, since its IDs are lost on restart and not shared
- * between replicas.
+ * default), the in-process cache otherwise (config/warnings.ts warns at start that its IDs are lost on restart and
+ * not shared between replicas; this logs only which one was chosen).
  */
 import type { IdCacheConfig } from '../config/types.js';
 import { describeUrl, type Logger } from '../shared/log.js';
@@ -16,7 +16,7 @@ export function createIdCache(config: IdCacheConfig, log: Logger): IdCache {
     ...(config.idCacheTtl !== undefined ? { ttl: config.idCacheTtl } : {}),
   };
   if (!config.persistIdCache) {
-    log.warn(
+    log.info(
       { idCacheSize: config.idCacheSize },
       'duplicate-ID cache is in memory: it is lost on restart (and not shared between replicas); set persist-id-cache: true to keep it in Redis',
     );
@@ -30,6 +30,6 @@ export function createIdCache(config: IdCacheConfig, log: Logger): IdCache {
     ...common,
     url: config.redisUrl,
     keyPrefix: config.keyPrefix,
-    log: log.child({ component: 'id-cache' }),
+    log,
   });
 }

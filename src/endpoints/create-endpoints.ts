@@ -15,11 +15,11 @@ export function createEndpoints(bridge: BridgeConfig, log: Logger): BridgeEndpoi
   const src = bridge.source;
   const source =
     src.connection.type === 'amqp'
-      ? new AmqpSource(src.connection, src.queue, bridge.prefetch, log.child({ endpoint: 'source' }))
-      : new StompSource(src.connection, src.queue, bridge.prefetch, log.child({ endpoint: 'source' }));
-  const target = createTarget(bridge.target, bridge.confirmTimeout, log.child({ endpoint: 'target' }));
+      ? new AmqpSource(src.connection, src.queue, bridge.prefetch, log.child({ role: 'source' }))
+      : new StompSource(src.connection, src.queue, bridge.prefetch, log.child({ role: 'source' }));
+  const target = createTarget(bridge.target, bridge.confirmTimeout, log.child({ role: 'target' }));
   const deadLetter = bridge.deadLetter
-    ? createTarget(bridge.deadLetter, bridge.confirmTimeout, log.child({ endpoint: 'dead-letter' }))
+    ? createTarget(bridge.deadLetter, bridge.confirmTimeout, log.child({ role: 'dead-letter' }))
     : undefined;
   return deadLetter ? { source, target, deadLetter } : { source, target };
 }

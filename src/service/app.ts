@@ -16,7 +16,7 @@ import { BridgeSupervisor, type BridgeOutcome } from '../core/supervisor.js';
 
 /** Runs until every bridge stopped; resolves to the process exit code (0 after a clean shutdown, 1 if a bridge failed). */
 export async function runService(config: Config, log: Logger): Promise<number> {
-  for (const w of warnings(config)) log.warn(w);
+  for (const w of warnings(config)) log.warn({ file: config.file }, w);
   const metrics = new Metrics();
   const cache = createIdCache(config.idCache, log.child({ component: 'id-cache' }));
   const instanceId = randomBytes(6).toString('hex');

@@ -64,6 +64,11 @@ export function isTransient(err: unknown): err is TransientError {
   return err instanceof TransientError;
 }
 
+/** A bug in this program (TypeError, RangeError, ReferenceError, SyntaxError): never wrapped as transient, never retried. */
+export function isProgrammerError(err: unknown): boolean {
+  return err instanceof TypeError || err instanceof RangeError || err instanceof ReferenceError || err instanceof SyntaxError;
+}
+
 /** Strips user info from any URL-looking substring so that logs and errors never carry credentials. */
 export function redactUrl(text: string): string {
   return text.replace(/([a-z][a-z0-9+.-]*:\/\/)([^@/\s]+)@/gi, '$1***@');

@@ -24,6 +24,8 @@ export function writeConfig(yaml: string): string {
 
 export class BridgeProcess {
   readonly logs: LogLine[] = [];
+  /** The raw stdout lines, as written (JSON.parse would hide a key written twice). */
+  readonly lines: string[] = [];
   readonly stderr: string[] = [];
   private readonly exited: Promise<number | null>;
   private exitCode: number | null | undefined;
@@ -37,6 +39,7 @@ export class BridgeProcess {
       while ((nl = buf.indexOf('\n')) >= 0) {
         const line = buf.slice(0, nl);
         buf = buf.slice(nl + 1);
+        this.lines.push(line);
         try {
           this.logs.push(JSON.parse(line) as LogLine);
         } catch {

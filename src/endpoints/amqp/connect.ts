@@ -7,7 +7,7 @@
  */
 import { connect, type ChannelModel } from 'amqplib';
 import type { AmqpConnectionConfig } from '../../config/types.js';
-import { ConfigError, TransientError, redactUrl, type BridgeError } from '../../shared/errors.js';
+import { ConfigError, isProgrammerError, redactUrl, TransientError, type BridgeError } from '../../shared/errors.js';
 import type { Logger } from '../../shared/log.js';
 import { describeBroker, parseBroker, type AmqpBroker } from './address.js';
 import { SOCKET_WRITE_BUFFER, coalesceWrites } from '../../shared/coalesce-writes.js';
@@ -50,6 +50,7 @@ export async function connectAmqp(conn: AmqpConnectionConfig, opts: ConnectOptio
     try {
       return await connectOne(conn, url, opts);
     } catch (err) {
+      if (isProgrammerError(err)) throw err;
       const classified = err instanceof TransientError || err instanceof ConfigError ? err : new TransientError(String(err));
       failures.push(classified);
       if (conn.urls.length > 1) opts.log.debug({ err: classified }, 'AMQP connect attempt failed, trying the next URL');

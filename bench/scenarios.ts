@@ -163,7 +163,7 @@ async function amqpBaseline(n: number): Promise<RunResult> {
     const done = new Promise<number>((resolve) => {
       void inCh.consume(src, (m) => {
         if (!m) return;
-        outCh.publish('', dst, m.content, { ...m.properties, persistent: true, mandatory: true } as amqp.Options.Publish, (err) => {
+        outCh.publish('', dst, m.content, { ...m.properties, persistent: true, mandatory: true }, (err) => {
           if (err) return;
           inCh.ack(m);
           if (++acked === n) resolve(Date.now());

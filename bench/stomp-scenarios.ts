@@ -68,8 +68,8 @@ async function amqpToStompBaseline(n: number): Promise<RunResult> {
     await ch.consume(src, (m) => {
       if (!m) return;
       const headers: Record<string, string> = { destination: `/queue/${dst}`, persistent: 'true', 'content-length': String(m.content.length) };
-      const id = m.properties.headers?._AMQ_DUPL_ID;
-      if (id !== undefined) headers._AMQ_DUPL_ID = String(id);
+      const id: unknown = (m.properties.headers)?._AMQ_DUPL_ID;
+      if (typeof id === 'string') headers._AMQ_DUPL_ID = id;
       stomp.send(headers, m.content).then(
         () => {
           // The counting consumer may see the last messages before their receipts arrive here.

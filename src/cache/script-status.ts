@@ -74,7 +74,7 @@ export function decodeScriptReply<S extends ScriptReply['status']>(
   return decoded as Extract<ScriptReply, { status: S }>;
 }
 
-function decodeCode(script: string, code: number, reply: unknown[]): ScriptReply {
+function decodeCode(script: string, code: ScriptStatus, reply: unknown[]): ScriptReply {
   switch (code) {
     case ScriptStatus.Ok:
     case ScriptStatus.Duplicate:
@@ -99,7 +99,7 @@ function decodeCode(script: string, code: number, reply: unknown[]): ScriptReply
     case ScriptStatus.BadArgument:
       throw new ScriptReplyError(script, `bad argument: ${text(reply[1]) ?? '?'}`);
     default:
-      throw new ScriptReplyError(script, `unknown status ${String(reply[0])}`);
+      throw new ScriptReplyError(script, `unknown status ${JSON.stringify(reply[0])}`);
   }
 }
 

@@ -56,5 +56,6 @@ export function describeValue(value: unknown): string {
     const shown = value.length > 80 ? `${value.slice(0, 77)}...` : value;
     return redactUrl(JSON.stringify(shown));
   }
-  return String(value);
+  if (typeof value === 'number' || typeof value === 'boolean' || typeof value === 'bigint') return String(value);
+  return typeof value === 'function' ? 'a function' : typeof value;
 }

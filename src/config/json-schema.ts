@@ -25,7 +25,7 @@ export function buildJsonSchema(): Record<string, unknown> {
       if (jsonSchema.maximum === Number.MAX_SAFE_INTEGER) delete jsonSchema.maximum;
       if (jsonSchema.minimum === Number.MIN_SAFE_INTEGER) delete jsonSchema.minimum;
     },
-  }) as Record<string, unknown>;
+  });
 }
 
 /** The JSON text as committed: two-space indent, trailing newline. */

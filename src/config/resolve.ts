@@ -25,7 +25,7 @@ function settingsSetIn(layer: Partial<BridgeSettingValues> | undefined): Partial
   const keys = new Set(Object.keys(bridgeSettingDefaults));
   return Object.fromEntries(
     Object.entries(layer).filter(([k, v]) => keys.has(k) && v !== undefined),
-  ) as Partial<BridgeSettingValues>;
+  );
 }
 
 function parseHeartBeat(value: string | [number, number]): [number, number] {

@@ -76,7 +76,7 @@ export interface StampClaimsDeps {
   /** Prefix of this session's tokens (every token is `${prefix}${n}`). */
   ownPrefix: string;
   /** Runs one cache call, retrying while the cache is unreachable (the session's fail-closed policy). */
-  call<T>(fn: () => Promise<T>): Promise<T>;
+  call: <T>(fn: () => Promise<T>) => Promise<T>;
   /** The clock of the busy hold, ms. Default Date.now. */
   now?: () => number;
 }

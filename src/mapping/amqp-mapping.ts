@@ -94,7 +94,8 @@ function decodeValue(v: unknown): HeaderValue {
       if (Array.isArray(v)) return v.map(decodeValue);
       return Object.fromEntries(Object.entries(v).map(([k, x]) => [k, decodeValue(x)]));
     default:
-      return String(v);
+      // symbol or function: amqplib's table decoder produces neither.
+      return typeof v === 'symbol' ? v.toString() : typeof v;
   }
 }
 

@@ -222,7 +222,8 @@ function encodeHeaderValue(value: HeaderValue, utf8Bytes: boolean): EncodedValue
         ? { value: value.toString('utf8'), note: 'is bytes: written as UTF-8' }
         : { value: value.toString('hex'), note: 'is bytes: written as hex' };
   } else if (!Array.isArray(value) && typedAmqpValue(value) !== undefined) {
-    out = { value: typedAmqpValue(value), note: `is an AMQP ${String(value['!'])}: written as its value` };
+    const kind = value['!'];
+    out = { value: typedAmqpValue(value), note: `is an AMQP ${typeof kind === 'string' ? kind : 'typed value'}: written as its value` };
   } else {
     out = { value: JSON.stringify(toJsonSafe(value)), note: `is ${Array.isArray(value) ? 'an array' : 'a table'}: written as JSON` };
   }

@@ -20,7 +20,8 @@ const coalesced = new WeakSet<object>();
 export function coalesceWrites(socket: unknown): void {
   if (!isSocket(socket) || coalesced.has(socket)) return;
   coalesced.add(socket);
-  const write = socket.write;
+  // The socket's own write, bound to it: the replacement below calls it for the socket it was installed on.
+  const write = socket.write.bind(socket) as (...a: unknown[]) => boolean;
   let corked = false;
   const uncork = (): void => {
     corked = false;
@@ -32,8 +33,8 @@ export function coalesceWrites(socket: unknown): void {
       socket.cork();
       process.nextTick(uncork);
     }
-    return (write as (...a: unknown[]) => boolean).apply(this, args);
-  } as Socket['write'];
+    return write(...args);
+  };
 }
 
 function isSocket(s: unknown): s is Socket {

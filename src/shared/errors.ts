@@ -69,6 +69,20 @@ export function isProgrammerError(err: unknown): boolean {
   return err instanceof TypeError || err instanceof RangeError || err instanceof ReferenceError || err instanceof SyntaxError;
 }
 
+/** A thrown value as an Error (libraries may throw or reject with strings). */
+export function asError(err: unknown): Error {
+  if (err instanceof Error) return err;
+  return new Error(typeof err === 'string' ? err : `non-error thrown: ${describeThrown(err)}`);
+}
+
+function describeThrown(v: unknown): string {
+  try {
+    return JSON.stringify(v) ?? typeof v;
+  } catch {
+    return typeof v;
+  }
+}
+
 /** Strips user info from any URL-looking substring so that logs and errors never carry credentials. */
 export function redactUrl(text: string): string {
   return text.replace(/([a-z][a-z0-9+.-]*:\/\/)([^@/\s]+)@/gi, '$1***@');

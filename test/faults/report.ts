@@ -3,6 +3,7 @@
  */
 import { DUPLICATE_ID_HEADER, POSSIBLE_DUPLICATE_HEADER, parseBody, type PoisonKind } from './stream.js';
 import type { Received } from './harness-clients.js';
+import { text } from '../support/text.js';
 
 /** Dead-letter headers written by the bridge (src/core/session.ts DEAD_LETTER_HEADERS). */
 export const DEAD_LETTER_REASON_HEADER = 'x-bridge-dead-letter-reason';
@@ -73,8 +74,7 @@ export interface FaultRunReport {
 
 function headerString(v: unknown): string | undefined {
   if (v === undefined || v === null) return undefined;
-  if (Buffer.isBuffer(v)) return v.toString('utf8');
-  return String(v);
+  return text(v);
 }
 
 function isFlagged(h: Record<string, unknown>): boolean {

@@ -213,7 +213,7 @@ describe('AMQP source → AMQP target', () => {
     await t.send({ ...msg('a'), properties: { persistent: true, userId: 'alice' } });
     await t.send({ ...msg('b'), properties: { persistent: true, userId: 'guest' } });
     const got = await client.drain(to);
-    expect(got.map((m) => [m.body.toString(), m.properties.userId, m.headers[ORIGINAL_USER_ID_HEADER]])).toEqual([
+    expect(got.map((m) => [m.body.toString(), m.properties.userId as unknown, m.headers[ORIGINAL_USER_ID_HEADER]])).toEqual([
       ['a', undefined, 'alice'],
       ['b', 'guest', undefined],
     ]);

@@ -9,6 +9,7 @@ import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
 import { parse } from 'yaml';
 import { loadConfig } from '../../src/config/load.js';
+import { text } from '../support/text.js';
 
 const root = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
 const read = (name: string): string => readFileSync(join(root, name), 'utf8');
@@ -118,7 +119,7 @@ describe('docker-compose.yml', () => {
   it('builds the bridge from the Dockerfile and starts it only after the backing services are healthy', () => {
     const build = bridge.build;
     const context = typeof build === 'string' ? build : String(obj(build, 'bridge.build').context);
-    const dockerfile = isObj(build) && build.dockerfile !== undefined ? String(build.dockerfile) : 'Dockerfile';
+    const dockerfile = isObj(build) && build.dockerfile !== undefined ? text(build.dockerfile) : 'Dockerfile';
     expect(existsSync(join(root, context, dockerfile)), `${context}/${dockerfile} exists`).toBe(true);
     expect(join(root, context, dockerfile)).toBe(join(root, 'Dockerfile'));
 
@@ -195,10 +196,10 @@ const bridgesYaml = join(root, 'bridges.yaml');
 
 describe.skipIf(!existsSync(bridgesYaml))('bridges.yaml as the compose bridge sees it', () => {
   // Only the container's environment: the test runner's own AMQP_URL etc. must not leak in.
-  const load = async () => await loadConfig(bridgesYaml, { ...bridgeEnv });
+  const load = () => loadConfig(bridgesYaml, { ...bridgeEnv });
 
   it('loads, and every connection points at a compose service', async () => {
-    const config = await load();
+    const config = load();
     const hosts = new Map<string, string[]>();
     for (const c of Object.values(config.connections)) {
       hosts.set(c.type, [...(hosts.get(c.type) ?? []), ...c.urls.map((u) => urlOf(u).host)]);
@@ -214,14 +215,14 @@ describe.skipIf(!existsSync(bridgesYaml))('bridges.yaml as the compose bridge se
     const probe = strings(obj(bridge.healthcheck, 'bridge.healthcheck').test).join(' ');
     const port = /127\.0\.0\.1:(\d+)\/health/.exec(probe)?.[1];
     expect(port, 'the healthcheck fetches http://127.0.0.1:<port>/health').toBeDefined();
-    const config = await load();
+    const config = load();
     expect(config.metricsPort, 'metrics-port in bridges.yaml (without it the bridge never turns healthy)').toBe(
       Number(port),
     );
   });
 
   it('has RabbitMQ declare at boot every AMQP queue the bridges read from or write to (the bridge declares none)', async () => {
-    const config = await load();
+    const config = load();
     const rabbit = service('rabbitmq');
     const mounts = strings(rabbit.volumes).map((v) => v.split(':'));
     const defsMount = mounts.find((m) => m[1] === '/etc/rabbitmq/definitions.json');
@@ -243,7 +244,7 @@ describe.skipIf(!existsSync(bridgesYaml))('bridges.yaml as the compose bridge se
   });
 
   it('gives the drain time to finish before compose kills the bridge', async () => {
-    const config = await load();
+    const config = load();
     expect(durationMs(bridge.stop_grace_period)).toBeGreaterThan(config.shutdownTimeout);
   });
 });

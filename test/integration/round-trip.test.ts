@@ -13,6 +13,7 @@ import { bridgeConfig, type ConfigOptions } from '../support/configs.js';
 import { jmsPeek, jmsPeekAvailability, type Availability, type JmsView } from '../support/jms-peek/jms-peek.js';
 import { services, uniqueName } from '../support/services.js';
 import { publishStomp, readStomp } from '../support/stomp.js';
+import { text as asText } from '../support/text.js';
 
 const ID = '_AMQ_DUPL_ID';
 const POSSIBLE_DUP = 'x-bridge-possible-duplicate';
@@ -271,7 +272,7 @@ describe('JMS view of an AMQP → STOMP bridge (JmsPeek over OpenWire)', () => {
 
     const seen = await jmsPeek(qj, 3, { brokerUrl: jms.brokerUrl, idleMs: 15_000 });
     expect(seen).toHaveLength(3);
-    const byId = new Map<string, JmsView>(seen.map((v) => [String(v.properties[ID]), v]));
+    const byId = new Map<string, JmsView>(seen.map((v) => [asText(v.properties[ID]), v]));
 
     const text = byId.get('jms-text')!;
     expect(text.class).toBe('TextMessage');

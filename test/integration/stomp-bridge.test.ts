@@ -17,6 +17,7 @@ import { bridgeConfig, type ConfigOptions } from '../support/configs.js';
 import { services, uniqueName } from '../support/services.js';
 import { countOwnDeadLetters, publishStomp, readStomp, type ReceivedStompMessage, type StompTestMessage } from '../support/stomp.js';
 import { TcpProxy } from '../support/tcp-proxy.js';
+import { text } from '../support/text.js';
 
 const ID = '_AMQ_DUPL_ID';
 const POSSIBLE_DUP = 'x-bridge-possible-duplicate';
@@ -99,7 +100,7 @@ function fromAmqp(m: ReceivedMessage): Arrived {
   const v = m.headers[ID];
   return {
     seq: seqOfText(m.body.toString()),
-    id: Buffer.isBuffer(v) ? v.toString() : String(v ?? ''),
+    id: text(v),
     flagged: m.headers[POSSIBLE_DUP] === true,
     body: m.body.toString(),
   };

@@ -97,7 +97,7 @@ export class AmqpTestClient {
       for (;;) {
         const m = await ch.get(queue, { noAck: true });
         if (m === false) break;
-        out.push({ body: m.content, headers: (m.properties.headers ?? {}) as Record<string, unknown>, properties: m.properties });
+        out.push({ body: m.content, headers: (m.properties.headers ?? {}), properties: m.properties });
       }
     } finally {
       await ch.close().catch(() => undefined);

@@ -186,7 +186,7 @@ export function idCacheContract(name: string, createHarness: () => ContractHarne
           token,
           o.since ?? 0,
         );
-      const busy = expect.objectContaining({ status: 'busy' });
+      const busy: unknown = expect.objectContaining({ status: 'busy' });
 
       it('answers none, unflagged, for an unknown fingerprint', async () => {
         const c = h.cache({ lease: LEASE });

@@ -10,7 +10,7 @@ import { TransientError } from '../../src/shared/errors.js';
 import { silentLogger } from '../../src/shared/log.js';
 
 function conn(over: Partial<AmqpConnectionConfig> = {}): AmqpConnectionConfig {
-  return { name: 'rabbit', type: 'amqp', urls: ['amqp://127.0.0.1:1'], heartbeat: 10, connectTimeout: 1000, ...over } as AmqpConnectionConfig;
+  return { name: 'rabbit', type: 'amqp', urls: ['amqp://127.0.0.1:1'], heartbeat: 10, connectTimeout: 1000, ...over };
 }
 
 describe('connectAmqp', () => {

@@ -218,7 +218,7 @@ describe('round trips', () => {
       headers: { s: 'x', n: 1, b: false },
     };
     const { content, options } = toAmqp(msg, { now: NOW });
-    const back = fromAmqp(content, props({ ...options, deliveryMode: options.persistent ? 2 : undefined, headers: options.headers }), NOW);
+    const back = fromAmqp(content, props({ ...options, deliveryMode: options.persistent ? 2 : undefined, headers: options.headers as AmqpProperties['headers'] }), NOW);
     expect(back.body.equals(msg.body)).toBe(true);
     expect(back.headers).toEqual(msg.headers);
     expect(back.properties).toEqual({ ...msg.properties, expiration: '2000' });

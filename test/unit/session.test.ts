@@ -14,6 +14,7 @@ import { BridgeSession } from '../../src/core/session.js';
 import { fingerprint } from '../../src/core/duplicate-id.js';
 import { StampClaims } from '../../src/core/stamp-claim.js';
 import { silentLogger } from '../../src/shared/log.js';
+import { text } from '../support/text.js';
 
 const tick = (ms = 5) => new Promise((r) => setTimeout(r, ms));
 async function until(pred: () => boolean, ms = 2000): Promise<void> {
@@ -165,7 +166,7 @@ describe('BridgeSession', () => {
     await until(() => source.acked.length === 2);
     const ids = target.sent.map((m) => m.headers._AMQ_DUPL_ID);
     expect(new Set(ids).size).toBe(2);
-    expect(String(ids[0])).toMatch(/^bb-/);
+    expect(text(ids[0])).toMatch(/^bb-/);
   });
 
   it('uses the stable source identity when there is no header', async () => {
@@ -227,7 +228,7 @@ describe('BridgeSession', () => {
     let down = true;
     const flaky = new Proxy(real, {
       get(t, p, r) {
-        const v = Reflect.get(t, p, r);
+        const v: unknown = Reflect.get(t, p, r);
         if (typeof v !== 'function') return v;
         return (...args: unknown[]) => (down ? Promise.reject(new TransientError('redis down')) : (v as (...a: unknown[]) => unknown).apply(t, args));
       },
@@ -324,7 +325,7 @@ describe('BridgeSession', () => {
     await session.open();
     source.deliver(msg(1, null));
     await until(() => target.sent.length === 1);
-    const id = String(target.sent[0]?.headers._AMQ_DUPL_ID);
+    const id = text(target.sent[0]?.headers._AMQ_DUPL_ID);
     const fp = fingerprint(msg(1, null));
     // Held far longer than a lease: still this delivery's, never claimable by a redelivery elsewhere.
     await tick(500);

@@ -426,7 +426,9 @@ function fingerprintPublished(o: Options.Publish): string {
   });
 }
 
-function fingerprintReturned(p: AmqpProperties): string {
+function fingerprintReturned(properties: AmqpProperties): string {
+  // amqplib types every property as `any`; read them as unknowns.
+  const p = properties as unknown as Record<string, unknown>;
   return fingerprint({
     contentType: p.contentType,
     contentEncoding: p.contentEncoding,
@@ -469,7 +471,7 @@ function fingerprint(v: unknown): string {
   if (Buffer.isBuffer(v)) return `x${v.toString('hex')}`;
   if (v instanceof Date) return `n${Math.floor(v.getTime() / 1000)}`;
   if (Array.isArray(v)) return `[${v.map(fingerprint).join(',')}]`;
-  if (isTypedValue(v as object)) return fingerprint((v as { value: unknown }).value);
+  if (isTypedValue(v)) return fingerprint((v as { value: unknown }).value);
   const o = v as Record<string, unknown>;
   const keys = Object.keys(o)
     .filter((k) => o[k] !== undefined)

@@ -45,7 +45,7 @@ export function publishConfirmed(
     contentType: options.contentType,
     contentEncoding: options.contentEncoding,
     // amqplib always sends a headers table, empty when there are none.
-    headers: options.headers ?? {},
+    headers: (options.headers as Record<string, unknown> | undefined) ?? {},
     deliveryMode: options.persistent === undefined ? undefined : options.persistent ? 2 : 1,
     priority: options.priority,
     correlationId: options.correlationId,

@@ -7,7 +7,7 @@
  * defaults) is rejected before it is sent, so one bad message cannot make the bridge reconnect forever.
  */
 import type { StompConnectionConfig } from '../../config/types.js';
-import { MessageRejectedError, TransientError } from '../../shared/errors.js';
+import { asError, MessageRejectedError, TransientError } from '../../shared/errors.js';
 import type { BridgeMessage } from '../../core/message.js';
 import type { TargetEndpoint, TargetHandlers } from '../../core/ports.js';
 import type { Logger } from '../../shared/log.js';
@@ -44,7 +44,7 @@ export class StompTarget extends StompEndpoint implements TargetEndpoint {
     try {
       frame = this.frameOf(message);
     } catch (err) {
-      return Promise.reject(err);
+      return Promise.reject(asError(err));
     }
     const session = this.openSession();
     if (!session) return Promise.reject(this.notOpen());
@@ -125,7 +125,7 @@ export class StompTarget extends StompEndpoint implements TargetEndpoint {
         },
         (e: unknown) => {
           clearTimeout(timer);
-          reject(e);
+          reject(asError(e));
         },
       );
     });

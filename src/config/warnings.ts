@@ -1,17 +1,19 @@
 /**
  * Non-fatal findings about a valid configuration, printed by `validate` and logged by `run` at start.
  */
-import { queueAddress } from './cross-checks.js';
+import { targetAddress } from './amqp-address.js';
+import { stompAddress, stompDestination } from './stomp-address.js';
 import type { Config, TargetConfig } from './types.js';
 
-/** A key naming the target address whose duplicate-ID cache a bridge uses, for grouping bridges that share one. */
-function addressOf(target: TargetConfig): string {
+/**
+ * The address that keys a target's duplicate-ID cache — the very function the endpoints use (broker from the
+ * connection's first URL, destination), so bridges that share a cache are grouped together whatever their
+ * connections are called.
+ */
+export function cacheAddress(target: TargetConfig): string {
   const c = target.connection;
-  if (c.type === 'stomp') return `${c.name} ${queueAddress('stomp', target.queue ?? '')}`;
-  if (target.exchange !== undefined && target.exchange !== '') {
-    return `${c.name} exchange ${target.exchange} routing key '${target.routingKey ?? ''}'`;
-  }
-  return `${c.name} queue ${target.queue ?? target.routingKey ?? ''}`;
+  if (c.type === 'stomp') return stompAddress(c, stompDestination(target.queue ?? ''));
+  return targetAddress(c, target);
 }
 
 export function warnings(config: Config): string[] {
@@ -27,7 +29,7 @@ export function warnings(config: Config): string[] {
   const inFlight = new Map<string, { total: number; bridges: string[] }>();
   for (const b of config.bridges) {
     if (!b.useDuplicateDetection) continue;
-    const key = addressOf(b.target);
+    const key = cacheAddress(b.target);
     const entry = inFlight.get(key) ?? { total: 0, bridges: [] };
     entry.total += b.prefetch * ic.replicas;
     entry.bridges.push(b.name);

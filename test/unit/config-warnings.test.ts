@@ -52,7 +52,26 @@ describe('warnings', () => {
       ),
     );
     expect(w).toEqual([
-      'id-cache.id-cache-size 2000 is smaller than what can be in flight to s /queue/out (2200 = prefetch × replicas 2, bridges b0, b1): a resend could fall outside the cache; set id-cache-size to at least 2200',
+      'id-cache.id-cache-size 2000 is smaller than what can be in flight to stomp://h:61613/queue/out (2200 = prefetch × replicas 2, bridges b0, b1): a resend could fall outside the cache; set id-cache-size to at least 2200',
+    ]);
+  });
+
+  it('groups bridges by the cache they really share: two connection names for one broker are one address', () => {
+    const c = parseConfig(
+      [
+        'connections:',
+        '  r: { type: amqp, url: "amqp://h" }',
+        '  r2: { type: amqp, url: "amqp://guest:guest@h:5672/" }',
+        'id-cache: { id-cache-size: 1000 }',
+        'bridges:',
+        '  - { name: a, source: { connection: r, queue: a }, target: { connection: r, queue: out }, prefetch: 600, dead-letter: { connection: r, queue: d } }',
+        '  - { name: b, source: { connection: r, queue: b }, target: { connection: r2, exchange: "", routing-key: out }, prefetch: 600, dead-letter: { connection: r, queue: d } }',
+      ].join('\n'),
+      'w.yaml',
+      {},
+    );
+    expect(warnings(c)).toEqual([
+      'id-cache.id-cache-size 1000 is smaller than what can be in flight to amqp://h:5672/%2F/exchange//out (1200 = prefetch × replicas 1, bridges a, b): a resend could fall outside the cache; set id-cache-size to at least 1200',
     ]);
   });
 

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import type { BridgeMessage } from '../../src/core/message.js';
 import { fromStomp, isTextContentType, sendAsText, toStomp } from '../../src/mapping/stomp-mapping.js';
-import { parseStompUrl, stompAddress, stompDestination } from '../../src/endpoints/stomp/address.js';
+import { parseStompUrl, stompAddress, stompDestination } from '../../src/config/stomp-address.js';
 import type { StompConnectionConfig } from '../../src/config/types.js';
 
 const NOW = 1_700_000_000_000;

@@ -13,7 +13,7 @@ import type { SourceEndpoint, SourceHandlers } from '../../core/ports.js';
 import type { Logger } from '../../shared/log.js';
 import { fromAmqp } from '../../mapping/amqp-mapping.js';
 import { AckCoalescer, type OutstandingDelivery } from './ack-coalescer.js';
-import { describeSource, sourceAddress } from './address.js';
+import { describeSource, sourceAddress } from '../../config/amqp-address.js';
 import { ACCESS_REFUSED, NOT_FOUND, closeModel, connectAmqp, lostError, replyCode, replyText, reportLoss, type AmqpSession } from './connect.js';
 
 type State = 'new' | 'opening' | 'open' | 'lost' | 'closed';

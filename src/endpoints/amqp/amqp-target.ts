@@ -27,7 +27,7 @@ import type { BridgeMessage } from '../../core/message.js';
 import type { TargetEndpoint, TargetHandlers } from '../../core/ports.js';
 import type { Logger } from '../../shared/log.js';
 import { isTypedValue, toAmqp, type AmqpPublish } from '../../mapping/amqp-mapping.js';
-import { describeTarget, resolveTarget, targetAddress, type AmqpTargetSpec } from './address.js';
+import { describeTarget, resolveTarget, targetAddress, type AmqpTargetSpec } from '../../config/amqp-address.js';
 import { publishConfirmed } from './publish-confirmed.js';
 import {
   ACCESS_REFUSED,

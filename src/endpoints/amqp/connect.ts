@@ -9,7 +9,7 @@ import { connect, type ChannelModel } from 'amqplib';
 import type { AmqpConnectionConfig } from '../../config/types.js';
 import { ConfigError, isProgrammerError, redactUrl, TransientError, type BridgeError } from '../../shared/errors.js';
 import type { Logger } from '../../shared/log.js';
-import { describeBroker, parseBroker, type AmqpBroker } from './address.js';
+import { describeBroker, parseBroker, type AmqpBroker } from '../../config/amqp-address.js';
 import { SOCKET_WRITE_BUFFER, coalesceWrites } from '../../shared/coalesce-writes.js';
 
 /** An open connection, with what the adapters need to know about it. */

@@ -20,7 +20,7 @@ import type { Readable, Writable } from 'node:stream';
 import type { StompConnectionConfig } from '../../config/types.js';
 import { ConfigError, MessageRejectedError, TransientError, redactUrl } from '../../shared/errors.js';
 import type { Logger } from '../../shared/log.js';
-import { describeServer, parseStompUrl, type StompServer } from './address.js';
+import { describeServer, parseStompUrl, type StompServer } from '../../config/stomp-address.js';
 
 /** Frame headers as sent: strings only. */
 export type StompHeaders = Record<string, string>;

@@ -5,7 +5,7 @@
 import type { StompConnectionConfig } from '../../config/types.js';
 import { TransientError } from '../../shared/errors.js';
 import type { Logger } from '../../shared/log.js';
-import { stompAddress, stompDestination } from './address.js';
+import { stompAddress, stompDestination } from '../../config/stomp-address.js';
 import { connectStomp, type StompSession } from './stomp-client.js';
 
 export abstract class StompEndpoint {

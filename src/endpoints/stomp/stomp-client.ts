@@ -21,9 +21,11 @@ import type { StompConnectionConfig } from '../../config/types.js';
 import { ConfigError, MessageRejectedError, TransientError, redactUrl } from '../../shared/errors.js';
 import type { Logger } from '../../shared/log.js';
 import { describeServer, parseStompUrl, type StompServer } from '../../config/stomp-address.js';
+import type { StompHeaders } from '../../mapping/stomp-mapping.js';
+import { coalesceWrites } from '../../shared/coalesce-writes.js';
 
 /** Frame headers as sent: strings only. */
-export type StompHeaders = Record<string, string>;
+export type { StompHeaders };
 
 /** A received MESSAGE frame, body read in full (binary-safe). */
 export interface StompMessage {
@@ -427,8 +429,6 @@ class Session implements StompSession {
     return promise;
   }
 
-  private corked = false;
-
   /**
    * Writes one frame as a single buffer straight to the socket. stompit's own writer sends every header line and the
    * body as separate socket writes, each waiting for the previous one to flush: ~1,000 msgs/s for transacted SENDs.
@@ -438,31 +438,16 @@ class Session implements StompSession {
   private write(command: string, headers: StompHeaders, body?: Buffer): void {
     const socket = this.client.getTransportSocket();
     if (socket.destroyed || !socket.writable) return;
-    // Frames written in one tick leave in one writev.
-    if (!this.corked) {
-      socket.cork();
-      this.corked = true;
-      process.nextTick(() => {
-        this.corked = false;
-        socket.uncork();
-      });
-    }
+    // Frames written in one tick leave in one writev (idempotent per socket).
+    coalesceWrites(socket);
     let head = command;
-    for (const [name, value] of Object.entries(headers)) head += `\n${this.escape(name)}:${this.escape(value)}`;
+    for (const [name, value] of Object.entries(headers)) head += `\n${escapeHeader(name, this.version)}:${escapeHeader(value, this.version)}`;
     head += '\n\n';
     const parts: Buffer[] = [Buffer.from(head, 'utf8')];
     if (body !== undefined && body.length > 0) parts.push(body);
     parts.push(NUL);
     // A write error destroys the socket, and stompit reports the end through `ended`; nothing to catch here.
     socket.write(Buffer.concat(parts));
-  }
-
-  /** STOMP 1.1/1.2 header escaping (1.0 has none; CONNECT, which is never escaped, is sent by stompit). */
-  private escape(text: string): string {
-    if (this.version === '1.0' || !/[\\\n\r:]/.test(text)) return text;
-    let out = text.replace(/\\/g, '\\\\').replace(/\n/g, '\\n').replace(/:/g, '\\c');
-    if (this.version === '1.2') out = out.replace(/\r/g, '\\r');
-    return out;
   }
 
   private settle(receipt: string): void {
@@ -536,4 +521,16 @@ function readBody(frame: StompitIncomingFrame, done: (body: Buffer) => void): vo
 /** A body with a NUL byte and no content-length would end the frame early and corrupt the stream. */
 function withSafeLength(headers: StompHeaders, body: Buffer): StompHeaders {
   return headers['content-length'] === undefined && body.includes(0) ? { ...headers, 'content-length': String(body.length) } : headers;
+}
+
+/**
+ * STOMP header escaping for a negotiated version: 1.0 has none; 1.1 escapes backslash, newline and colon; 1.2 also
+ * carriage return. (CONNECT, which is never escaped, is sent by stompit.) The STOMP target measures header lines with
+ * it too, as they will go on the wire.
+ */
+export function escapeHeader(text: string, version: string): string {
+  if (version === '1.0' || !/[\\\n\r:]/.test(text)) return text;
+  let out = text.replace(/\\/g, '\\\\').replace(/\n/g, '\\n').replace(/:/g, '\\c');
+  if (version === '1.2') out = out.replace(/\r/g, '\\r');
+  return out;
 }

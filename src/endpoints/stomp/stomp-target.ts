@@ -12,7 +12,7 @@ import type { BridgeMessage } from '../../core/message.js';
 import type { TargetEndpoint, TargetHandlers } from '../../core/ports.js';
 import type { Logger } from '../../shared/log.js';
 import { toStomp, type StompHeaders } from '../../mapping/stomp-mapping.js';
-import type { StompSession } from './stomp-client.js';
+import { escapeHeader, type StompSession } from './stomp-client.js';
 import { StompEndpoint } from './stomp-endpoint.js';
 
 /** ActiveMQ 5.x STOMP limits (StompWireFormat): exceeding one closes the connection. */
@@ -139,7 +139,7 @@ function checkLimits(headers: StompHeaders, body: Buffer): void {
     throw new MessageRejectedError('too-large', `the message has ${entries.length} headers; a STOMP frame may carry at most ${STOMP_FRAME_LIMITS.maxHeaders}`);
   }
   for (const [name, value] of entries) {
-    const bytes = Buffer.byteLength(escapeHeader(name)) + 1 + Buffer.byteLength(escapeHeader(value));
+    const bytes = Buffer.byteLength(escapeHeader(name, '1.2')) + 1 + Buffer.byteLength(escapeHeader(value, '1.2'));
     if (bytes > STOMP_FRAME_LIMITS.maxHeaderLineBytes) {
       throw new MessageRejectedError(
         'too-large',
@@ -152,7 +152,3 @@ function checkLimits(headers: StompHeaders, body: Buffer): void {
   }
 }
 
-/** STOMP 1.2 header escaping, to measure a header line as it goes on the wire. */
-function escapeHeader(text: string): string {
-  return text.replace(/\\/g, '\\\\').replace(/\r/g, '\\r').replace(/\n/g, '\\n').replace(/:/g, '\\c');
-}

@@ -174,6 +174,39 @@ export class RedisIdCache implements IdCache {
     });
   }
 
+  /**
+   * What an operator must know before trusting this Redis with the cache (persist-id-cache: true): whether it keeps
+   * its data across a restart (AOF or RDB snapshots), and whether its `maxmemory-policy` may evict keys that have no
+   * TTL (the cache's). Read with CONFIG GET; where CONFIG is disabled or not allowed (managed Redis), `skipped` says so.
+   * Transient errors (Redis unreachable) reject as usual.
+   */
+  async durabilityFindings(): Promise<{ warnings: string[]; skipped?: string }> {
+    this.assertOpen();
+    let settings: Map<string, string>;
+    try {
+      settings = configPairs(await this.redis.config('GET', 'appendonly', 'save', 'maxmemory-policy'));
+    } catch (err) {
+      const message = err instanceof Error ? err.message : String(err);
+      if (err instanceof Error && err.name === 'ReplyError' && /unknown command|NOPERM|no permissions|disabled/i.test(message)) {
+        return { warnings: [], skipped: `Redis at ${this.where} does not allow CONFIG GET (${redactUrl(message)}): its persistence and eviction policy were not checked` };
+      }
+      throw this.translate(err);
+    }
+    const warnings: string[] = [];
+    if (settings.get('appendonly') === 'no' && (settings.get('save') ?? '').trim() === '') {
+      warnings.push(
+        `Redis at ${this.where} keeps no data across a restart (appendonly no, no save points): a Redis restart empties the duplicate-ID cache, and re-sent IDs then pass; turn on appendonly (or RDB snapshots)`,
+      );
+    }
+    const policy = settings.get('maxmemory-policy') ?? '';
+    if (policy.startsWith('allkeys-')) {
+      warnings.push(
+        `Redis at ${this.where} has maxmemory-policy ${policy}: under memory pressure it evicts the duplicate-ID cache's keys (which have no TTL), and re-sent IDs then pass; use noeviction (a full Redis then holds messages instead) or a volatile-* policy`,
+      );
+    }
+    return { warnings };
+  }
+
   async ping(): Promise<void> {
     this.assertOpen();
     try {
@@ -448,4 +481,18 @@ class AddressBatcher<R> {
       }
     }
   }
+}
+
+/** CONFIG GET's reply as name → value: a flat [name, value, …] array (RESP2) or a map/object (RESP3). */
+function configPairs(reply: unknown): Map<string, string> {
+  const out = new Map<string, string>();
+  const str = (v: unknown): string => (typeof v === 'string' ? v : Buffer.isBuffer(v) ? v.toString('utf8') : '');
+  if (Array.isArray(reply)) {
+    for (let i = 0; i + 1 < reply.length; i += 2) out.set(str(reply[i]), str(reply[i + 1]));
+  } else if (reply instanceof Map) {
+    for (const [k, v] of reply) out.set(str(k), str(v));
+  } else if (reply !== null && typeof reply === 'object') {
+    for (const [k, v] of Object.entries(reply)) out.set(k, str(v));
+  }
+  return out;
 }

@@ -8,6 +8,8 @@ import type { Server } from 'node:http';
 import type { Config } from '../config/types.js';
 import type { Logger } from '../shared/log.js';
 import { createIdCache } from '../cache/create-id-cache.js';
+import { RedisIdCache } from '../cache/redis-id-cache.js';
+import { isTransient } from '../shared/errors.js';
 import { warnings } from '../config/load.js';
 import { createEndpoints } from '../endpoints/create-endpoints.js';
 import { startHttpServer } from './http-server.js';
@@ -21,6 +23,7 @@ export async function runService(config: Config, log: Logger): Promise<number> {
   const cache = createIdCache(config.idCache, log.child({ component: 'id-cache' }));
   const instanceId = randomBytes(6).toString('hex');
   log.info({ instanceId, bridges: config.bridges.map((b) => b.name), cache: cache.kind }, 'broker-bridge starting');
+  if (cache instanceof RedisIdCache) void reportDurability(cache, log.child({ component: 'id-cache' }));
 
   let server: Server | undefined;
   if (config.metricsPort !== undefined) {
@@ -53,4 +56,24 @@ export async function runService(config: Config, log: Logger): Promise<number> {
   const failed = outcomes.filter((o) => o.kind === 'failed');
   log.info({ failed: failed.length }, 'broker-bridge stopped');
   return failed.length > 0 ? 1 : 0;
+}
+
+/**
+ * Warns at start when the Redis behind the cache may lose it (no persistence, an allkeys-* eviction policy), or says
+ * that the check was skipped. In the background: Redis may not be up yet, and the bridges fail closed meanwhile.
+ */
+async function reportDurability(cache: RedisIdCache, log: Logger): Promise<void> {
+  for (let attempt = 0; attempt < 30; attempt++) {
+    try {
+      const { warnings: found, skipped } = await cache.durabilityFindings();
+      for (const w of found) log.warn(w);
+      if (skipped !== undefined) log.info(skipped);
+      return;
+    } catch (err) {
+      // Unreachable for now: try again; closed (shutting down): give up. The timer never holds the process open.
+      if (!isTransient(err)) return;
+      await new Promise((r) => setTimeout(r, 2000).unref());
+    }
+  }
+  log.info('the persistence and eviction policy of Redis were not checked: it did not answer within a minute');
 }

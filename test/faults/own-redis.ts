@@ -16,7 +16,11 @@ export class OwnRedis {
   private exited?: Promise<void>;
   readonly dir: string;
 
-  constructor(readonly port = 6390) {
+  /** `extraArgs` go after the defaults on redis-server's command line, so they override them (e.g. `--appendonly no`). */
+  constructor(
+    readonly port = 6390,
+    private readonly extraArgs: readonly string[] = [],
+  ) {
     this.dir = mkdtempSync(join(tmpdir(), 'broker-bridge-faults-redis-'));
   }
 
@@ -35,7 +39,7 @@ export class OwnRedis {
     }
     const child = spawn(
       'redis-server',
-      ['--port', String(this.port), '--bind', '127.0.0.1', '--appendonly', 'yes', '--appendfsync', 'always', '--dir', this.dir, '--save', '', '--daemonize', 'no'],
+      ['--port', String(this.port), '--bind', '127.0.0.1', '--appendonly', 'yes', '--appendfsync', 'always', '--dir', this.dir, '--save', '', '--daemonize', 'no', ...this.extraArgs],
       { stdio: ['ignore', 'ignore', 'pipe'] },
     );
     this.child = child;

@@ -323,7 +323,8 @@ describe('AMQP → AMQP bridge', () => {
     const { yaml } = config({ bridges: [{ sourceQueue: src!, target: 'queue: nowhere' }], amqpUrl: url.toString() });
     const bridge = BridgeProcess.start(writeConfig(yaml));
     running.push(bridge);
-    await bridge.waitForLog((l) => l.level >= 40, 30_000);
+    // The AMQP failure itself (other warnings, e.g. about the test Redis's persistence, may come first).
+    await bridge.waitForLog((l) => l.level >= 40 && JSON.stringify(l).includes(`${url.hostname}:${url.port}`), 30_000);
     await new Promise((r) => setTimeout(r, 500));
     const everything = JSON.stringify(bridge.logs) + bridge.stderr.join('');
     // The failure is reported, and names the broker (host and port), just not the credentials.

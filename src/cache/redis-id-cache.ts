@@ -19,15 +19,18 @@ import { TransientError, redactUrl } from '../shared/errors.js';
 import { coalesceWrites } from '../shared/coalesce-writes.js';
 import { describeUrl, silentLogger, type Logger } from '../shared/log.js';
 
-/** Script name (camelCase of the file name without its `-<numberOfKeys>` suffix) → number of keys. */
+/**
+ * Script name (camelCase of the file name without its `-<numberOfKeys>` suffix) → number of keys; `n` (file suffix
+ * `-n`): as many keys as the call brings (all of one hash tag), passed as the first argument.
+ */
 export const SCRIPT_KEYS = {
   reserve: 5,
   commit: 6,
   release: 3,
   recorded: 2,
-  stampRecord: 1,
+  stampRecord: 'n',
   stampClaim: 1,
-  stampForget: 1,
+  stampForget: 'n',
   stampRelease: 1,
   stampDone: 1,
   stampRenew: 1,
@@ -37,7 +40,8 @@ export type ScriptName = keyof typeof SCRIPT_KEYS;
 
 export interface ScriptDefinition {
   lua: string;
-  numberOfKeys: number;
+  /** Undefined for a script that takes any number of keys (ioredis then expects the count as the first argument). */
+  numberOfKeys?: number;
 }
 
 let loadedScripts: Record<ScriptName, ScriptDefinition> | undefined;
@@ -51,15 +55,16 @@ export function loadScripts(): Record<ScriptName, ScriptDefinition> {
   const dir = new URL('./scripts/', import.meta.url);
   const found = new Map<string, ScriptDefinition>();
   for (const file of readdirSync(dir)) {
-    const m = /^([a-z][a-z0-9-]*)-(\d+)\.lua$/.exec(file);
+    const m = /^([a-z][a-z0-9-]*)-(\d+|n)\.lua$/.exec(file);
     if (!m || m[1] === undefined || m[2] === undefined) continue;
     const name = m[1].replace(/-([a-z0-9])/g, (_, c: string) => c.toUpperCase());
-    found.set(name, { lua: withIncludes(readFileSync(new URL(file, dir), 'utf8'), dir), numberOfKeys: Number(m[2]) });
+    const lua = withIncludes(readFileSync(new URL(file, dir), 'utf8'), dir);
+    found.set(name, m[2] === 'n' ? { lua } : { lua, numberOfKeys: Number(m[2]) });
   }
   const scripts = {} as Record<ScriptName, ScriptDefinition>;
-  for (const [name, keys] of Object.entries(SCRIPT_KEYS) as [ScriptName, number][]) {
+  for (const [name, keys] of Object.entries(SCRIPT_KEYS) as [ScriptName, number | 'n'][]) {
     const def = found.get(name);
-    if (!def || def.numberOfKeys !== keys) {
+    if (!def || (def.numberOfKeys ?? 'n') !== keys) {
       throw new Error(
         `duplicate-ID cache script ${name} (${keys} keys) is missing from ${fileURLToPath(dir)}; the build must copy src/cache/scripts/*.lua there`,
       );
@@ -227,12 +232,12 @@ export class RedisIdCache implements IdCache {
 
   reserve(address: string, id: string, token: string): Promise<ReserveResult> {
     if (token === '') return Promise.reject(new ScriptReplyError('reserve', 'bad argument: empty token'));
-    return this.reserves.add(address, id, token);
+    return this.reserves.add(address, { id, token });
   }
 
   commit(address: string, id: string, token: string): Promise<void> {
     if (token === '') return Promise.reject(new ScriptReplyError('commit', 'bad argument: empty token'));
-    return this.commits.add(address, id, token);
+    return this.commits.add(address, { id, token });
   }
 
   private async reserveMany(address: string, items: BatchItem<ReserveResult>[]): Promise<void> {
@@ -269,13 +274,30 @@ export class RedisIdCache implements IdCache {
     decodeScriptReply('release', reply, [ScriptStatus.Ok, ScriptStatus.NotOwner] as const);
   }
 
-  async recordStamp(source: string, fingerprint: string, id: string, token: string, flagged = false): Promise<void> {
-    const reply = await this.run(
-      'stampRecord',
-      [stampKey(this.o.keyPrefix, source, fingerprint)],
-      [id, token, this.o.lease, this.o.stampTtl, flagged ? 1 : 0],
-    );
+  /**
+   * Stamp records and forgets of one source, made while one callback runs (a burst of deliveries, one ack barrier), go
+   * as one script call each: their keys share the source's hash tag. Each is handled exactly as if sent alone.
+   */
+  private readonly records = new AddressBatcher<void, StampWrite>((source, items) => this.recordMany(source, items));
+  private readonly forgets = new AddressBatcher<void, StampWrite>((source, items) => this.forgetMany(source, items));
+
+  recordStamp(source: string, fingerprint: string, id: string, token: string, flagged = false): Promise<void> {
+    if (token === '') return Promise.reject(new ScriptReplyError('stamp-record', 'bad argument: empty token'));
+    return this.records.add(source, { key: stampKey(this.o.keyPrefix, source, fingerprint), id, token, flagged });
+  }
+
+  private async recordMany(_source: string, items: BatchItem<void, StampWrite>[]): Promise<void> {
+    const args: (string | number)[] = [this.o.lease, this.o.stampTtl];
+    for (const i of items) args.push(i.id, i.token, i.flagged ? 1 : 0);
+    const reply = await this.run('stampRecord', items.map((i) => i.key), args);
     decodeScriptReply('stamp-record', reply, [ScriptStatus.Ok] as const);
+    for (const item of items) item.resolve();
+  }
+
+  private async forgetMany(_source: string, items: BatchItem<void, StampWrite>[]): Promise<void> {
+    const reply = await this.run('stampForget', items.map((i) => i.key), items.map((i) => i.id));
+    decodeScriptReply('stamp-forget', reply, [ScriptStatus.Ok] as const);
+    for (const item of items) item.resolve();
   }
 
   async recorded(address: string, ids: readonly string[]): Promise<boolean[]> {
@@ -326,9 +348,8 @@ export class RedisIdCache implements IdCache {
     decodeScriptReply('stamp-done', reply, [ScriptStatus.Ok, ScriptStatus.NotOwner] as const);
   }
 
-  async forgetStamp(source: string, fingerprint: string, id: string): Promise<void> {
-    const reply = await this.run('stampForget', [stampKey(this.o.keyPrefix, source, fingerprint)], [id]);
-    decodeScriptReply('stamp-forget', reply, [ScriptStatus.Ok] as const);
+  forgetStamp(source: string, fingerprint: string, id: string): Promise<void> {
+    return this.forgets.add(source, { key: stampKey(this.o.keyPrefix, source, fingerprint), id, token: '', flagged: false });
   }
 
   async releaseStamp(source: string, fingerprint: string, id: string, token: string): Promise<void> {
@@ -365,8 +386,10 @@ export class RedisIdCache implements IdCache {
   private async run(name: ScriptName, keys: string[], args: (string | number)[]): Promise<unknown> {
     this.assertOpen();
     const fn = (this.redis as unknown as Record<ScriptName, ScriptFn>)[name];
+    // A script of any number of keys takes their count first.
+    const head = SCRIPT_KEYS[name] === 'n' ? [keys.length] : [];
     try {
-      return await fn.apply(this.redis, [...keys, ...args]);
+      return await fn.apply(this.redis, [...head, ...keys, ...args]);
     } catch (err) {
       throw this.translate(err);
     }
@@ -421,12 +444,22 @@ function connectionReason(err: unknown): string {
   return redactUrl(message);
 }
 
-interface BatchItem<R> {
+/** What a batched call carries for one message; reserve and commit use `id` and `token` only. */
+interface IdToken {
   id: string;
   token: string;
+}
+
+/** A stamp record (or forget: `token` and `flagged` unused) of one source. */
+interface StampWrite extends IdToken {
+  key: string;
+  flagged: boolean;
+}
+
+type BatchItem<R, P extends IdToken = IdToken> = P & {
   resolve(result: R): void;
   reject(err: unknown): void;
-}
+};
 
 /**
  * The pairs after the first, as the scripts' one packed argument (`<bytes>:<id><bytes>:<token>` repeated), or nothing.
@@ -447,16 +480,16 @@ export function packPairs(items: readonly { id: string; token: string }[]): stri
 const MAX_BATCH = 200;
 
 /** Collects calls per address until the current callback returns, and hands them over in chunks of at most MAX_BATCH. */
-class AddressBatcher<R> {
-  private queued = new Map<string, BatchItem<R>[]>();
+class AddressBatcher<R, P extends IdToken = IdToken> {
+  private queued = new Map<string, BatchItem<R, P>[]>();
   private scheduled = false;
 
-  constructor(private readonly send: (address: string, items: BatchItem<R>[]) => Promise<void>) {}
+  constructor(private readonly send: (address: string, items: BatchItem<R, P>[]) => Promise<void>) {}
 
-  add(address: string, id: string, token: string): Promise<R> {
+  add(address: string, payload: P): Promise<R> {
     return new Promise<R>((resolve, reject) => {
       const list = this.queued.get(address);
-      const item = { id, token, resolve, reject };
+      const item: BatchItem<R, P> = { ...payload, resolve, reject };
       if (list) list.push(item);
       else this.queued.set(address, [item]);
       if (!this.scheduled) {

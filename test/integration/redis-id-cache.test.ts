@@ -163,7 +163,10 @@ describe('RedisIdCache', () => {
 
     it('answers a replayed stamp claim with the same ID', async () => {
       const key = stampKey(world.prefix, 'rabbit/orders', 'fp');
-      expect(await script('stampRecord')(key, 'id-1', 't1', 100, 60_000)).toEqual([0]);
+      // stamp-record takes any number of keys: their count first, then lease, ttl, and id/token/flag per key.
+      expect(await script('stampRecord')(1, key, 100, 60_000, 'id-1', 't1', 0)).toEqual([0]);
+      expect(await script('stampRecord')(1, key, 100, 60_000, 'id-x', '', 0)).toEqual([9, 'empty token']);
+      expect(await script('stampRecord')(2, key, key, 100, 60_000, 'id-x', 't1', 0)).toEqual([9, 'expected id, token and flag for every key']);
       await sleep(200);
       // Lease expired and (the caller says) not recorded at the target: taken.
       const first = await script('stampClaim')(key, 't2', 10_000, 60_000, 'p.', 0, 0, 'id-1');
@@ -176,6 +179,19 @@ describe('RedisIdCache', () => {
       expect(Number(busy[1])).toBeGreaterThan(0);
       // A count of recorded IDs beyond the arguments is refused.
       expect(await script('stampClaim')(key, 't3', 10_000, 60_000, 'p.', 0, 2, 'id-1')).toEqual([9, 'bad numbers']);
+    });
+
+    it('records and forgets the stamps of one tick in one call per source (chunks of 200), each as if alone', async () => {
+      const cache = world.make();
+      // 150 identical messages (one fingerprint) and 150 distinct ones, recorded in one go: 300 records, two chunks.
+      await Promise.all(Array.from({ length: 300 }, (_, i) => cache.recordStamp('src-a', i < 150 ? 'same' : `fp-${i}`, `id-${i}`, `t-${i}`, i === 7)));
+      const same = await adminClient().hgetall(stampKey(world.prefix, 'src-a', 'same'));
+      expect(Object.keys(same)).toHaveLength(150);
+      expect(same['id-7']).toMatch(/^t-7\|\d+\|f$/);
+      expect(same['id-8']).toMatch(/^t-8\|\d+$/);
+      expect(await adminClient().hget(stampKey(world.prefix, 'src-a', 'fp-299'), 'id-299')).toMatch(/^t-299\|/);
+      await Promise.all(Array.from({ length: 300 }, (_, i) => cache.forgetStamp('src-a', i < 150 ? 'same' : `fp-${i}`, `id-${i}`)));
+      expect(await adminClient().exists(stampKey(world.prefix, 'src-a', 'same'), stampKey(world.prefix, 'src-a', 'fp-299'))).toBe(0);
     });
 
     it('reserves and commits many IDs in one call, whatever bytes the IDs and tokens hold', async () => {

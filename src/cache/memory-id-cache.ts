@@ -189,21 +189,20 @@ export class MemoryIdCache implements IdCache {
       const free = !own && (e.token === '' || e.expiry <= now);
       return { id, e, free, own, late: !free && !own && e.expiry - this.lease > since };
     });
-    const fresh = entries.find((x) => x.free && !x.e.done && notRecorded.has(x.id));
-    if (fresh) {
-      record.entries.set(fresh.id, { ...fresh.e, token, expiry: now + this.lease });
+    // The caller takes a stamp (its marks stay); `done` when it is the only, handled one (rule 3).
+    const take = (x: (typeof entries)[number], done: boolean): ClaimResult => {
+      record.entries.set(x.id, { ...x.e, token, expiry: now + this.lease });
       this.touch(source, fingerprint, record, now);
-      return { status: 'claimed', id: fresh.id, possibleDuplicate: fresh.e.flagged, done: false };
-    }
+      return { status: 'claimed', id: x.id, possibleDuplicate: x.e.flagged, done };
+    };
+    const fresh = entries.find((x) => x.free && !x.e.done && notRecorded.has(x.id));
+    if (fresh) return take(fresh, false);
     const unknown = entries.filter((x) => !x.e.done && !x.own && !x.late && !notRecorded.has(x.id)).map((x) => x.id);
     if (unknown.length > 0) return { status: 'check', ids: unknown };
     if (entries.some((x) => !x.e.done && !x.own && !x.late && !x.free)) return { status: 'busy', since: now };
     const only = entries.length === 1 ? entries[0] : undefined;
     if (only && only.e.done && !only.own && !only.late) {
-      if (!only.free) return { status: 'busy', since: now };
-      record.entries.set(only.id, { ...only.e, token, expiry: now + this.lease });
-      this.touch(source, fingerprint, record, now);
-      return { status: 'claimed', id: only.id, possibleDuplicate: only.e.flagged, done: true };
+      return only.free ? take(only, true) : { status: 'busy', since: now };
     }
     return { status: 'none', possibleDuplicate: entries.some((x) => x.e.done && !x.own) };
   }

@@ -71,14 +71,17 @@ for i = 1, #all, 2 do
 end
 if marked then redis.call('PEXPIRE', KEYS[1], ttl) end
 
+-- The caller takes a stamp (its mark stays): CLAIMED, with d = 1 when it is done (rule 3).
+local function take(e, done)
+  redis.call('HSET', KEYS[1], e.id, stampValue(token, now + lease, e.mark))
+  redis.call('PEXPIRE', KEYS[1], ttl)
+  return {5, e.id, e.mark == 'f' and 1 or 0, done}
+end
+
 -- 1. A free stamp whose ID the caller just found not recorded: its message was never forwarded (or its copy is
 --    flagged by the target cache's uncertain marker or abandoned reservation). Taking it can drop nothing.
 for _, e in ipairs(entries) do
-  if e.free and not e.done and notRecorded[e.id] then
-    redis.call('HSET', KEYS[1], e.id, stampValue(token, now + lease, e.mark))
-    redis.call('PEXPIRE', KEYS[1], ttl)
-    return {5, e.id, e.mark == 'f' and 1 or 0, 0}
-  end
+  if e.free and not e.done and notRecorded[e.id] then return take(e, 0) end
 end
 -- Before deciding: stamps not done, not this session's own, not late, whose state the caller has not seen: ask.
 local unknown = {7}
@@ -96,12 +99,7 @@ end
 --    that the bridge died before stamping, while this stamp waited for its ack barrier. The two cannot be told apart;
 --    the first is by far the more common, so take it: the redelivery is dropped as its duplicate, under the same ID.
 if #entries == 1 and entries[1].done and not entries[1].own and not entries[1].late then
-  local e = entries[1]
-  if e.free then
-    redis.call('HSET', KEYS[1], e.id, stampValue(token, now + lease, e.mark))
-    redis.call('PEXPIRE', KEYS[1], ttl)
-    return {5, e.id, e.mark == 'f' and 1 or 0, 1}
-  end
+  if entries[1].free then return take(entries[1], 1) end
   -- Held: by a live owner about to forget it (its message is not this one), or a crashed one whose lease runs.
   return {3, now}
 end

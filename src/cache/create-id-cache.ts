@@ -4,12 +4,14 @@
  * not shared between replicas; this logs only which one was chosen).
  */
 import type { IdCacheConfig } from '../config/types.js';
-import { describeUrl, type Logger } from '../shared/log.js';
+import type { Logger } from '../shared/log.js';
+import { describeTopology } from './redis-client.js';
+import type { EpochReport } from './epochs.js';
 import type { IdCache } from '../core/id-cache.js';
 import { MemoryIdCache } from './memory-id-cache.js';
 import { RedisIdCache } from './redis-id-cache.js';
 
-export function createIdCache(config: IdCacheConfig, log: Logger): IdCache {
+export function createIdCache(config: IdCacheConfig, log: Logger, onLoss?: (report: EpochReport) => void): IdCache {
   const common = {
     size: config.idCacheSize,
     lease: config.reservationLease,
@@ -23,13 +25,16 @@ export function createIdCache(config: IdCacheConfig, log: Logger): IdCache {
     return new MemoryIdCache(common);
   }
   log.info(
-    { redis: describeUrl(config.redisUrl), keyPrefix: config.keyPrefix, idCacheSize: config.idCacheSize },
+    { redis: describeTopology(config.redis), topology: config.redis.kind, keyPrefix: config.keyPrefix, idCacheSize: config.idCacheSize },
     'duplicate-ID cache is in Redis',
   );
   return new RedisIdCache({
     ...common,
-    url: config.redisUrl,
+    topology: config.redis,
     keyPrefix: config.keyPrefix,
+    minReplicasAcked: config.minReplicasAcked,
+    minReplicasTimeout: config.minReplicasTimeout,
+    ...(onLoss !== undefined ? { onLoss } : {}),
     log,
   });
 }

@@ -53,3 +53,35 @@ export function stampKey(prefix: string, source: string, fingerprint: string): s
   // The fingerprint follows the tag, so its characters cannot move the tag and need no encoding.
   return `${tagSafe(prefix)}:${hashTag(source)}:stamp:${fingerprint}`;
 }
+
+/**
+ * The epoch marker of one hash tag (a target address's cache, or a source's stamp records): what every script checks
+ * first, so that a cache that lost its data is noticed (see ./epochs.ts).
+ */
+export function epochKey(prefix: string, address: string): string {
+  return `${tagSafe(prefix)}:${hashTag(address)}:epoch`;
+}
+
+/**
+ * The Redis Cluster slot of a key (CRC16-XMODEM of its hash tag, or of the whole key without one, modulo 16384): used
+ * to send WAIT to the master that ran a commit, and by tests that check where addresses land.
+ */
+export function hashSlot(key: string): number {
+  const bytes = Buffer.from(key, 'utf8');
+  let start = 0;
+  let end = bytes.length;
+  const open = bytes.indexOf(0x7b); // {
+  if (open >= 0) {
+    const close = bytes.indexOf(0x7d, open + 1); // }
+    if (close > open + 1) {
+      start = open + 1;
+      end = close;
+    }
+  }
+  let crc = 0;
+  for (let i = start; i < end; i++) {
+    crc ^= bytes[i]! << 8;
+    for (let b = 0; b < 8; b++) crc = crc & 0x8000 ? ((crc << 1) ^ 0x1021) & 0xffff : (crc << 1) & 0xffff;
+  }
+  return crc % 16384;
+}

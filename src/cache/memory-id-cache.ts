@@ -249,6 +249,11 @@ export class MemoryIdCache implements IdCache {
     this.touch(source, fingerprint, record, now);
   }
 
+  /** An in-process cache loses nothing while the process lives (and its loss at a restart is warned about at start). */
+  vouchesFor(): boolean {
+    return true;
+  }
+
   async close(): Promise<void> {
     this.closed = true;
     this.addresses.clear();

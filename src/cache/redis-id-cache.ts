@@ -11,13 +11,16 @@
  */
 import { readdirSync, readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
-import { Redis, type RedisOptions } from 'ioredis';
+import type { RedisTopology } from '../config/types.js';
 import type { ClaimRequest, ClaimResult, IdCache, IdCacheSemantics, ReserveResult } from '../core/id-cache.js';
-import { addressKeys, stampKey } from './keys.js';
+import { addressKeys, epochKey, hashSlot, stampKey } from './keys.js';
 import { ScriptStatus, ScriptReplyError, decodeRecordedReply, decodeReserveReply, decodeScriptReply } from './script-status.js';
 import { TransientError, redactUrl } from '../shared/errors.js';
 import { coalesceWrites } from '../shared/coalesce-writes.js';
-import { describeUrl, silentLogger, type Logger } from '../shared/log.js';
+import { silentLogger, type Logger } from '../shared/log.js';
+import { createCacheClient, describeTopology, type CacheClient } from './redis-client.js';
+import { Cluster as ClusterClass, type Redis } from 'ioredis';
+import { Epochs, type EpochReport, type EpochState } from './epochs.js';
 
 /**
  * Script name (camelCase of the file name without its `-<numberOfKeys>` suffix) → number of keys; `n` (file suffix
@@ -34,14 +37,26 @@ export const SCRIPT_KEYS = {
   stampRelease: 1,
   stampDone: 1,
   stampRenew: 1,
+  epoch: 1,
 } as const;
 
+/** The one script without the epoch guard in front: it reads and writes the epoch marker itself. */
+const UNGUARDED: ReadonlySet<ScriptName> = new Set(['epoch']);
+
 export type ScriptName = keyof typeof SCRIPT_KEYS;
+type GuardedScript = Exclude<ScriptName, 'epoch'>;
 
 export interface ScriptDefinition {
   lua: string;
-  /** Undefined for a script that takes any number of keys (ioredis then expects the count as the first argument). */
+  /**
+   * Keys the call passes, the epoch marker's included; undefined for a script that takes any number of keys (ioredis
+   * then expects the count as the first argument).
+   */
   numberOfKeys?: number;
+  /** Whether the epoch guard runs first: the call then passes the marker's key and what this process saw of it first. */
+  guarded: boolean;
+  /** The keys the script's own header documents (its file name's suffix). */
+  declaredKeys: number | 'n';
 }
 
 let loadedScripts: Record<ScriptName, ScriptDefinition> | undefined;
@@ -58,13 +73,17 @@ export function loadScripts(): Record<ScriptName, ScriptDefinition> {
     const m = /^([a-z][a-z0-9-]*)-(\d+|n)\.lua$/.exec(file);
     if (!m || m[1] === undefined || m[2] === undefined) continue;
     const name = m[1].replace(/-([a-z0-9])/g, (_, c: string) => c.toUpperCase());
-    const lua = withIncludes(readFileSync(new URL(file, dir), 'utf8'), dir);
-    found.set(name, m[2] === 'n' ? { lua } : { lua, numberOfKeys: Number(m[2]) });
+    const guarded = !UNGUARDED.has(name as ScriptName);
+    const body = withIncludes(readFileSync(new URL(file, dir), 'utf8'), dir);
+    // The guard takes one key (the epoch marker) and one argument off the front of KEYS and ARGV.
+    const lua = guarded ? `${readFileSync(new URL('epoch-guard.inc.lua', dir), 'utf8')}\n${body}` : body;
+    const keys = m[2] === 'n' ? undefined : Number(m[2]) + (guarded ? 1 : 0);
+    found.set(name, { lua, ...(keys === undefined ? {} : { numberOfKeys: keys }), guarded, declaredKeys: m[2] === 'n' ? 'n' : Number(m[2]) });
   }
   const scripts = {} as Record<ScriptName, ScriptDefinition>;
   for (const [name, keys] of Object.entries(SCRIPT_KEYS) as [ScriptName, number | 'n'][]) {
     const def = found.get(name);
-    if (!def || (def.numberOfKeys ?? 'n') !== keys) {
+    if (!def || def.declaredKeys !== keys) {
       throw new Error(
         `duplicate-ID cache script ${name} (${keys} keys) is missing from ${fileURLToPath(dir)}; the build must copy src/cache/scripts/*.lua there`,
       );
@@ -85,43 +104,77 @@ function withIncludes(lua: string, dir: URL): string {
 }
 
 /** Defines every cache script as a command on a client (also used by tests that call a script directly). */
-export function defineScripts(redis: Redis): void {
-  for (const [name, def] of Object.entries(loadScripts())) redis.defineCommand(name, def);
+export function defineScripts(redis: Redis | ClusterClass): void {
+  for (const [name, def] of Object.entries(loadScripts())) {
+    redis.defineCommand(name, def.numberOfKeys === undefined ? { lua: def.lua } : { lua: def.lua, numberOfKeys: def.numberOfKeys });
+  }
 }
 
 export interface RedisIdCacheOptions extends IdCacheSemantics {
-  /** redis:// or rediss:// URL (credentials allowed; they never reach logs or errors). */
-  url: string;
+  /** A standalone Redis: redis:// or rediss:// URL (credentials allowed; they never reach logs or errors). */
+  url?: string;
+  /** Where the Redis is (standalone, Cluster, Sentinel); takes precedence over `url`. */
+  topology?: RedisTopology;
   keyPrefix: string;
   /** Longest a call waits for Redis before rejecting with TransientError. Default 3000 ms. */
   commandTimeout?: number;
   /** TCP connect timeout. Default 3000 ms. */
   connectTimeout?: number;
+  /**
+   * After a loss is detected or cannot be ruled out, how long copies the cache cannot vouch for are flagged, ms.
+   * Default 24 h: as long as a stamp record lives, so as long as the cache would have vouched for one.
+   */
+  lossWindow?: number;
+  /** After each commit, wait for this many replicas to acknowledge it (WAIT); 0 = no wait (default). */
+  minReplicasAcked?: number;
+  /** Longest that wait lasts, ms (default 1000). */
+  minReplicasTimeout?: number;
+  /** Told of every detected (or suspected) cache loss, after it is logged: for metrics. */
+  onLoss?: (report: EpochReport) => void;
   log?: Logger;
 }
 
 const DAY = 24 * 60 * 60 * 1000;
 
-/** Redis error replies that mean "not now" rather than "never": the call is failed as transient. */
-const TRANSIENT_REPLIES = /^(LOADING|BUSY|READONLY|MASTERDOWN|CLUSTERDOWN|TRYAGAIN|OOM|NOREPLICAS|MOVED|ASK)\b/;
+/**
+ * Redis error replies that mean "not now" rather than "never": the call is failed as transient. (MOVED and ASK are
+ * not among them: the Cluster client follows them, and a standalone client that gets one is pointed at a Cluster node,
+ * which is a configuration error said in a sentence.)
+ */
+const TRANSIENT_REPLIES = /^(LOADING|BUSY|READONLY|MASTERDOWN|CLUSTERDOWN|TRYAGAIN|OOM|NOREPLICAS)\b/;
+
+/** Status of the epoch guard (epoch-guard.inc.lua): the epoch moved, nothing was done. */
+const EPOCH_CHANGED = 8;
+
+/** Most times one call is made again after its epoch moved (each time settled first). */
+const EPOCH_RETRIES = 3;
 
 type ScriptFn = (...args: (string | number)[]) => Promise<unknown>;
 
 export class RedisIdCache implements IdCache {
   readonly kind = 'redis';
   readonly lease: number;
-  private readonly redis: Redis;
+  private readonly redis: CacheClient;
+  private readonly topology: RedisTopology;
   private readonly where: string;
   private readonly log: Logger;
-  private readonly o: Required<Omit<RedisIdCacheOptions, 'ttl' | 'log' | 'url'>> & { ttl: number };
+  private readonly o: Required<Omit<RedisIdCacheOptions, 'ttl' | 'log' | 'url' | 'topology' | 'onLoss'>> & { ttl: number };
+  private readonly epochs: Epochs;
+  private readonly onLoss: ((report: EpochReport) => void) | undefined;
+  /** Losses detected or suspected since start, by event. */
+  private readonly lossCounts = new Map<string, number>();
   /** Why Redis is unreachable right now (undefined while connected): makes timeouts read as the real cause. */
   private downReason: string | undefined;
   private closed = false;
 
   constructor(options: RedisIdCacheOptions) {
-    this.where = describeUrl(options.url);
+    const topology: RedisTopology | undefined = options.topology ?? (options.url !== undefined ? { kind: 'standalone', url: options.url } : undefined);
+    if (topology === undefined) throw new TypeError('RedisIdCache needs a url or a topology');
+    this.topology = topology;
+    this.where = describeTopology(topology);
     this.lease = options.lease;
     this.log = options.log ?? silentLogger;
+    this.onLoss = options.onLoss;
     this.o = {
       keyPrefix: options.keyPrefix,
       size: options.size,
@@ -133,32 +186,25 @@ export class RedisIdCache implements IdCache {
       cleanupBatch: options.cleanupBatch ?? 100,
       commandTimeout: options.commandTimeout ?? 3000,
       connectTimeout: options.connectTimeout ?? 3000,
+      lossWindow: options.lossWindow ?? options.stampTtl ?? DAY,
+      minReplicasAcked: options.minReplicasAcked ?? 0,
+      minReplicasTimeout: options.minReplicasTimeout ?? 1000,
     };
-    if (!(this.o.size >= 1 && this.o.lease > 0 && this.o.ttl >= 0)) {
-      throw new TypeError('RedisIdCache needs size >= 1, lease > 0 and ttl >= 0');
+    if (!(this.o.size >= 1 && this.o.lease > 0 && this.o.ttl >= 0 && this.o.lossWindow >= 0 && this.o.minReplicasAcked >= 0)) {
+      throw new TypeError('RedisIdCache needs size >= 1, lease > 0, ttl >= 0, lossWindow >= 0 and minReplicasAcked >= 0');
     }
-    const redisOptions: RedisOptions = {
-      // Reserves and commits are batched by address here (AddressBatcher), and the socket gathers the writes of one
-      // tick (coalesceWrites below): ioredis's own auto-pipelining would only add its per-command bookkeeping.
-      enableAutoPipelining: false,
-      commandTimeout: this.o.commandTimeout,
-      connectTimeout: this.o.connectTimeout,
-      // A connection that swallows commands without ever answering (a network black hole) is dropped and rebuilt,
-      // instead of waiting minutes for TCP keep-alive to notice.
-      socketTimeout: this.o.commandTimeout * 2,
-      // Commands issued while disconnected wait in the offline queue only until the next failed reconnect attempt
-      // (or commandTimeout): fail closed quickly, and a command whose reply was lost gets one resend (our scripts
-      // are replay-safe).
-      maxRetriesPerRequest: 1,
-      // Never give up: the bridge resumes by itself when Redis is back. The supervisor owns backoff of messages;
-      // this only paces connection attempts.
-      retryStrategy: (times: number) => Math.min(100 * times, 2000),
-      connectionName: 'broker-bridge-id-cache',
-    };
-    this.redis = new Redis(options.url, redisOptions);
+    this.epochs = new Epochs(this.o.lossWindow, (name, generation, window, extend) => this.markEpoch(name, generation, window, extend), (r) =>
+      this.reportLoss(r),
+    );
+    this.redis = createCacheClient(topology, { commandTimeout: this.o.commandTimeout, connectTimeout: this.o.connectTimeout });
     defineScripts(this.redis);
-    // A new socket per (re)connect.
-    this.redis.on('connect', () => coalesceWrites(this.redis.stream));
+    // A new socket per (re)connect, on every node of a Cluster.
+    if (this.redis instanceof ClusterClass) {
+      this.redis.on('+node', (node: Redis) => node.on('connect', () => coalesceWrites(node.stream)));
+    } else {
+      const single = this.redis;
+      single.on('connect', () => coalesceWrites(single.stream));
+    }
     // Without an 'error' listener a broken connection would crash the process. Log once per state change, not once
     // per reconnect attempt; a connection can end with or without an error, so both events mark it down.
     const markDown = (reason: string, err?: unknown): void => {
@@ -179,6 +225,59 @@ export class RedisIdCache implements IdCache {
     });
   }
 
+  /** False while copies for this address (or from this source) are flagged after a detected or suspected loss. */
+  vouchesFor(address: string): boolean {
+    return this.epochs.vouchesFor(address);
+  }
+
+  /** What /health reports: losses since start by event, and the addresses whose copies are flagged now. */
+  trust(): { losses: Record<string, number>; flagging: { address: string; until: string }[] } {
+    return {
+      losses: Object.fromEntries(this.lossCounts),
+      flagging: this.epochs.untrusted().map((u) => ({ address: u.name, until: new Date(u.flagUntil).toISOString() })),
+    };
+  }
+
+  private reportLoss(r: EpochReport): void {
+    const until = new Date(r.flagUntil).toISOString();
+    switch (r.event) {
+      case 'data-lost':
+        this.log.error(
+          { address: r.name, flagUntil: until },
+          `the duplicate-ID cache of '${r.name}' in ${this.where} was lost (a Redis restart without persistence, a flush, an eviction, or a failover to a replica without it): re-sent IDs may pass, and redelivered copies the cache no longer vouches for are flagged as possible duplicates until ${until}`,
+        );
+        break;
+      case 'server-changed':
+        this.log.error(
+          { address: r.name, flagUntil: until },
+          `another Redis server now holds the duplicate-ID cache of '${r.name}' in ${this.where} (a restart, a failover or a slot migration), which may lack the latest writes: redelivered copies the cache does not vouch for are flagged as possible duplicates until ${until}`,
+        );
+        break;
+      case 'no-history':
+        this.log.warn(
+          { address: r.name, flagUntil: until },
+          `the duplicate-ID cache of '${r.name}' in ${this.where} has no earlier record: a new deployment, or a Redis that lost its data while no bridge ran; redelivered copies the cache does not vouch for are flagged as possible duplicates until ${until}`,
+        );
+        break;
+    }
+    if (r.event !== 'no-history') this.lossCounts.set(r.event, (this.lossCounts.get(r.event) ?? 0) + 1);
+    this.onLoss?.(r);
+  }
+
+  private async markEpoch(name: string, generation: string, window: number, extend: boolean): Promise<EpochState> {
+    const fn = (this.redis as unknown as Record<ScriptName, ScriptFn>).epoch;
+    let reply: unknown;
+    try {
+      reply = await fn.apply(this.redis, [epochKey(this.o.keyPrefix, name), generation, window, extend ? 1 : 0]);
+    } catch (err) {
+      throw this.translate(err);
+    }
+    if (!Array.isArray(reply) || Number(reply[0]) !== (ScriptStatus.Ok as number) || reply.length < 5) {
+      throw new ScriptReplyError('epoch', JSON.stringify(reply));
+    }
+    return { value: String(reply[1]), server: String(reply[2]), now: Number(reply[3]), created: Number(reply[4]) === 1 };
+  }
+
   /**
    * What an operator must know before trusting this Redis with the cache (persist-id-cache: true): whether it keeps
    * its data across a restart (AOF or RDB snapshots), and whether its `maxmemory-policy` may evict keys that have no
@@ -189,7 +288,10 @@ export class RedisIdCache implements IdCache {
     this.assertOpen();
     let settings: Map<string, string>;
     try {
-      settings = configPairs(await this.redis.config('GET', 'appendonly', 'save', 'maxmemory-policy'));
+      // On a Cluster, ask every master: each holds the cache of its slots.
+      const servers: Redis[] = this.redis instanceof ClusterClass ? this.redis.nodes('master') : [this.redis];
+      const replies = await Promise.all(servers.map(async (r) => configPairs(await r.config('GET', 'appendonly', 'save', 'maxmemory-policy'))));
+      settings = mergeWorst(replies);
     } catch (err) {
       const message = err instanceof Error ? err.message : String(err);
       if (err instanceof Error && err.name === 'ReplyError' && /unknown command|NOPERM|no permissions|disabled/i.test(message)) {
@@ -206,7 +308,11 @@ export class RedisIdCache implements IdCache {
     const policy = settings.get('maxmemory-policy') ?? '';
     if (policy.startsWith('allkeys-')) {
       warnings.push(
-        `Redis at ${this.where} has maxmemory-policy ${policy}: under memory pressure it evicts the duplicate-ID cache's keys (which have no TTL), and re-sent IDs then pass; use noeviction (a full Redis then holds messages instead) or a volatile-* policy`,
+        `Redis at ${this.where} has maxmemory-policy ${policy}: under memory pressure it evicts the duplicate-ID cache's keys (which have no TTL), and re-sent IDs then pass; use noeviction (a full Redis then holds messages instead)`,
+      );
+    } else if (policy.startsWith('volatile-')) {
+      warnings.push(
+        `Redis at ${this.where} has maxmemory-policy ${policy}: under memory pressure it evicts keys with a TTL, among them the stamp records of messages without IDs, and such a message redelivered after it may get a second ID that is not flagged; use noeviction (a full Redis then holds messages instead)`,
       );
     }
     return { warnings };
@@ -245,6 +351,7 @@ export class RedisIdCache implements IdCache {
     const [first, ...rest] = items as [BatchItem<ReserveResult>, ...BatchItem<ReserveResult>[]];
     const reply = await this.run(
       'reserve',
+      address,
       [k.ids, k.at, k.res, k.resExp, k.uncertain],
       [first.id, first.token, this.o.lease, this.o.ttl, this.o.markerRetention, this.o.maxMarkers, this.o.cleanupBatch, ...packPairs(rest)],
     );
@@ -257,17 +364,47 @@ export class RedisIdCache implements IdCache {
     const [first, ...rest] = items as [BatchItem<void>, ...BatchItem<void>[]];
     const reply = await this.run(
       'commit',
+      address,
       [k.ids, k.at, k.seq, k.res, k.resExp, k.uncertain],
       [first.id, first.token, this.o.size, this.o.ttl, this.o.cleanupBatch, ...packPairs(rest)],
     );
     decodeScriptReply('commit', reply, [ScriptStatus.Ok] as const);
+    if (this.o.minReplicasAcked > 0) await this.waitForReplicas(k.ids);
     for (const item of items) item.resolve();
+  }
+
+  /**
+   * min-replicas-acked: holds the commit's answer (so the source is not acknowledged) until enough replicas have the
+   * write, so a failover to one of them cannot lose the ID. WAIT covers every earlier write of the connection, and on a
+   * Cluster it must go to the master that ran the commit: the one serving the key's slot.
+   */
+  private async waitForReplicas(key: string): Promise<void> {
+    let node: Redis | undefined;
+    if (this.redis instanceof ClusterClass) {
+      const owner = this.redis.slots[hashSlot(key)]?.[0];
+      node = this.redis.nodes('master').find((n) => `${n.options.host}:${n.options.port}` === owner);
+      if (node === undefined) throw new TransientError(`Redis at ${this.where}: no master known for the cache of a commit yet`);
+    } else {
+      node = this.redis;
+    }
+    let acked: number;
+    try {
+      acked = await node.wait(this.o.minReplicasAcked, this.o.minReplicasTimeout);
+    } catch (err) {
+      throw this.translate(err);
+    }
+    if (acked < this.o.minReplicasAcked) {
+      throw new TransientError(
+        `Redis at ${this.where}: a commit reached ${acked} replica(s) within ${this.o.minReplicasTimeout} ms, fewer than min-replicas-acked (${this.o.minReplicasAcked}); the source message stays unacknowledged and the commit is made again`,
+      );
+    }
   }
 
   async release(address: string, id: string, token: string, uncertain: boolean): Promise<void> {
     const k = addressKeys(this.o.keyPrefix, address);
     const reply = await this.run(
       'release',
+      address,
       [k.res, k.resExp, k.uncertain],
       [id, token, uncertain ? 1 : 0, this.o.markerRetention, this.o.maxMarkers],
     );
@@ -286,16 +423,16 @@ export class RedisIdCache implements IdCache {
     return this.records.add(source, { key: stampKey(this.o.keyPrefix, source, fingerprint), id, token, flagged });
   }
 
-  private async recordMany(_source: string, items: BatchItem<void, StampWrite>[]): Promise<void> {
+  private async recordMany(source: string, items: BatchItem<void, StampWrite>[]): Promise<void> {
     const args: (string | number)[] = [this.o.lease, this.o.stampTtl];
     for (const i of items) args.push(i.id, i.token, i.flagged ? 1 : 0);
-    const reply = await this.run('stampRecord', items.map((i) => i.key), args);
+    const reply = await this.run('stampRecord', source, items.map((i) => i.key), args);
     decodeScriptReply('stamp-record', reply, [ScriptStatus.Ok] as const);
     for (const item of items) item.resolve();
   }
 
-  private async forgetMany(_source: string, items: BatchItem<void, StampWrite>[]): Promise<void> {
-    const reply = await this.run('stampForget', items.map((i) => i.key), items.map((i) => i.id));
+  private async forgetMany(source: string, items: BatchItem<void, StampWrite>[]): Promise<void> {
+    const reply = await this.run('stampForget', source, items.map((i) => i.key), items.map((i) => i.id));
     decodeScriptReply('stamp-forget', reply, [ScriptStatus.Ok] as const);
     for (const item of items) item.resolve();
   }
@@ -303,13 +440,14 @@ export class RedisIdCache implements IdCache {
   async recorded(address: string, ids: readonly string[]): Promise<boolean[]> {
     if (ids.length === 0) return [];
     const k = addressKeys(this.o.keyPrefix, address);
-    const reply = await this.run('recorded', [k.ids, k.at], [this.o.ttl, ...ids]);
+    const reply = await this.run('recorded', address, [k.ids, k.at], [this.o.ttl, ...ids]);
     return decodeRecordedReply(reply, ids.length);
   }
 
   async claimStamp(source: string, fingerprint: string, token: string, request: ClaimRequest): Promise<ClaimResult> {
     const reply = await this.run(
       'stampClaim',
+      source,
       [stampKey(this.o.keyPrefix, source, fingerprint)],
       [token, this.o.lease, this.o.stampTtl, request.ownPrefix, request.since, request.recorded.length, ...request.recorded, ...request.notRecorded],
     );
@@ -334,7 +472,7 @@ export class RedisIdCache implements IdCache {
 
   async renewStamps(source: string, fingerprint: string, held: readonly { id: string; token: string }[]): Promise<string[]> {
     if (held.length === 0) return [];
-    const reply = await this.run('stampRenew', [stampKey(this.o.keyPrefix, source, fingerprint)], [
+    const reply = await this.run('stampRenew', source, [stampKey(this.o.keyPrefix, source, fingerprint)], [
       this.o.lease,
       this.o.stampTtl,
       ...held.flatMap((h) => [h.id, h.token]),
@@ -344,7 +482,7 @@ export class RedisIdCache implements IdCache {
   }
 
   async markStampDone(source: string, fingerprint: string, id: string, token: string): Promise<void> {
-    const reply = await this.run('stampDone', [stampKey(this.o.keyPrefix, source, fingerprint)], [id, token, this.o.stampTtl]);
+    const reply = await this.run('stampDone', source, [stampKey(this.o.keyPrefix, source, fingerprint)], [id, token, this.o.stampTtl]);
     decodeScriptReply('stamp-done', reply, [ScriptStatus.Ok, ScriptStatus.NotOwner] as const);
   }
 
@@ -355,6 +493,7 @@ export class RedisIdCache implements IdCache {
   async releaseStamp(source: string, fingerprint: string, id: string, token: string): Promise<void> {
     const reply = await this.run(
       'stampRelease',
+      source,
       [stampKey(this.o.keyPrefix, source, fingerprint)],
       [id, token, this.o.stampTtl],
     );
@@ -383,15 +522,30 @@ export class RedisIdCache implements IdCache {
     if (this.closed) throw new Error('the duplicate-ID cache is closed');
   }
 
-  private async run(name: ScriptName, keys: string[], args: (string | number)[]): Promise<unknown> {
+  /**
+   * Runs a guarded script on the keys of one hash tag (`tag`: the address or source they belong to). When the guard
+   * answers that the epoch moved, the news is settled (logged, flag window set) and the call made again: the guard did
+   * nothing, so going again is safe.
+   */
+  private async run(name: GuardedScript, tag: string, keys: string[], args: (string | number)[]): Promise<unknown> {
     this.assertOpen();
     const fn = (this.redis as unknown as Record<ScriptName, ScriptFn>)[name];
-    // A script of any number of keys takes their count first.
-    const head = SCRIPT_KEYS[name] === 'n' ? [keys.length] : [];
-    try {
-      return await fn.apply(this.redis, [...head, ...keys, ...args]);
-    } catch (err) {
-      throw this.translate(err);
+    const marker = epochKey(this.o.keyPrefix, tag);
+    for (let attempt = 0; ; attempt++) {
+      const seen = this.epochs.seen(tag);
+      // A script of any number of keys takes their count first (the marker's key included).
+      const head = SCRIPT_KEYS[name] === 'n' ? [keys.length + 1] : [];
+      let reply: unknown;
+      try {
+        reply = await fn.apply(this.redis, [...head, marker, ...keys, seen, ...args]);
+      } catch (err) {
+        throw this.translate(err);
+      }
+      if (!Array.isArray(reply) || Number(reply[0]) !== EPOCH_CHANGED) return reply;
+      if (attempt >= EPOCH_RETRIES) {
+        throw new TransientError(`the duplicate-ID cache of '${tag}' in ${this.where} keeps changing under the bridge (epoch moved ${attempt + 1} times in a row)`);
+      }
+      await this.epochs.settle(tag, seen, String(reply[1]));
     }
   }
 
@@ -399,6 +553,12 @@ export class RedisIdCache implements IdCache {
   private translate(err: unknown): Error {
     if (err instanceof ScriptReplyError) return err;
     const message = err instanceof Error ? err.message : String(err);
+    if (err instanceof Error && err.name === 'ReplyError' && /^(MOVED|ASK)\b/.test(message)) {
+      return new Error(
+        `Redis at ${this.where} is a node of a Redis Cluster (it answered ${message.split(' ')[0]}): configure id-cache.redis-cluster with its nodes instead of redis-url`,
+        { cause: err },
+      );
+    }
     if (err instanceof Error && err.name === 'ReplyError' && !TRANSIENT_REPLIES.test(message)) {
       return new Error(`Redis at ${this.where} refused a duplicate-ID cache command: ${redactUrl(message)}`, {
         cause: err,
@@ -514,6 +674,25 @@ class AddressBatcher<R, P extends IdToken = IdToken> {
       }
     }
   }
+}
+
+/**
+ * The settings of several servers as one: the worst of each (a server without persistence, or with an evicting
+ * policy, speaks for all), so that the warnings name what at least one master does.
+ */
+function mergeWorst(all: Map<string, string>[]): Map<string, string> {
+  const out = new Map<string, string>(all[0] ?? []);
+  for (const m of all.slice(1)) {
+    if (m.get('appendonly') === 'no' && (m.get('save') ?? '').trim() === '') {
+      out.set('appendonly', 'no');
+      out.set('save', '');
+    }
+    const policy = m.get('maxmemory-policy') ?? '';
+    if (policy.startsWith('allkeys-') || (policy.startsWith('volatile-') && !(out.get('maxmemory-policy') ?? '').startsWith('allkeys-'))) {
+      out.set('maxmemory-policy', policy);
+    }
+  }
+  return out;
 }
 
 /** CONFIG GET's reply as name → value: a flat [name, value, …] array (RESP2) or a map/object (RESP3). */

@@ -86,9 +86,23 @@ function checkTarget(
   }
 }
 
+/** Exactly one Redis topology: the second (and any further) key given is the error, located at that key. */
+function checkRedisTopology(raw: Data, out: ProblemCollector): void {
+  const idCache = asRecord(raw['id-cache']);
+  if (idCache === undefined) return;
+  const given = ['redis-url', 'redis-cluster', 'redis-sentinel'].filter((key) => has(idCache, key));
+  for (const key of given.slice(1)) {
+    out.atKey(
+      ['id-cache', key],
+      `give one of redis-url, redis-cluster and redis-sentinel, not several (${given[0]} is already given)`,
+    );
+  }
+}
+
 export function crossCheck(rawInput: unknown, out: ProblemCollector): void {
   const raw = asRecord(rawInput);
   if (raw === undefined) return;
+  checkRedisTopology(raw, out);
   const types = checkConnections(raw, out);
   const defined = [...types.keys()];
   const bridges = Array.isArray(raw.bridges) ? (raw.bridges as unknown[]) : [];

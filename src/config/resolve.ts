@@ -8,6 +8,7 @@ import type {
   BridgeConfig,
   Config,
   ConnectionConfig,
+  RedisTopology,
   TargetConfig,
 } from './types.js';
 import {
@@ -98,6 +99,17 @@ function resolveBridge(
   return bridge;
 }
 
+/** The one Redis topology given (the cross-checks reject two), or the default standalone Redis. */
+function redisTopology(ic: ConfigFile['id-cache']): RedisTopology {
+  if (ic['redis-cluster'] !== undefined) return { kind: 'cluster', urls: ic['redis-cluster'] };
+  if (ic['redis-sentinel'] !== undefined) {
+    return { kind: 'sentinel', name: ic['redis-sentinel'].name, urls: ic['redis-sentinel'].urls };
+  }
+  return { kind: 'standalone', url: ic['redis-url'] ?? DEFAULT_REDIS_URL };
+}
+
+const DEFAULT_REDIS_URL = 'redis://localhost:6379';
+
 /** Builds the Config from a file that passed the schema and the cross-checks. */
 export function resolveConfig(file: ConfigFile, absolutePath: string): Config {
   const connections: Record<string, ConnectionConfig> = {};
@@ -109,7 +121,9 @@ export function resolveConfig(file: ConfigFile, absolutePath: string): Config {
     idCache: {
       persistIdCache: ic['persist-id-cache'],
       idCacheSize: ic['id-cache-size'],
-      redisUrl: ic['redis-url'],
+      redis: redisTopology(ic),
+      minReplicasAcked: ic['min-replicas-acked'],
+      minReplicasTimeout: ic['min-replicas-timeout'],
       keyPrefix: ic['key-prefix'],
       reservationLease: ic['reservation-lease'],
       replicas: ic.replicas,

@@ -104,6 +104,18 @@ export const connectionSchema = z.discriminatedUnion('type', [amqpConnectionSche
 
 // ---- id-cache ----
 
+export const REDIS_SCHEMES = ['redis', 'rediss'] as const;
+
+const redisSentinelSchema = z.strictObject(
+  {
+    name: text('the master name the sentinels monitor').describe('Master name the sentinels monitor (sentinel monitor <name> …).'),
+    urls: urlList(REDIS_SCHEMES, 'redis://127.0.0.1:26379').describe(
+      'Sentinels to ask (redis:// or rediss://). The user, password, database and scheme of the first URL are used for the sentinels and for the master they name.',
+    ),
+  },
+  { error: 'expected a mapping with name and urls' },
+);
+
 export const idCacheSchema = z
   .strictObject(
     {
@@ -112,9 +124,25 @@ export const idCacheSchema = z
         .describe('Keep duplicate IDs in Redis so they survive restarts; false = in-process (lost on restart).'),
       'id-cache-size': intAtLeast(1).default(2000).describe('IDs remembered per target address (circular).'),
       'id-cache-ttl': millis().optional().describe('Also expire recorded IDs after this many ms; default: never.'),
-      'redis-url': urlOf(['redis', 'rediss'], 'redis://localhost:6379')
-        .default('redis://localhost:6379')
-        .describe('Redis holding the cache (redis:// or rediss://).'),
+      'redis-url': urlOf(REDIS_SCHEMES, 'redis://localhost:6379')
+        .optional()
+        .describe(
+          'A standalone Redis holding the cache (redis:// or rediss://; ACL user and password in the URL). Default redis://localhost:6379 when neither redis-cluster nor redis-sentinel is given.',
+        ),
+      'redis-cluster': urlList(REDIS_SCHEMES, 'redis://127.0.0.1:7000')
+        .optional()
+        .describe('Start-up nodes of a Redis Cluster (any few of its nodes); every call goes to the master of its slot.'),
+      'redis-sentinel': redisSentinelSchema
+        .optional()
+        .describe('A master found through Redis Sentinel; the cache follows a promoted master.'),
+      'min-replicas-acked': intAtLeast(0)
+        .default(0)
+        .describe(
+          'After each commit, wait until this many replicas acknowledged it (Redis WAIT), so a failover cannot lose a committed ID; 0 = do not wait.',
+        ),
+      'min-replicas-timeout': millis()
+        .default(1000)
+        .describe('Longest a commit waits for min-replicas-acked; a commit not acknowledged in time is retried as a cache outage, ms.'),
       'key-prefix': text('a Redis key prefix').default('broker-bridge').describe('Prefix of every Redis key.'),
       'reservation-lease': millis()
         .default(30000)

@@ -73,12 +73,22 @@ export interface BridgeConfig extends RetryConfig {
   maxBatchTime: number;
 }
 
+export type RedisTopology =
+  | { kind: 'standalone'; url: string }
+  | { kind: 'cluster'; urls: string[] }
+  | { kind: 'sentinel'; name: string; urls: string[] };
+
 export interface IdCacheConfig {
   persistIdCache: boolean; // default true
   idCacheSize: number; // default 2000
   /** Optional expiry of recorded IDs by age; undefined = none. */
   idCacheTtl?: number;
-  redisUrl: string; // default redis://localhost:6379
+  /** Where the Redis of the cache is: exactly one of redis-url (default redis://localhost:6379), redis-cluster, redis-sentinel. */
+  redis: RedisTopology;
+  /** After a commit, wait for this many replicas (Redis WAIT); 0 = no wait (default). */
+  minReplicasAcked: number;
+  /** Longest a commit waits for them (default 1000). */
+  minReplicasTimeout: number;
   keyPrefix: string; // default broker-bridge
   /** Lease of a reservation / stamp claim; a crashed owner's reservation is taken over after it (default 30000). */
   reservationLease: number;

@@ -107,6 +107,13 @@ export interface IdCache {
   /** Lets a stamp be claimed again at once (its holder gave the message back unacked). No-op for a non-owner. */
   releaseStamp(source: string, fingerprint: string, id: string, token: string): Promise<void>;
 
+  /**
+   * False while the cache cannot vouch for what it holds of this address (or source): it lost its data, or may have
+   * (a restart, a failover), within the loss window. A redelivered copy that the cache lets through meanwhile may have
+   * been forwarded before the loss, so it is flagged as a possible duplicate. Meaningful after a call for the name.
+   */
+  vouchesFor(address: string): boolean;
+
   close(): Promise<void>;
 }
 

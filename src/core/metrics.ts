@@ -15,6 +15,7 @@ export class Metrics {
   readonly rejections = new Counter({ name: 'bridge_target_rejections_total', help: 'Sends the target refused (each attempt)', labelNames: ['bridge', 'reason'], registers: [this.registry] });
   readonly deadLettered = new Counter({ name: 'bridge_messages_dead_lettered_total', help: 'Messages moved to the dead-letter destination', labelNames: ['bridge', 'reason'], registers: [this.registry] });
   readonly sessions = new Counter({ name: 'bridge_sessions_started_total', help: 'Times a bridge connected its endpoints', labelNames: ['bridge'], registers: [this.registry] });
+  readonly cacheLosses = new Counter({ name: 'bridge_cache_losses_total', help: 'Times the duplicate-ID cache of an address was found lost (data-lost) or served by another Redis server that may lack the latest writes (server-changed)', labelNames: ['event'], registers: [this.registry] });
   readonly state = new Gauge({ name: 'bridge_state', help: '1 for the state each bridge is in', labelNames: ['bridge', 'state'], registers: [this.registry] });
 
   private readonly states = new Map<string, BridgeState>();

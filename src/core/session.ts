@@ -229,7 +229,9 @@ export class BridgeSession {
             job.claimSince = claim.since;
             return 'claim-busy';
           }
-          job.flagged = claim.possibleDuplicate;
+          // A new stamp for a redelivery whose stamp records may have been lost: its first delivery may have been
+          // forwarded under an ID no record remembers now.
+          job.flagged = claim.possibleDuplicate || (claim.status === 'none' && !cache.vouchesFor(source.address));
           if (claim.status === 'claimed') {
             job.id = claim.id;
             job.stampFingerprint = fp;
@@ -267,7 +269,10 @@ export class BridgeSession {
     if (result.status === 'busy') return 'busy';
     if (result.status === 'duplicate') return 'duplicate';
     job.reserved = true;
-    const possibleDuplicate = result.possibleDuplicate || job.flagged;
+    // A redelivery the cache lets through while it cannot vouch for the address: the copy forwarded before a loss is
+    // forgotten, so this one may be a second.
+    const possibleDuplicate =
+      result.possibleDuplicate || job.flagged || (job.delivery.redelivered && !cache.vouchesFor(target.address));
     job.outgoing = withDuplicateId(msg, this.cfg.duplicateIdHeader, id, possibleDuplicate);
     if (possibleDuplicate) this.deps.metrics.possibleDuplicates.inc({ bridge: this.cfg.name });
     return 'forward';

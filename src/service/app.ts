@@ -20,14 +20,16 @@ import { BridgeSupervisor, type BridgeOutcome } from '../core/supervisor.js';
 export async function runService(config: Config, log: Logger): Promise<number> {
   for (const w of warnings(config)) log.warn({ file: config.file }, w);
   const metrics = new Metrics();
-  const cache = createIdCache(config.idCache, log.child({ component: 'id-cache' }));
+  const cache = createIdCache(config.idCache, log.child({ component: 'id-cache' }), (loss) => {
+    if (loss.event !== 'no-history') metrics.cacheLosses.inc({ event: loss.event });
+  });
   const instanceId = randomBytes(6).toString('hex');
   log.info({ instanceId, bridges: config.bridges.map((b) => b.name), cache: cache.kind }, 'broker-bridge starting');
   if (cache instanceof RedisIdCache) void reportDurability(cache, log.child({ component: 'id-cache' }));
 
   let server: Server | undefined;
   if (config.metricsPort !== undefined) {
-    server = await startHttpServer(config.metricsPort, metrics);
+    server = await startHttpServer(config.metricsPort, metrics, cache instanceof RedisIdCache ? () => cache.trust() : undefined);
     log.info({ port: config.metricsPort }, 'metrics and health on http');
   }
 

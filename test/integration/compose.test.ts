@@ -208,7 +208,10 @@ describe.skipIf(!existsSync(bridgesYaml))('bridges.yaml as the compose bridge se
     expect(hosts.get('stomp')?.length, 'a STOMP connection').toBeGreaterThan(0);
     for (const h of hosts.get('amqp') ?? []) expect(h).toBe('rabbitmq:5672');
     for (const h of hosts.get('stomp') ?? []) expect(h).toBe('activemq:61613');
-    if (config.idCache.persistIdCache) expect(urlOf(config.idCache.redisUrl).host).toBe('redis:6379');
+    if (config.idCache.persistIdCache) {
+      expect(config.idCache.redis.kind).toBe('standalone');
+      if (config.idCache.redis.kind === 'standalone') expect(urlOf(config.idCache.redis.url).host).toBe('redis:6379');
+    }
   });
 
   it('serves /health on the port the compose healthcheck probes', async () => {

@@ -4,8 +4,8 @@ import { Redis } from 'ioredis';
 import { pino } from 'pino';
 import type { Logger } from '../../src/shared/log.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { RedisIdCache, defineScripts, type RedisIdCacheOptions } from '../../src/cache/redis-id-cache.js';
-import { addressKeys, stampKey, tagSafe } from '../../src/cache/keys.js';
+import { RedisIdCache, defineScripts, loadScripts, type RedisIdCacheOptions } from '../../src/cache/redis-id-cache.js';
+import { addressKeys, epochKey, stampKey, tagSafe } from '../../src/cache/keys.js';
 import { TransientError } from '../../src/shared/errors.js';
 import { idCacheContract, LEASE, type CacheOptions } from '../support/id-cache-contract.js';
 import { services, uniqueName } from '../support/services.js';
@@ -131,17 +131,37 @@ describe('RedisIdCache', () => {
       await raw.quit();
       await world.cleanup();
     });
-    const script = (name: string): RawScript => {
+    /**
+     * A script called as the cache calls it: the epoch guard's key and what this caller saw of the marker go first
+     * (the marker is read, or made, once per tag), then the script's own keys and arguments.
+     */
+    const seen = new Map<string, string>();
+    const script = (name: string, tag: string): RawScript => {
       const fn = (raw as unknown as Record<string, RawScript>)[name];
-      if (!fn) throw new Error(`script ${name} is not defined`);
-      return fn.bind(raw);
+      const epoch = (raw as unknown as Record<string, RawScript>).epoch;
+      if (!fn || !epoch) throw new Error(`script ${name} is not defined`);
+      const marker = epochKey(world.prefix, tag);
+      return async (...args) => {
+        if (!seen.has(tag)) {
+          const [, value, server] = (await epoch.call(raw, marker, 'g', 0, 0)) as [number, string, string];
+          seen.set(tag, `${value}|${server}`);
+        }
+        const withCount = ['stampRecord', 'stampForget'].includes(name);
+        const [count, ...rest] = args;
+        const keysAndArgs = withCount ? [Number(count) + 1, marker, ...rest] : [marker, ...args];
+        // The guard's argument goes before the script's first argument: after the keys.
+        const keyCount = withCount ? Number(count) : (loadScripts()[name as keyof ReturnType<typeof loadScripts>].declaredKeys as number);
+        const head = keysAndArgs.slice(0, (withCount ? 2 : 1) + keyCount);
+        const tail = keysAndArgs.slice((withCount ? 2 : 1) + keyCount);
+        return fn.call(raw, ...head, seen.get(tag)!, ...tail);
+      };
     };
 
     it('answers a replayed reserve exactly as the first one (fresh reservation and takeover)', async () => {
       const k = addressKeys(world.prefix, 'orders');
       const keys = [k.ids, k.at, k.res, k.resExp, k.uncertain];
       const reserve = (id: string, token: string, lease: number) =>
-        script('reserve')(...keys, id, token, lease, 0, 60_000, 1000, 100);
+        script('reserve', 'orders')(...keys, id, token, lease, 0, 60_000, 1000, 100);
 
       const first = await reserve('x', 't1', 150);
       expect(first).toBe('R');
@@ -153,7 +173,7 @@ describe('RedisIdCache', () => {
       expect(takeover).toBe('P');
       expect(await reserve('x', 't2', 150)).toEqual(takeover);
 
-      const commit = script('commit');
+      const commit = script('commit', 'orders');
       const commitArgs = [k.ids, k.at, k.seq, k.res, k.resExp, k.uncertain, 'x', 't2', 10, 0, 100];
       expect(await commit(...commitArgs)).toEqual([0]);
       expect(await commit(...commitArgs)).toEqual([0]);
@@ -164,21 +184,21 @@ describe('RedisIdCache', () => {
     it('answers a replayed stamp claim with the same ID', async () => {
       const key = stampKey(world.prefix, 'rabbit/orders', 'fp');
       // stamp-record takes any number of keys: their count first, then lease, ttl, and id/token/flag per key.
-      expect(await script('stampRecord')(1, key, 100, 60_000, 'id-1', 't1', 0)).toEqual([0]);
-      expect(await script('stampRecord')(1, key, 100, 60_000, 'id-x', '', 0)).toEqual([9, 'empty token']);
-      expect(await script('stampRecord')(2, key, key, 100, 60_000, 'id-x', 't1', 0)).toEqual([9, 'expected id, token and flag for every key']);
+      expect(await script('stampRecord', 'rabbit/orders')(1, key, 100, 60_000, 'id-1', 't1', 0)).toEqual([0]);
+      expect(await script('stampRecord', 'rabbit/orders')(1, key, 100, 60_000, 'id-x', '', 0)).toEqual([9, 'empty token']);
+      expect(await script('stampRecord', 'rabbit/orders')(2, key, key, 100, 60_000, 'id-x', 't1', 0)).toEqual([9, 'expected id, token and flag for every key']);
       await sleep(200);
       // Lease expired and (the caller says) not recorded at the target: taken.
-      const first = await script('stampClaim')(key, 't2', 10_000, 60_000, 'p.', 0, 0, 'id-1');
+      const first = await script('stampClaim', 'rabbit/orders')(key, 't2', 10_000, 60_000, 'p.', 0, 0, 'id-1');
       expect(first).toEqual([5, 'id-1', 0, 0]);
-      expect(await script('stampClaim')(key, 't2', 10_000, 60_000, 'p.', 0, 0)).toEqual(first);
+      expect(await script('stampClaim', 'rabbit/orders')(key, 't2', 10_000, 60_000, 'p.', 0, 0)).toEqual(first);
       // Another claimer is asked to look id-1 up first, and then waits for its holder.
-      expect(await script('stampClaim')(key, 't3', 10_000, 60_000, 'p.', 0, 0)).toEqual([7, 'id-1']);
-      const busy = (await script('stampClaim')(key, 't3', 10_000, 60_000, 'p.', 0, 0, 'id-1')) as unknown[];
+      expect(await script('stampClaim', 'rabbit/orders')(key, 't3', 10_000, 60_000, 'p.', 0, 0)).toEqual([7, 'id-1']);
+      const busy = (await script('stampClaim', 'rabbit/orders')(key, 't3', 10_000, 60_000, 'p.', 0, 0, 'id-1')) as unknown[];
       expect(busy[0]).toBe(3);
       expect(Number(busy[1])).toBeGreaterThan(0);
       // A count of recorded IDs beyond the arguments is refused.
-      expect(await script('stampClaim')(key, 't3', 10_000, 60_000, 'p.', 0, 2, 'id-1')).toEqual([9, 'bad numbers']);
+      expect(await script('stampClaim', 'rabbit/orders')(key, 't3', 10_000, 60_000, 'p.', 0, 2, 'id-1')).toEqual([9, 'bad numbers']);
     });
 
     it('records and forgets the stamps of one tick in one call per source (chunks of 200), each as if alone', async () => {
@@ -210,7 +230,7 @@ describe('RedisIdCache', () => {
 
     it('rejects malformed packed pairs as a bad argument', async () => {
       const k = addressKeys(world.prefix, 'orders');
-      const reserve = script('reserve');
+      const reserve = script('reserve', 'orders');
       const keys = [k.ids, k.at, k.res, k.resExp, k.uncertain];
       for (const packed of ['5:abc', '3:abc', 'x:abc1:t', '3:abc2:t', '-3:abc1:t', '1.5:abc1:t']) {
         expect(await reserve(...keys, 'a', 't', 1000, 0, 60_000, 1000, 100, packed)).toEqual([9, 'malformed packed id/token pairs']);
@@ -257,11 +277,14 @@ describe('RedisIdCache', () => {
         await cache.reserve(address, 'c', 't2');
         await cache.recordStamp('amqp 127.0.0.1:5672/ {src}', 'fp', 'a', 't1');
         const keys = await keysOf(world.prefix);
-        const addressKeyNames = keys.filter((k) => !k.includes(':stamp:'));
+        const addressKeyNames = keys.filter((k) => !k.includes(':stamp:') && !k.includes('{amqp'));
         expect(addressKeyNames.length).toBeGreaterThanOrEqual(5);
         expect(new Set(addressKeyNames.map(clusterSlot)).size).toBe(1);
         for (const k of addressKeyNames) expect(k.startsWith(`${world.prefix}:{stomp 127.0.0.1:61613 /queue/%7Borders%7D}:`)).toBe(true);
-        expect(keys.filter((k) => k.includes(':stamp:'))).toEqual([`${world.prefix}:{amqp 127.0.0.1:5672/ %7Bsrc%7D}:stamp:fp`]);
+        expect(keys.filter((k) => k.includes('{amqp')).sort()).toEqual([
+          `${world.prefix}:{amqp 127.0.0.1:5672/ %7Bsrc%7D}:epoch`,
+          `${world.prefix}:{amqp 127.0.0.1:5672/ %7Bsrc%7D}:stamp:fp`,
+        ]);
       } finally {
         await world.cleanup();
       }

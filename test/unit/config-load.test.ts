@@ -17,7 +17,9 @@ describe('loadConfig: defaults and layering', () => {
       idCache: {
         persistIdCache: true,
         idCacheSize: 2000,
-        redisUrl: 'redis://localhost:6379',
+        redis: { kind: 'standalone', url: 'redis://localhost:6379' },
+        minReplicasAcked: 0,
+        minReplicasTimeout: 1000,
         keyPrefix: 'broker-bridge',
         reservationLease: 30000,
         replicas: 1,
@@ -117,7 +119,7 @@ describe('loadConfig: defaults and layering', () => {
     ]);
     expect(config.connections.rabbit?.urls).toEqual(['amqp://guest:guest@localhost:5672']);
     expect(config.connections.activemq?.urls).toEqual(['stomp://localhost:61613']);
-    expect(config.idCache.redisUrl).toBe('redis://localhost:6379');
+    expect(config.idCache.redis).toEqual({ kind: 'standalone', url: 'redis://localhost:6379' });
   });
 
   it('takes the URLs of the example from the environment when set', () => {
@@ -128,7 +130,7 @@ describe('loadConfig: defaults and layering', () => {
     });
     expect(config.connections.rabbit?.urls).toEqual(['amqp://u:p@rabbit.internal:5673']);
     expect(config.connections.activemq?.urls).toEqual(['stomp://amq.internal:61614']);
-    expect(config.idCache.redisUrl).toBe('redis://redis.internal:6380');
+    expect(config.idCache.redis).toEqual({ kind: 'standalone', url: 'redis://redis.internal:6380' });
   });
 
   it('accepts metrics-port, log-level and shutdown-timeout', () => {

@@ -109,7 +109,9 @@ describe('createIdCache', () => {
   const config: IdCacheConfig = {
     persistIdCache: false,
     idCacheSize: 10,
-    redisUrl: 'redis://user:secret@127.0.0.1:6379',
+    redis: { kind: 'standalone', url: 'redis://user:secret@127.0.0.1:6379' },
+    minReplicasAcked: 0,
+    minReplicasTimeout: 1000,
     keyPrefix: 'broker-bridge',
     reservationLease: 30_000,
     replicas: 1,

@@ -1,0 +1,131 @@
+/**
+ * Cache-loss detection (DESIGN §4): what this process last saw of each hash tag's epoch marker (scripts/epoch-1.lua)
+ * and of the Redis server that answered for it. Every script checks both first (scripts/epoch-guard.inc.lua) and,
+ * when either changed, answers EPOCH_CHANGED without doing anything; `settle` then works out what happened, tells the
+ * operator, and the call is made again against the new epoch.
+ *
+ * What a change means:
+ * - no marker at all, where this process had seen one: the data is gone (a restart without persistence, FLUSHALL,
+ *   eviction) — a loss;
+ * - another generation: some other process found the data gone and started a new one — a loss for us too;
+ * - another server (run_id): a restart (even with AOF, the last second of writes may be gone), a failover to a replica
+ *   that may have missed the latest writes, or a slot moved to another node — a loss cannot be ruled out;
+ * - no marker on first contact: nothing tells a new deployment from a Redis that lost its data while no bridge ran.
+ * In each case copies the cache cannot vouch for are flagged until the marker's flag-until time, which the marker
+ * carries so that processes started later honour it. A marker whose flag window alone moved (another process extended
+ * it) is adopted without a report.
+ */
+import { randomBytes } from 'node:crypto';
+
+export type EpochEvent =
+  | 'data-lost'
+  | 'server-changed'
+  | 'no-history';
+
+export interface EpochReport {
+  /** The address (or source) whose cache or stamp records the event concerns. */
+  name: string;
+  event: EpochEvent;
+  /** Until when (local clock, ms) copies the cache cannot vouch for are flagged. */
+  flagUntil: number;
+}
+
+interface Seen {
+  /** What the scripts are told this process saw: "<marker>|<run_id>". */
+  seen: string;
+  generation: string;
+  server: string;
+  /** Local clock, ms. */
+  flagUntil: number;
+}
+
+/** The epoch script's reply, decoded: marker value, server run_id, Redis clock, whether this call created it. */
+export interface EpochState {
+  value: string;
+  server: string;
+  now: number;
+  created: boolean;
+}
+
+export class Epochs {
+  private readonly known = new Map<string, Seen>();
+  private readonly settling = new Map<string, Promise<void>>();
+
+  constructor(
+    /** How long copies are flagged after an event, ms. */
+    private readonly window: number,
+    /** Reads, creates or extends the marker (epoch-1.lua) of one name's hash tag. */
+    private readonly mark: (name: string, generation: string, window: number, extend: boolean) => Promise<EpochState>,
+    private readonly report: (r: EpochReport) => void,
+  ) {}
+
+  /** What to tell the guard for `name`: '' before the first contact, which makes the guard answer with what it sees. */
+  seen(name: string): string {
+    return this.known.get(name)?.seen ?? '';
+  }
+
+  /** True when the cache can vouch for what it holds of `name`: no loss known or suspected within the flag window. */
+  vouchesFor(name: string): boolean {
+    const s = this.known.get(name);
+    return s !== undefined && Date.now() >= s.flagUntil;
+  }
+
+  /** Names whose copies are flagged now, with until when (for /health). */
+  untrusted(): { name: string; flagUntil: number }[] {
+    const now = Date.now();
+    return [...this.known].filter(([, s]) => s.flagUntil > now).map(([name, s]) => ({ name, flagUntil: s.flagUntil }));
+  }
+
+  /**
+   * A script answered EPOCH_CHANGED with `current` ("<marker or ''>|<run_id>") to a call that carried `seenByCall`.
+   * Concurrent calls for one name settle once; a call whose news another call already settled just goes again.
+   */
+  async settle(name: string, seenByCall: string, current: string): Promise<void> {
+    for (;;) {
+      const running = this.settling.get(name);
+      if (running === undefined) break;
+      await running;
+    }
+    if (this.seen(name) !== seenByCall) return;
+    const work = this.settleNow(name, current).finally(() => this.settling.delete(name));
+    this.settling.set(name, work);
+    await work;
+  }
+
+  private async settleNow(name: string, current: string): Promise<void> {
+    const before = this.known.get(name);
+    const sep = current.lastIndexOf('|');
+    const marker = current.slice(0, sep);
+    const server = current.slice(sep + 1);
+    let event: EpochEvent | undefined;
+    if (before === undefined) {
+      event = undefined;
+    } else if (marker === '' || generationOf(marker) !== before.generation) {
+      event = 'data-lost';
+    } else if (server !== before.server) {
+      event = 'server-changed';
+    }
+    const state = await this.mark(name, randomBytes(8).toString('hex'), this.window, event === 'server-changed');
+    if (before === undefined && state.created) event = 'no-history';
+    const flagUntil = Date.now() + Math.max(0, untilOf(state.value) - state.now);
+    this.known.set(name, {
+      seen: `${state.value}|${state.server}`,
+      generation: generationOf(state.value),
+      server: state.server,
+      flagUntil,
+    });
+    // First contact with a marker another process made: nothing to report; an inherited flag window still applies.
+    if (event !== undefined) this.report({ name, event, flagUntil });
+  }
+}
+
+function generationOf(marker: string): string {
+  const i = marker.lastIndexOf(':');
+  return i < 0 ? marker : marker.slice(0, i);
+}
+
+function untilOf(marker: string): number {
+  const i = marker.lastIndexOf(':');
+  const n = i < 0 ? NaN : Number(marker.slice(i + 1));
+  return Number.isFinite(n) ? n : 0;
+}

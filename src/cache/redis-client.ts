@@ -1,0 +1,114 @@
+/**
+ * Builds the ioredis client of the cache for each Redis topology (DESIGN §4): a standalone Redis (`redis-url`), a Redis
+ * Cluster (`redis-cluster`: ioredis's Cluster follows MOVED and ASK and sends every call to the master of its slot) or
+ * a master found through Sentinel (`redis-sentinel`: ioredis asks the sentinels again after a failover). The connection
+ * policy is the same for all three (see redis-id-cache.ts): bounded commands, never give up reconnecting.
+ *
+ * User, password, database and TLS (`rediss://`) come from the URLs; for Cluster and Sentinel from the first one.
+ */
+import { Cluster, Redis, type ClusterNode, type RedisOptions } from 'ioredis';
+import type { RedisTopology } from '../config/types.js';
+import { describeUrl } from '../shared/log.js';
+
+export type CacheClient = Redis | Cluster;
+
+export interface ClientPolicy {
+  commandTimeout: number;
+  connectTimeout: number;
+}
+
+/** Where the cache is, for logs and error messages (no credentials). */
+export function describeTopology(topology: RedisTopology): string {
+  switch (topology.kind) {
+    case 'standalone':
+      return describeUrl(topology.url);
+    case 'cluster':
+      return `Redis Cluster ${topology.urls.map(describeUrl).join(', ')}`;
+    case 'sentinel':
+      return `master '${topology.name}' of Sentinel ${topology.urls.map(describeUrl).join(', ')}`;
+  }
+}
+
+/** Connection settings shared by every topology; see redis-id-cache.ts for why each is what it is. */
+function baseOptions(policy: ClientPolicy): RedisOptions {
+  return {
+    // Calls are batched by address in the cache and the socket gathers the writes of one tick: ioredis's own
+    // auto-pipelining would only add its per-command bookkeeping.
+    enableAutoPipelining: false,
+    commandTimeout: policy.commandTimeout,
+    connectTimeout: policy.connectTimeout,
+    // A connection that swallows commands without answering (a network black hole) is dropped and rebuilt.
+    socketTimeout: policy.commandTimeout * 2,
+    // A command waits in the offline queue only until the next failed reconnect attempt: fail closed quickly. A command
+    // whose reply was lost gets one resend (the scripts are replay-safe per owner token).
+    maxRetriesPerRequest: 1,
+    // Never give up: the bridge resumes by itself when Redis is back.
+    retryStrategy: (times: number) => Math.min(100 * times, 2000),
+    connectionName: 'broker-bridge-id-cache',
+  };
+}
+
+/** User, password, database and TLS of a redis:// or rediss:// URL, as ioredis options. */
+function credentialsOf(url: string): Pick<RedisOptions, 'username' | 'password' | 'db' | 'tls'> {
+  const u = new URL(url);
+  const db = u.pathname.replace(/^\//, '');
+  return {
+    ...(u.username !== '' ? { username: decodeURIComponent(u.username) } : {}),
+    ...(u.password !== '' ? { password: decodeURIComponent(u.password) } : {}),
+    ...(db !== '' && /^\d+$/.test(db) ? { db: Number(db) } : {}),
+    ...(u.protocol === 'rediss:' ? { tls: { servername: u.hostname } } : {}),
+  };
+}
+
+function hostPort(url: string): { host: string; port: number } {
+  const u = new URL(url);
+  return { host: u.hostname.replace(/^\[|\]$/g, ''), port: u.port === '' ? 6379 : Number(u.port) };
+}
+
+export function createCacheClient(topology: RedisTopology, policy: ClientPolicy): CacheClient {
+  switch (topology.kind) {
+    case 'standalone':
+      return new Redis(topology.url, baseOptions(policy));
+    case 'sentinel': {
+      const first = topology.urls[0]!;
+      const { username, password, db, tls } = credentialsOf(first);
+      return new Redis({
+        ...baseOptions(policy),
+        name: topology.name,
+        sentinels: topology.urls.map(hostPort),
+        ...(username !== undefined ? { username, sentinelUsername: username } : {}),
+        ...(password !== undefined ? { password, sentinelPassword: password } : {}),
+        ...(db !== undefined ? { db } : {}),
+        ...(tls !== undefined ? { tls: {}, sentinelTLS: {}, enableTLSForSentinelMode: true } : {}),
+        // Ask the sentinels again quickly after a failover, not only after the old master refuses writes.
+        sentinelRetryStrategy: (times: number) => Math.min(100 * times, 1000),
+        // A master demoted to replica answers READONLY: reconnect (through the sentinels) instead of failing every call.
+        reconnectOnError: (err: Error) => (/^READONLY/.test(err.message) ? 2 : false),
+      });
+    }
+    case 'cluster': {
+      const first = topology.urls[0]!;
+      const { username, password, tls } = credentialsOf(first);
+      const nodes: ClusterNode[] = topology.urls.map(hostPort);
+      return new Cluster(nodes, {
+        redisOptions: {
+          ...baseOptions(policy),
+          ...(username !== undefined ? { username } : {}),
+          ...(password !== undefined ? { password } : {}),
+          ...(tls !== undefined ? { tls: {} } : {}),
+        },
+        scaleReads: 'master',
+        enableAutoPipelining: false,
+        // The cluster-level counterpart of retryStrategy: never give up finding the cluster again.
+        clusterRetryStrategy: (times: number) => Math.min(100 * times, 2000),
+        // During a failover the slot has no master for a moment (CLUSTERDOWN, TRYAGAIN, a dead node): retry a few
+        // times, refreshing the slot map, before the call fails as transient and the bridge holds its messages.
+        retryDelayOnFailover: 200,
+        retryDelayOnClusterDown: 200,
+        retryDelayOnTryAgain: 200,
+        maxRedirections: 16,
+        slotsRefreshTimeout: policy.commandTimeout,
+      });
+    }
+  }
+}

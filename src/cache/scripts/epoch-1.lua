@@ -1,0 +1,34 @@
+--[[
+  epoch: reads, creates or extends the epoch marker of one hash tag (a target address's cache, or a source's stamp
+  records). The marker is what every other script checks first (epoch-guard.inc.lua): it has no TTL, so a cache that
+  lost its data also lost its marker. Not guarded itself.
+
+  KEYS[1] epoch  STRING "<generation>:<flag-until ms, Redis clock>"
+
+  ARGV[1] a new generation (random) to write when there is no marker
+  ARGV[2] flag window (ms): copies the cache cannot vouch for are flagged until now + this
+  ARGV[3] 1 = extend the flag window of an existing marker to now + window (the caller saw the serving Redis change,
+          so the latest writes may be lost); 0 = leave an existing marker as it is
+
+  Returns {0, value, run_id, now, created (1 or 0)}
+]]
+local window, extend = tonumber(ARGV[2]), ARGV[3] == '1'
+if not (ARGV[1] ~= '' and window and window >= 0) then return {9, 'bad arguments'} end
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+local server = string.match(redis.call('INFO', 'server'), 'run_id:(%x+)') or '?'
+local flagUntil = string.format('%.0f', now + window)
+local value = redis.call('GET', KEYS[1])
+if not value then
+  value = ARGV[1] .. ':' .. flagUntil
+  redis.call('SET', KEYS[1], value)
+  return {0, value, server, now, 1}
+end
+if extend then
+  local generation, old = string.match(value, '^(.*):(%d+)$')
+  if generation and tonumber(old) < now + window then
+    value = generation .. ':' .. flagUntil
+    redis.call('SET', KEYS[1], value)
+  end
+end
+return {0, value, server, now, 0}

@@ -177,7 +177,7 @@ describe('a cache that lost its data is noticed, and what it can no longer vouch
     expect(result).toEqual({ status: 'reserved', possibleDuplicate: false });
     expect(losses.map((l) => l.event)).toEqual(['no-history', 'data-lost']);
     expect(cache.vouchesFor('orders')).toBe(false);
-    expect(cache.trust().flagging).toEqual([{ address: 'orders', until: expect.any(String) }]);
+    expect(cache.trust().flagging.map((f) => f.address)).toEqual(['orders']);
   });
 
   it('a restart with AOF keeps the data but not the proof that nothing was lost: another server, flagged, counted', async () => {

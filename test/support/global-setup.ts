@@ -11,6 +11,13 @@
  *   its local port answers or a RabbitMQ container is started, and it is unset.
  * - Still missing and no container runtime: the run fails with a message naming the variables and how to set them.
  *
+ * - Redis Cluster and Sentinel (REDIS_CLUSTER_URLS; REDIS_SENTINEL_URLS and REDIS_SENTINEL_NAME): a variable that is
+ *   set is probed like the others; unset, the project's scripts (scripts/redis-cluster.sh, scripts/redis-sentinel.sh)
+ *   are run with `start` — idempotent: a healthy local setup is left as it is, anything else is created afresh in a
+ *   few seconds — and the variables get the local addresses. There is no container fallback: when a script fails,
+ *   the reason goes into REDIS_CLUSTER_UNAVAILABLE / REDIS_SENTINEL_UNAVAILABLE, and only the tests that need that
+ *   setup fail (./services.ts throws a sentence naming the script and the variables); the others run.
+ *
  * The values go into process.env of this (main) process; vitest creates the fork workers after globalSetup and
  * they inherit its environment (checked with vitest 4.1, pool `forks`).
  */
@@ -49,6 +56,9 @@ const HOW_TO_SET = [
   '  (`bash scripts/activemq.sh start` runs a local ActiveMQ with STOMP on 127.0.0.1:61613; RABBITMQ_MANAGEMENT_URL',
   '  needs `rabbitmq-plugins enable rabbitmq_management` and is used by the fault tests),',
   'or make a Docker engine reachable and leave them unset, so that testcontainers starts the services.',
+  'Redis Cluster and Sentinel: leave REDIS_CLUSTER_URLS, REDIS_SENTINEL_URLS and REDIS_SENTINEL_NAME unset to have',
+  '`bash scripts/redis-cluster.sh start` (127.0.0.1:7000-7005) and `bash scripts/redis-sentinel.sh start` (master',
+  '6380, replica 6381, sentinels 26379-26381, name mymaster) run, or point them at running ones.',
 ].join('\n');
 
 const started: StartedTestContainer[] = [];
@@ -62,11 +72,33 @@ const LOCAL: Record<ServiceVar, { url: string; port: number }> = {
 const LOCAL_MANAGEMENT = { url: 'http://guest:guest@127.0.0.1:15672', port: 15672 };
 const ACTIVEMQ_SCRIPT = resolve(import.meta.dirname, '../../scripts/activemq.sh');
 
+/** The local Redis Cluster and Sentinel setups the project's scripts run (see test/support/redis-topology.ts). */
+const TOPOLOGIES = [
+  {
+    what: 'Redis Cluster',
+    script: resolve(import.meta.dirname, '../../scripts/redis-cluster.sh'),
+    vars: { REDIS_CLUSTER_URLS: 'redis://127.0.0.1:7000,redis://127.0.0.1:7001,redis://127.0.0.1:7002' } as Record<string, string>,
+    probed: 'REDIS_CLUSTER_URLS',
+    unavailable: 'REDIS_CLUSTER_UNAVAILABLE',
+  },
+  {
+    what: 'Redis Sentinel',
+    script: resolve(import.meta.dirname, '../../scripts/redis-sentinel.sh'),
+    vars: {
+      REDIS_SENTINEL_URLS: 'redis://127.0.0.1:26379,redis://127.0.0.1:26380,redis://127.0.0.1:26381',
+      REDIS_SENTINEL_NAME: 'mymaster',
+    } as Record<string, string>,
+    probed: 'REDIS_SENTINEL_URLS',
+    unavailable: 'REDIS_SENTINEL_UNAVAILABLE',
+  },
+];
+
 export async function setup(): Promise<void> {
   const unset = SERVICE_VARS.filter((name) => !process.env[name]);
   const given = SERVICE_VARS.filter((name) => !unset.includes(name));
 
   await Promise.all(given.map((name) => probeVariable(name)));
+  await useRedisTopologies();
   const tried = await useLocalServices(unset);
   const missing = unset.filter((name) => !process.env[name]);
   if (missing.length === 0) return;
@@ -138,10 +170,45 @@ async function useLocalServices(unset: readonly ServiceVar[]): Promise<string[]>
   return tried;
 }
 
+/**
+ * Redis Cluster and Sentinel: a set variable is probed (down = the run fails, as for the other services); an unset one
+ * is filled after `start` of the project's script succeeds. A script that fails leaves the reason for ./services.ts,
+ * so that only the tests that need that setup fail, with a sentence.
+ */
+async function useRedisTopologies(): Promise<void> {
+  await Promise.all(
+    TOPOLOGIES.map(async (t) => {
+      delete process.env[t.unavailable];
+      if (process.env[t.probed]) {
+        await probeVariable(t.probed);
+        for (const [name, value] of Object.entries(t.vars)) if (!process.env[name]) process.env[name] = value;
+        return;
+      }
+      const failed = await runScript(t.script, 'start', 60_000);
+      if (failed === undefined) {
+        for (const [name, value] of Object.entries(t.vars)) if (!process.env[name]) process.env[name] = value;
+        console.log(`test services: ${t.probed} unset, using ${process.env[t.probed]} (${t.what} started or found with ${relativeScript(t.script)})`);
+      } else {
+        process.env[t.unavailable] = `\`bash ${relativeScript(t.script)} start\` failed: ${failed}`;
+        console.log(`test services: ${t.what} unavailable (${process.env[t.unavailable]}); the tests that need it will fail`);
+      }
+    }),
+  );
+}
+
+function relativeScript(path: string): string {
+  return path.slice(path.lastIndexOf('/scripts/') + 1);
+}
+
 /** Runs `scripts/activemq.sh start`; resolves with why it failed, or undefined. */
 function startLocalActiveMq(): Promise<string | undefined> {
+  return runScript(ACTIVEMQ_SCRIPT, 'start', 180_000);
+}
+
+/** Runs `bash <script> <action>`; resolves with why it failed (its last stderr line), or undefined. */
+function runScript(script: string, action: string, timeoutMs: number): Promise<string | undefined> {
   return new Promise((resolvePromise) => {
-    execFile('bash', [ACTIVEMQ_SCRIPT, 'start'], { timeout: 180_000 }, (err, _stdout, stderr) => {
+    execFile('bash', [script, action], { timeout: timeoutMs }, (err, _stdout, stderr) => {
       if (!err) return resolvePromise(undefined);
       const last = String(stderr).trim().split('\n').pop() ?? '';
       resolvePromise(last || err.message);
@@ -183,7 +250,7 @@ async function startService(name: ServiceVar): Promise<Record<string, string>> {
 }
 
 /** Fails with a sentence when none of the addresses in the variable (comma-separated failover list) accepts TCP. */
-async function probeVariable(name: ServiceVar): Promise<void> {
+async function probeVariable(name: string): Promise<void> {
   const raw = process.env[name] ?? '';
   const urls = raw
     .split(',')

@@ -22,6 +22,15 @@ export const services = {
   get stompUrl(): string {
     return required('STOMP_URL');
   },
+  /** Startup nodes of the local Redis Cluster (REDIS_CLUSTER_URLS; scripts/redis-cluster.sh). */
+  get redisClusterUrls(): string[] {
+    return topologyList('REDIS_CLUSTER_URLS', 'REDIS_CLUSTER_UNAVAILABLE', 'Redis Cluster', 'scripts/redis-cluster.sh', 'REDIS_CLUSTER_URLS');
+  },
+  /** The local Sentinel setup (REDIS_SENTINEL_URLS, REDIS_SENTINEL_NAME; scripts/redis-sentinel.sh). */
+  get redisSentinel(): { name: string; urls: string[] } {
+    const urls = topologyList('REDIS_SENTINEL_URLS', 'REDIS_SENTINEL_UNAVAILABLE', 'Redis Sentinel', 'scripts/redis-sentinel.sh', 'REDIS_SENTINEL_URLS and REDIS_SENTINEL_NAME');
+    return { name: process.env.REDIS_SENTINEL_NAME || 'mymaster', urls };
+  },
   /** RabbitMQ management API (http://guest:guest@127.0.0.1:15672), used by fault tests to close connections. */
   get rabbitManagementUrl(): string | undefined {
     return process.env.RABBITMQ_MANAGEMENT_URL;
@@ -33,4 +42,23 @@ let counter = 0;
 export function uniqueName(prefix: string): string {
   counter += 1;
   return `${prefix}-${process.pid}-${Date.now().toString(36)}-${counter}`;
+}
+
+/**
+ * A comma-separated list from the environment, or a sentence saying why the setup is missing: the global setup could
+ * not start it (the reason is in `unavailableVar`), or the test runs without it.
+ */
+function topologyList(name: string, unavailableVar: string, what: string, script: string, vars: string): string[] {
+  const v = process.env[name];
+  if (v) {
+    return v
+      .split(',')
+      .map((s) => s.trim())
+      .filter(Boolean);
+  }
+  const why = process.env[unavailableVar];
+  throw new Error(
+    `This test needs a ${what}, and ${why ? `the test setup could not start one (${why})` : `${name} is not set`}. ` +
+      `Run \`bash ${script} start\` (it needs Debian's redis-server), or set ${vars} to a running one.`,
+  );
 }

@@ -1,0 +1,203 @@
+#!/usr/bin/env bash
+# Runs the project's own Redis Cluster (Debian's redis-server 7.0): 3 masters + 3 replicas on 127.0.0.1:7000–7005,
+# AOF on, cluster-node-timeout 2000 ms (a SIGKILLed master's replica is promoted within a few seconds), for tests, CI
+# (.ci/run) and the fault suite (--redis cluster).
+#
+#   scripts/redis-cluster.sh start|stop|status|restart
+#   scripts/redis-cluster.sh start-node PORT   # (re)starts one node in its existing directory: it rejoins the cluster
+#                                              # with its nodes.conf (as a replica when its replica was promoted)
+#
+# Idempotent: `start` on a healthy cluster (all nodes answer, cluster_state:ok everywhere, 3 masters with a replica
+# each) does nothing; on anything else (some nodes left from an earlier run, a half-made cluster) it stops this
+# instance's nodes, wipes their directories and creates the cluster afresh (a few seconds). `stop` on a stopped
+# cluster does nothing.
+# State lives in .redis-local/cluster/<port>/ at the repo root (gitignored; override with REDIS_LOCAL_DIR); ports
+# with REDIS_CLUSTER_BASE_PORT (default 7000: 7000–7005). A port taken by a Redis that is not this instance's (its
+# `dir` is elsewhere) is never touched: `start` then fails with a sentence.
+set -euo pipefail
+
+SCRIPT_DIR="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+REPO_DIR="$(cd "$SCRIPT_DIR/.." && pwd)"
+STATE_DIR="${REDIS_LOCAL_DIR:-$REPO_DIR/.redis-local}/cluster"
+HOST=127.0.0.1
+BASE_PORT="${REDIS_CLUSTER_BASE_PORT:-7000}"
+PORTS=()
+for i in 0 1 2 3 4 5; do PORTS+=($((BASE_PORT + i))); done
+NODE_TIMEOUT_MS="${REDIS_CLUSTER_NODE_TIMEOUT:-2000}"
+START_TIMEOUT="${REDIS_CLUSTER_START_TIMEOUT:-30}"
+
+log() { echo "redis-cluster: $*"; }
+die() { echo "redis-cluster: $*" >&2; exit 1; }
+
+command -v redis-server >/dev/null || die "redis-server is not on PATH (apt-get install -y redis-server)"
+command -v redis-cli >/dev/null || die "redis-cli is not on PATH (apt-get install -y redis-tools)"
+
+cli() { local port="$1"; shift; timeout 5 redis-cli -h "$HOST" -p "$port" "$@" 2>/dev/null; }
+node_dir() { echo "$STATE_DIR/$1"; }
+pid_file() { echo "$STATE_DIR/$1/redis.pid"; }
+pings() { [[ "$(cli "$1" ping)" == PONG ]]; }
+port_open() { (exec 3<>"/dev/tcp/$HOST/$1") 2>/dev/null; }
+
+# The pid of this instance's node on the port when it is alive, else nothing.
+running_pid() {
+  local f pid
+  f="$(pid_file "$1")"
+  [[ -f "$f" ]] || return 1
+  pid="$(cat "$f" 2>/dev/null || true)"
+  [[ "$pid" =~ ^[0-9]+$ ]] && kill -0 "$pid" 2>/dev/null || return 1
+  echo "$pid"
+}
+
+# True when the Redis answering on the port keeps its data in this instance's directory for that port.
+ours() {
+  local dir
+  dir="$(cli "$1" config get dir | sed -n 2p)"
+  [[ -n "$dir" && "$(cd "$(node_dir "$1")" 2>/dev/null && pwd -P)" == "$(cd "$dir" 2>/dev/null && pwd -P)" ]]
+}
+
+info_field() { cli "$1" cluster info | tr -d '\r' | sed -n "s/^$2://p"; }
+
+# Healthy: every node answers with cluster_state:ok, 6 known nodes and 3 masters that serve slots.
+healthy() {
+  local p
+  for p in "${PORTS[@]}"; do
+    [[ "$(info_field "$p" cluster_state)" == ok ]] || return 1
+    [[ "$(info_field "$p" cluster_known_nodes)" == 6 ]] || return 1
+    [[ "$(info_field "$p" cluster_size)" == 3 ]] || return 1
+    # Every node must also see the 3 replicas as replicas (just after a create, a node may still list one as an
+    # empty master).
+    [[ "$(cli "$p" cluster nodes | awk '$3 ~ /slave/ && $8 == "connected"' | wc -l)" == 3 ]] || return 1
+  done
+}
+
+start_node() {
+  local port="$1" dir
+  dir="$(node_dir "$port")"
+  mkdir -p "$dir"
+  redis-server --port "$port" --bind "$HOST" --protected-mode no \
+    --cluster-enabled yes --cluster-config-file "$dir/nodes.conf" --cluster-node-timeout "$NODE_TIMEOUT_MS" \
+    --appendonly yes --appendfsync everysec --save "" --dir "$dir" \
+    --daemonize yes --pidfile "$dir/redis.pid" --logfile "$dir/redis.log"
+}
+
+wait_ping() {
+  local port="$1" deadline=$((SECONDS + START_TIMEOUT))
+  until pings "$port"; do
+    ((SECONDS < deadline)) || { tail -n 20 "$(node_dir "$port")/redis.log" >&2 2>/dev/null || true; die "node $port did not answer PING within ${START_TIMEOUT}s"; }
+    sleep 0.05
+  done
+}
+
+stop_node() {
+  local port="$1" pid
+  if pid="$(running_pid "$port")"; then
+    kill -KILL "$pid" 2>/dev/null || true
+    while kill -0 "$pid" 2>/dev/null; do sleep 0.05; done
+  elif port_open "$port" && ours "$port"; then
+    cli "$port" shutdown nosave >/dev/null || true
+  fi
+  rm -f "$(pid_file "$port")"
+  local deadline=$((SECONDS + 10))
+  while port_open "$port"; do
+    ((SECONDS < deadline)) || die "port $port is still taken after stopping its node"
+    sleep 0.05
+  done
+}
+
+print_nodes() {
+  local p
+  for p in "${PORTS[@]}"; do
+    if pings "$p"; then
+      # id → address first, so that a replica line can name its master's address.
+      cli "$p" cluster nodes | awk '
+        { split($2, a, "@"); addr[$1] = a[1]; line[NR] = $0 }
+        END {
+          for (i = 1; i <= NR; i++) {
+            split(line[i], f, " "); split(f[2], a, "@"); flags = f[3]; sub(/myself,/, "", flags)
+            what = (flags ~ /slave/) ? "replica of " addr[f[4]] : (flags ~ /master/ ? "master" : flags)
+            if (flags ~ /fail/) what = what " (" flags ")"
+            slots = ""; for (j = 9; j <= length(f); j++) slots = slots " " f[j]
+            printf "  %-16s %-28s %s\n", a[1], what, (slots == "" ? "" : "slots" slots)
+          }
+        }' | sort
+      return 0
+    fi
+  done
+  return 1
+}
+
+do_start() {
+  if healthy; then
+    log "already running: 3 masters + 3 replicas on $HOST:${PORTS[0]}-${PORTS[5]}, cluster_state:ok"
+    return 0
+  fi
+  local p
+  for p in "${PORTS[@]}"; do
+    if port_open "$p" && ! running_pid "$p" >/dev/null && ! ours "$p"; then
+      die "port $p is taken by a Redis (or another process) that is not this instance's ($STATE_DIR); stop it, or choose other ports with REDIS_CLUSTER_BASE_PORT"
+    fi
+  done
+  local t0=$SECONDS
+  for p in "${PORTS[@]}"; do stop_node "$p"; done
+  rm -rf "$STATE_DIR"
+  mkdir -p "$STATE_DIR"
+  for p in "${PORTS[@]}"; do start_node "$p"; done
+  for p in "${PORTS[@]}"; do wait_ping "$p"; done
+  local addrs=()
+  for p in "${PORTS[@]}"; do addrs+=("$HOST:$p"); done
+  redis-cli --cluster create "${addrs[@]}" --cluster-replicas 1 --cluster-yes >"$STATE_DIR/create.log" 2>&1 \
+    || { cat "$STATE_DIR/create.log" >&2; die "redis-cli --cluster create failed"; }
+  local deadline=$((SECONDS + START_TIMEOUT))
+  until healthy; do
+    ((SECONDS < deadline)) || { print_nodes >&2 || true; die "the cluster did not reach cluster_state:ok on all nodes within ${START_TIMEOUT}s"; }
+    sleep 0.1
+  done
+  log "running: 3 masters + 3 replicas on $HOST:${PORTS[0]}-${PORTS[5]}, cluster_state:ok (created in $((SECONDS - t0))s; state in $STATE_DIR)"
+  print_nodes
+}
+
+do_stop() {
+  local p any=0
+  for p in "${PORTS[@]}"; do
+    if running_pid "$p" >/dev/null || (port_open "$p" && ours "$p"); then any=1; fi
+  done
+  if ((any == 0)); then
+    log "not running"
+    return 0
+  fi
+  for p in "${PORTS[@]}"; do stop_node "$p"; done
+  log "stopped (state kept in $STATE_DIR; the next start creates the cluster afresh)"
+}
+
+do_status() {
+  local p up=0
+  for p in "${PORTS[@]}"; do pings "$p" && up=$((up + 1)); done
+  if ((up == 0)); then
+    log "not running"
+    return 3
+  fi
+  if healthy; then
+    log "running: cluster_state:ok on all $up nodes"
+  else
+    log "degraded: $up of 6 nodes answer; cluster_state:$(info_field "${PORTS[0]}" cluster_state || echo '?') on ${PORTS[0]}"
+  fi
+  print_nodes || true
+  healthy || return 1
+}
+
+case "${1:-}" in
+  start) do_start ;;
+  stop) do_stop ;;
+  status) do_status ;;
+  restart) do_stop; do_start ;;
+  start-node)
+    port="${2:-}"
+    [[ " ${PORTS[*]} " == *" $port "* ]] || die "start-node expects one of ${PORTS[*]}, got '$port'"
+    if pings "$port"; then log "node $port already answers"; exit 0; fi
+    [[ -f "$(node_dir "$port")/nodes.conf" ]] || die "node $port has no nodes.conf in $(node_dir "$port"): start the cluster first"
+    start_node "$port"
+    wait_ping "$port"
+    log "node $port started"
+    ;;
+  *) echo "usage: $0 start|stop|status|restart|start-node PORT" >&2; exit 2 ;;
+esac

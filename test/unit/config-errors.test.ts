@@ -39,6 +39,37 @@ describe('configuration errors: file:line:col, key path, what is wrong, what is 
     );
   });
 
+  it('two Redis topologies at once: located at the second one', () => {
+    const yaml = [
+      'connections: { rabbit: { type: amqp, url: "amqp://h" } }',
+      'id-cache:',
+      '  redis-url: "redis://127.0.0.1:6379"',
+      '  redis-sentinel: { name: mymaster, urls: ["redis://127.0.0.1:26379"] }',
+      'bridges: []',
+      '',
+    ].join('\n');
+    expect(problemsOf(() => parseConfig(yaml, 'x.yaml', {})).filter((p) => p.includes('id-cache'))).toEqual([
+      'x.yaml:4:3 id-cache.redis-sentinel: give one of redis-url, redis-cluster and redis-sentinel, not several (redis-url is already given)',
+    ]);
+  });
+
+  it('Redis Cluster and Sentinel settings are checked like the rest', () => {
+    const yaml = [
+      'connections: { rabbit: { type: amqp, url: "amqp://h" } }',
+      'id-cache:',
+      '  redis-cluster: []',
+      'bridges: []',
+      '',
+    ].join('\n');
+    const cacheProblems = (text: string) => problemsOf(() => parseConfig(text, 'x.yaml', {})).filter((p) => p.includes('id-cache'));
+    expect(cacheProblems(yaml)).toEqual(['x.yaml:3:3 id-cache.redis-cluster: expected a non-empty list of URLs, got an empty list']);
+    const sentinel = yaml.replace('redis-cluster: []', 'redis-sentinel: { urls: ["http://x"] }');
+    expect(cacheProblems(sentinel)).toEqual([
+      expect.stringMatching(/^x\.yaml:3:\d+ id-cache\.redis-sentinel\.name: /),
+      expect.stringMatching(/^x\.yaml:3:\d+ id-cache\.redis-sentinel\.urls\[0\]: expected a URL starting with redis:\/\/, rediss:\/\//),
+    ]);
+  });
+
   it('unknown connection, with a suggestion and the defined ones', () => {
     expect(load('bad-unknown-connection.yaml')).toEqual([
       `${fixture('bad-unknown-connection.yaml')}:7:19 bridges[0].source.connection: unknown connection 'rabit' (did you mean 'rabbit'?); defined connections: rabbit, activemq`,

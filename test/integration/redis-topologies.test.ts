@@ -112,6 +112,10 @@ interface Verdict {
   identical: { ids: number; unflaggedIds: number; unflaggedExtra: number };
 }
 
+function hasId(m: TestMessage): boolean {
+  return (m.options?.headers as Record<string, unknown> | undefined)?.[ID] !== undefined;
+}
+
 function idOf(m: ReceivedMessage): string {
   const v = m.headers[ID];
   return Buffer.isBuffer(v) ? v.toString('utf8') : String(v);
@@ -231,7 +235,7 @@ describe('Redis Cluster', () => {
     const procs = await Promise.all([started(finalYaml, 4), started(finalYaml, 4)]);
     for (const [, dst] of pairs) await amqp.waitForCount(dst, (c) => c >= 280, 60_000);
     // Re-send the first 50 IDs of each source: all dropped.
-    for (const s of sent) await amqp.publish(s.src, s.messages.filter((m) => m.options?.headers?.[ID] !== undefined).slice(0, 50));
+    for (const s of sent) await amqp.publish(s.src, s.messages.filter((m) => hasId(m)).slice(0, 50));
     for (const [src] of pairs) await amqp.waitForCount(src, (c) => c === 0, 60_000);
     for (const [i, [, dst]] of pairs.entries()) {
       await amqp.settledCount(dst, 1500);
@@ -270,7 +274,7 @@ describe('Redis Cluster', () => {
     expect(keysMoved).toBeGreaterThan(0);
     await amqp.waitForCount(src!, (c) => c === 0, 90_000);
     // Re-sends of IDs forwarded before and after the migration: all dropped.
-    const withIds = messages.filter((m) => m.options?.headers?.[ID] !== undefined);
+    const withIds = messages.filter((m) => hasId(m));
     await amqp.publish(src!, [...withIds.slice(0, 100), ...withIds.slice(-100)]);
     await amqp.waitForCount(src!, (c) => c === 0, 60_000);
     await amqp.settledCount(dst!, 1500);
@@ -295,7 +299,7 @@ describe('Redis Cluster', () => {
     // One bridge process dies while the master is down, holding what it forwarded (its commits fail closed).
     const promoting = killMaster(home!.master);
     await new Promise((r) => setTimeout(r, 500));
-    await first[0]!.kill('SIGKILL');
+    await first[0].kill('SIGKILL');
     const promotion = await promoting;
     const atPromotion = await amqp.count(dst!);
     // The flow is back: more messages at the target within 10 s of the promotion.
@@ -328,7 +332,7 @@ describe('Redis Sentinel', () => {
     await amqp.waitForCount(dst!, (c) => c >= 800, 60_000);
     const failingOver = failoverSentinel({ restart: true });
     await new Promise((r) => setTimeout(r, 500));
-    await first[0]!.kill('SIGKILL');
+    await first[0].kill('SIGKILL');
     const failover = await failingOver;
     const atPromotion = await amqp.count(dst!);
     await amqp.waitForCount(dst!, (c) => c >= Math.min(atPromotion + 50, messages.length), 10_000);
@@ -340,7 +344,7 @@ describe('Redis Sentinel', () => {
     console.log(`sentinel failover: promotion ${failover.promotionMs} ms, ${got.length} copies of ${messages.length}, ${v.extraCopies} extra`);
     expectPromiseKept(v, 150);
     expect(v.sameIdUnflaggedExtra, 'redelivered copies forwarded again unflagged').toBe(0);
-    expect(first[1]!.logs.some((l) => l.level >= 50 && /another Redis server now holds the duplicate-ID cache/.test(l.msg))).toBe(true);
+    expect(first[1].logs.some((l) => l.level >= 50 && /another Redis server now holds the duplicate-ID cache/.test(l.msg))).toBe(true);
   }, 240_000);
 });
 
@@ -369,13 +373,13 @@ describe('a standalone Redis that loses its data mid-stream', () => {
       const yamlA = yaml.replace(JSON.stringify(redis.url), JSON.stringify(proxy.rewrite(redis.url)));
       const [a, b] = await Promise.all([started(yamlA, 1), started(yamlB, 1)]);
       await amqp.waitForCount(dst!, (c) => c >= 800, 60_000);
-      await loseData(redis, { kill: () => a!.kill('SIGKILL'), stall: () => proxy.stall() });
+      await loseData(redis, { kill: () => a.kill('SIGKILL'), stall: () => proxy.stall() });
       await started(yaml, 1);
       const atLoss = await amqp.count(dst!);
       await amqp.waitForCount(dst!, (c) => c >= Math.min(atLoss + 100, messages.length), 30_000);
       const health = (await (await fetch(`http://127.0.0.1:${httpPort}/health`)).json()) as { cache?: { losses: Record<string, number>; flagging: { address: string }[] } };
       const metrics = await (await fetch(`http://127.0.0.1:${httpPort}/metrics`)).text();
-      await b!.kill('SIGKILL');
+      await b.kill('SIGKILL');
       await started(yaml, 1);
       await amqp.waitForCount(src!, (c) => c === 0, 120_000);
       await amqp.settledCount(dst!, 2000);
@@ -386,7 +390,7 @@ describe('a standalone Redis that loses its data mid-stream', () => {
       // No publisher re-sent anything here: every extra copy is a redelivery the cache could not vouch for, flagged.
       expect(v.sameIdUnflaggedExtra, 'redelivered copies forwarded again unflagged').toBe(0);
       // B: logged once as an error per cache (the target's, the source's stamp records), counted, and in /health.
-      const said = b!.logs.filter((l) => l.level >= 50 && /was lost|another Redis server now holds/.test(l.msg));
+      const said = b.logs.filter((l) => l.level >= 50 && /was lost|another Redis server now holds/.test(l.msg));
       expect(said.length).toBeGreaterThanOrEqual(1);
       expect(said.length).toBeLessThanOrEqual(2);
       expect(Object.values(health.cache?.losses ?? {}).reduce((x, y) => x + y, 0)).toBeGreaterThanOrEqual(1);

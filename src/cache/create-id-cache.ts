@@ -31,5 +31,7 @@ export function createIdCache(config: IdCacheConfig, log: Logger): IdCache {
     url: config.redisUrl,
     keyPrefix: config.keyPrefix,
     log,
+    ...(config.password !== undefined ? { password: config.password } : {}),
+    ...(config.tls !== undefined ? { tls: config.tls } : {}),
   });
 }

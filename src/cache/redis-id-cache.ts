@@ -15,7 +15,10 @@ import { Redis, type RedisOptions } from 'ioredis';
 import type { ClaimRequest, ClaimResult, IdCache, IdCacheSemantics, ReserveResult } from '../core/id-cache.js';
 import { addressKeys, stampKey } from './keys.js';
 import { ScriptStatus, ScriptReplyError, decodeRecordedReply, decodeReserveReply, decodeScriptReply } from './script-status.js';
-import { TransientError, redactUrl } from '../shared/errors.js';
+import { ConfigError, TransientError, redactUrl } from '../shared/errors.js';
+import type { TlsConfig } from '../config/types.js';
+import { urlWithPassword } from '../config/files.js';
+import { tlsConnectionOptions, tlsFailure } from '../config/tls.js';
 import { coalesceWrites } from '../shared/coalesce-writes.js';
 import { describeUrl, silentLogger, type Logger } from '../shared/log.js';
 
@@ -92,6 +95,10 @@ export function defineScripts(redis: Redis): void {
 export interface RedisIdCacheOptions extends IdCacheSemantics {
   /** redis:// or rediss:// URL (credentials allowed; they never reach logs or errors). */
   url: string;
+  /** Password from `password-file` (the URL then has none). */
+  password?: string;
+  /** TLS options for a rediss:// URL. */
+  tls?: TlsConfig;
   keyPrefix: string;
   /** Longest a call waits for Redis before rejecting with TransientError. Default 3000 ms. */
   commandTimeout?: number;
@@ -113,7 +120,9 @@ export class RedisIdCache implements IdCache {
   private readonly redis: Redis;
   private readonly where: string;
   private readonly log: Logger;
-  private readonly o: Required<Omit<RedisIdCacheOptions, 'ttl' | 'log' | 'url'>> & { ttl: number };
+  private readonly o: Required<Omit<RedisIdCacheOptions, 'ttl' | 'log' | 'url' | 'password' | 'tls'>> & { ttl: number };
+  /** Set when TLS failed for good (certificate not trusted, wrong name, client certificate refused): not retried. */
+  private tlsProblem: ConfigError | undefined;
   /** Why Redis is unreachable right now (undefined while connected): makes timeouts read as the real cause. */
   private downReason: string | undefined;
   private closed = false;
@@ -152,10 +161,14 @@ export class RedisIdCache implements IdCache {
       maxRetriesPerRequest: 1,
       // Never give up: the bridge resumes by itself when Redis is back. The supervisor owns backoff of messages;
       // this only paces connection attempts.
-      retryStrategy: (times: number) => Math.min(100 * times, 2000),
+      // A TLS failure that no retry can fix ends the retries (see config/tls.ts); every call then fails with it.
+      retryStrategy: (times: number) => (this.tlsProblem !== undefined ? null : Math.min(100 * times, 2000)),
       connectionName: 'broker-bridge-id-cache',
     };
-    this.redis = new Redis(options.url, redisOptions);
+    const tls = /^rediss:/i.test(options.url);
+    if (tls) redisOptions.tls = tlsConnectionOptions(options.tls);
+    // In the URL, not in redisOptions.password: ioredis lets the URL's (empty) password win over the options.
+    this.redis = new Redis(urlWithPassword(options.url, options.password), redisOptions);
     defineScripts(this.redis);
     // A new socket per (re)connect.
     this.redis.on('connect', () => coalesceWrites(this.redis.stream));
@@ -171,7 +184,16 @@ export class RedisIdCache implements IdCache {
       }
       this.downReason = reason;
     };
-    this.redis.on('error', (err: unknown) => markDown(connectionReason(err), err));
+    this.redis.on('error', (err: unknown) => {
+      const problem = tls && this.tlsProblem === undefined ? tlsFailure(err, this.where, options.tls) : undefined;
+      if (problem !== undefined && !this.closed) {
+        this.tlsProblem = new ConfigError(`Redis at ${this.where} cannot be used: ${problem}`, { cause: err });
+        this.log.error(`${this.tlsProblem.message}; not retried: fix the certificates or the id-cache tls settings, then restart`);
+        this.downReason = problem;
+        return;
+      }
+      markDown(connectionReason(err), err);
+    });
     this.redis.on('close', () => markDown(this.downReason ?? 'connection closed'));
     this.redis.on('ready', () => {
       if (this.downReason !== undefined && !this.closed) this.log.info(`Redis at ${this.where} is reachable again`);
@@ -398,6 +420,7 @@ export class RedisIdCache implements IdCache {
   /** Connection trouble → TransientError with a sentence; a script or argument bug stays a plain error. */
   private translate(err: unknown): Error {
     if (err instanceof ScriptReplyError) return err;
+    if (this.tlsProblem !== undefined) return this.tlsProblem;
     const message = err instanceof Error ? err.message : String(err);
     if (err instanceof Error && err.name === 'ReplyError' && !TRANSIENT_REPLIES.test(message)) {
       return new Error(`Redis at ${this.where} refused a duplicate-ID cache command: ${redactUrl(message)}`, {

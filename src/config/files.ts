@@ -243,7 +243,10 @@ export function readConfigFiles(data: ConfigFile, baseDir: string, out: ProblemC
     files.connections[name] = got;
   }
   const ic = data['id-cache'];
-  const redisUrls = [ic['redis-url']];
+  // Checked against redis-url only when that is the Redis in use; a Cluster or Sentinel setup (redis-cluster,
+  // redis-sentinel) brings its own node URLs, which the checks of password-file and tls should then cover.
+  const standalone = !('redis-cluster' in ic) && !('redis-sentinel' in ic);
+  const redisUrls = standalone ? [ic['redis-url']].filter((u): u is string => typeof u === 'string') : [];
   const password = readPassword(ic['password-file'], redisUrls, ['id-cache'], undefined, baseDir, out);
   if (password !== undefined) files.idCache.password = password;
   const tls = readTls(ic.tls, redisUrls, 'rediss', ['id-cache'], baseDir, out);

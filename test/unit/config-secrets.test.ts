@@ -7,7 +7,7 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, relative, resolve } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { ConfigFileError, loadConfig, parseConfig } from '../../src/config/load.js';
+import { ConfigFileError, loadConfig, parseConfig, warnings } from '../../src/config/load.js';
 import { substituteEnv } from '../../src/config/env.js';
 import { tlsConnectionOptions, tlsFailure } from '../../src/config/tls.js';
 import type { AmqpConnectionConfig, StompConnectionConfig } from '../../src/config/types.js';
@@ -163,6 +163,23 @@ ${BRIDGES}`.replace('type: amqps', 'type: amqp');
     expect(problems(mismatch.load)).toEqual([
       expect.stringMatching(new RegExp(`connections\\.rabbit\\.tls\\.key: ${t.strangerKey} is not the private key of the certificate in tls\\.cert \\(${t.clientCert}\\)$`)),
     ]);
+  });
+
+  it('a passphrase of the wrong type is not repeated; reject-unauthorized: false is warned about', () => {
+    const found = problems(() =>
+      parseConfig(`connections:\n  rabbit: { type: amqp, url: "amqps://h", tls: { passphrase: 734215 } }\n${BRIDGES}`, 'x.yaml', {}),
+    );
+    expect(found).toEqual(['x.yaml:2:62 connections.rabbit.tls.passphrase: expected the passphrase of the key (a string), got a value of another type']);
+    const config = parseConfig(
+      `connections:\n  rabbit: { type: amqp, url: "amqps://h", tls: { reject-unauthorized: false } }\nid-cache: { redis-url: "rediss://r", tls: { reject-unauthorized: false } }\n${BRIDGES}`,
+      'x.yaml',
+      {},
+    );
+    expect(warnings(config).filter((w) => w.includes('reject-unauthorized'))).toEqual([
+      "connections.rabbit.tls.reject-unauthorized is false: the server's certificate is not checked, so anyone in the network path can pose as the server (and read the password); use it for tests only",
+      "id-cache.tls.reject-unauthorized is false: the server's certificate is not checked, so anyone in the network path can pose as the server (and read the password); use it for tests only",
+    ]);
+    expect(tlsConnectionOptions((config.connections.rabbit as AmqpConnectionConfig).tls)).toEqual({ rejectUnauthorized: false });
   });
 
   it('an IP address as servername is checked, not sent as SNI', () => {

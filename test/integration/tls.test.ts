@@ -263,11 +263,15 @@ describe.skipIf(missing !== undefined)(`TLS and secrets against real servers${mi
     expectNoSecrets(p);
   });
 
-  it('Redis over TLS: a wrong CA, a wrong name and a missing client certificate stop the bridge with the sentence', async () => {
+  it('Redis over TLS: a wrong CA, a wrong name, a missing or foreign client certificate stop the bridge with the sentence', async () => {
     const cases = [
       { tls: `{ ca: ${files.wrongCa}, ${clientCert()} }`, says: `the certificate of 127.0.0.1:${port.redis} is not signed by a CA in tls.ca (${files.wrongCa})` },
       { tls: `{ ${ca()}, ${clientCert()}, servername: wrong.example }`, says: `the certificate of 127.0.0.1:${port.redis} is for localhost, 127.0.0.1, not wrong.example (tls.servername)` },
       { tls: `{ ${ca()} }`, says: `127.0.0.1:${port.redis} requires a client certificate and none was given (set tls.cert and tls.key)` },
+      {
+        tls: `{ ${ca()}, cert: ${files.strangerCert}, key: ${files.strangerKey} }`,
+        says: `127.0.0.1:${port.redis} did not accept the client certificate in tls.cert (${files.strangerCert}): it is not signed by a CA the server trusts`,
+      },
     ];
     const q = uniqueName('redis-tls-in');
     const qOut = uniqueName('redis-tls-out');

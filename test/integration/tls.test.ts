@@ -23,7 +23,7 @@ import { BridgeProcess, writeConfig } from '../support/bridge-process.js';
 import { services, uniqueName } from '../support/services.js';
 import { readStomp } from '../support/stomp.js';
 import { text } from '../support/text.js';
-import { freePorts, makeTlsFiles, removeTlsFiles, Stunnel, TlsRedis, tlsToolsMissing, type TlsFiles } from '../support/tls-fixtures.js';
+import { freePorts, makeTlsFiles, removeTlsFiles, Stunnel, TlsRedis, tlsToolsMissing, waitForPort, type TlsFiles } from '../support/tls-fixtures.js';
 
 const missing = tlsToolsMissing();
 const REDIS_PASSWORD = `redis-pw-${process.pid}-${Date.now().toString(36)}`;
@@ -44,6 +44,9 @@ function rabbitmqctl(...args: string[]): void {
 describe.skipIf(missing !== undefined)(`TLS and secrets against real servers${missing ? ` (skipped: ${missing})` : ''}`, () => {
   let files: TlsFiles;
   let stunnel: Stunnel | undefined;
+  /** In front of RabbitMQ's STOMP plugin on 127.0.0.1:61614, when it runs (optional: the password-file test over STOMP). */
+  let rabbitStompTunnel: Stunnel | undefined;
+  let rabbitStompPort = 0;
   let redis: TlsRedis | undefined;
   let amqp: AmqpTestClient;
   let port: { amqp: number; amqpMutual: number; stomp: number; stompMutual: number; redis: number };
@@ -81,6 +84,10 @@ describe.skipIf(missing !== undefined)(`TLS and secrets against real servers${mi
     writeFileSync(join(files.dir, 'redis-password'), `${REDIS_PASSWORD}\n`);
     writeFileSync(join(files.dir, 'key-passphrase'), `${files.clientPassphrase}\n`);
     amqp = await AmqpTestClient.connect();
+    if (await waitForPort(61614, 500).then(() => true, () => false)) {
+      [rabbitStompPort] = await freePorts(1, port.redis + 1) as [number];
+      rabbitStompTunnel = await Stunnel.start(files, [{ name: 'rabbit-stomp', accept: rabbitStompPort, connect: 61614 }]);
+    }
   }, 120_000);
 
   afterAll(async () => {
@@ -90,6 +97,7 @@ describe.skipIf(missing !== undefined)(`TLS and secrets against real servers${mi
       await amqp.close();
     }
     stunnel?.stop();
+    rabbitStompTunnel?.stop();
     redis?.stop();
     if (rabbitUser === RABBIT_USER) {
       try {
@@ -296,6 +304,33 @@ describe.skipIf(missing !== undefined)(`TLS and secrets against real servers${mi
     );
     expect(await amqp.settledCount(q, 500)).toBe(1);
     expect(await amqp.count(qOut)).toBe(0);
+  });
+
+  it('password-file over STOMP: RabbitMQ\'s STOMP plugin (127.0.0.1:61614, when it runs) checks the password from the file', async (ctx) => {
+    if (rabbitStompTunnel === undefined) ctx.skip('RabbitMQ\'s STOMP plugin does not listen on 127.0.0.1:61614');
+    if (rabbitUser !== RABBIT_USER) ctx.skip('no RabbitMQ user of our own (rabbitmqctl failed)');
+    const qIn = uniqueName('rstomp-in');
+    const qOut = uniqueName('rstomp-out');
+    queues.push(qIn, qOut);
+    await amqp.queue(qIn);
+    await amqp.queue(qOut);
+    const yaml = [
+      'log-level: debug',
+      'connections:',
+      `  rabbit: { type: amqp, url: "${services.amqpUrl}" }`,
+      `  rabbit-stomp: { type: stomp, url: "stomp+ssl://${rabbitUser}@127.0.0.1:${rabbitStompPort}", host: "/", ${passwordFile()}, tls: { ${ca()} } }`,
+      plainCache(uniqueName('bbtls')),
+      'bridges:',
+      // /amq/queue/<name>: RabbitMQ's STOMP name of an existing queue (declared above), read back over AMQP.
+      `  - { name: to-rabbit-stomp, source: { connection: rabbit, queue: "${qIn}" }, target: { connection: rabbit-stomp, queue: "/amq/queue/${qOut}" } }`,
+    ].join('\n');
+    const p = await BridgeProcess.started(writeConfig(`${yaml}\n`), 1, env());
+    running.push(p);
+    await amqp.publish(qIn, [1, 2, 3].map((i) => ({ body: Buffer.from(`over rabbit stomp ${i}`) })));
+    await amqp.waitForCount(qOut, (n) => n >= 3, 60_000);
+    expect((await amqp.drain(qOut)).map((m) => m.body.toString()).sort()).toEqual(['over rabbit stomp 1', 'over rabbit stomp 2', 'over rabbit stomp 3']);
+    expect(await p.stop()).toBe(0);
+    expectNoSecrets(p);
   });
 
   it('a wrong password from password-file is refused by RabbitMQ, and the password is in no log line', async () => {

@@ -36,5 +36,7 @@ export function createIdCache(config: IdCacheConfig, log: Logger, onLoss?: (repo
     minReplicasTimeout: config.minReplicasTimeout,
     ...(onLoss !== undefined ? { onLoss } : {}),
     log,
+    ...(config.password !== undefined ? { password: config.password } : {}),
+    ...(config.tls !== undefined ? { tls: config.tls } : {}),
   });
 }

@@ -6,8 +6,10 @@
  *
  * User, password, database and TLS (`rediss://`) come from the URLs; for Cluster and Sentinel from the first one.
  */
+import type { ConnectionOptions } from 'node:tls';
 import { Cluster, Redis, type ClusterNode, type RedisOptions } from 'ioredis';
 import type { RedisTopology } from '../config/types.js';
+import { urlWithPassword } from '../config/files.js';
 import { describeUrl } from '../shared/log.js';
 
 export type CacheClient = Redis | Cluster;
@@ -15,6 +17,17 @@ export type CacheClient = Redis | Cluster;
 export interface ClientPolicy {
   commandTimeout: number;
   connectTimeout: number;
+  /** From `password-file`: replaces the (absent) password of the URLs. */
+  password?: string;
+  /** For rediss:// URLs: CA, client certificate, server name (config/tls.ts). */
+  tls?: ConnectionOptions;
+  /** True once a failure no retry can fix happened (a TLS certificate problem): reconnecting stops. */
+  stopRetrying?: () => boolean;
+}
+
+/** Every URL of a topology. */
+export function topologyUrls(topology: RedisTopology): string[] {
+  return topology.kind === 'standalone' ? [topology.url] : topology.urls;
 }
 
 /** Where the cache is, for logs and error messages (no credentials). */
@@ -42,21 +55,21 @@ function baseOptions(policy: ClientPolicy): RedisOptions {
     // A command waits in the offline queue only until the next failed reconnect attempt: fail closed quickly. A command
     // whose reply was lost gets one resend (the scripts are replay-safe per owner token).
     maxRetriesPerRequest: 1,
-    // Never give up: the bridge resumes by itself when Redis is back.
-    retryStrategy: (times: number) => Math.min(100 * times, 2000),
+    // Never give up (but after a failure no retry can fix): the bridge resumes by itself when Redis is back.
+    retryStrategy: (times: number) => (policy.stopRetrying?.() === true ? null : Math.min(100 * times, 2000)),
     connectionName: 'broker-bridge-id-cache',
   };
 }
 
 /** User, password, database and TLS of a redis:// or rediss:// URL, as ioredis options. */
-function credentialsOf(url: string): Pick<RedisOptions, 'username' | 'password' | 'db' | 'tls'> {
-  const u = new URL(url);
+function credentialsOf(url: string, policy: ClientPolicy): Pick<RedisOptions, 'username' | 'password' | 'db' | 'tls'> {
+  const u = new URL(urlWithPassword(url, policy.password));
   const db = u.pathname.replace(/^\//, '');
   return {
     ...(u.username !== '' ? { username: decodeURIComponent(u.username) } : {}),
     ...(u.password !== '' ? { password: decodeURIComponent(u.password) } : {}),
     ...(db !== '' && /^\d+$/.test(db) ? { db: Number(db) } : {}),
-    ...(u.protocol === 'rediss:' ? { tls: { servername: u.hostname } } : {}),
+    ...(u.protocol === 'rediss:' ? { tls: policy.tls ?? {} } : {}),
   };
 }
 
@@ -68,10 +81,14 @@ function hostPort(url: string): { host: string; port: number } {
 export function createCacheClient(topology: RedisTopology, policy: ClientPolicy): CacheClient {
   switch (topology.kind) {
     case 'standalone':
-      return new Redis(topology.url, baseOptions(policy));
+      // The password in the URL, not in the options: ioredis lets the URL's (empty) password win over them.
+      return new Redis(urlWithPassword(topology.url, policy.password), {
+        ...baseOptions(policy),
+        ...(/^rediss:/i.test(topology.url) ? { tls: policy.tls ?? {} } : {}),
+      });
     case 'sentinel': {
       const first = topology.urls[0]!;
-      const { username, password, db, tls } = credentialsOf(first);
+      const { username, password, db, tls } = credentialsOf(first, policy);
       return new Redis({
         ...baseOptions(policy),
         name: topology.name,
@@ -79,7 +96,7 @@ export function createCacheClient(topology: RedisTopology, policy: ClientPolicy)
         ...(username !== undefined ? { username, sentinelUsername: username } : {}),
         ...(password !== undefined ? { password, sentinelPassword: password } : {}),
         ...(db !== undefined ? { db } : {}),
-        ...(tls !== undefined ? { tls: {}, sentinelTLS: {}, enableTLSForSentinelMode: true } : {}),
+        ...(tls !== undefined ? { tls, sentinelTLS: tls, enableTLSForSentinelMode: true } : {}),
         // Ask the sentinels again quickly after a failover, not only after the old master refuses writes.
         sentinelRetryStrategy: (times: number) => Math.min(100 * times, 1000),
         // A master demoted to replica answers READONLY: reconnect (through the sentinels) instead of failing every call.
@@ -88,19 +105,19 @@ export function createCacheClient(topology: RedisTopology, policy: ClientPolicy)
     }
     case 'cluster': {
       const first = topology.urls[0]!;
-      const { username, password, tls } = credentialsOf(first);
+      const { username, password, tls } = credentialsOf(first, policy);
       const nodes: ClusterNode[] = topology.urls.map(hostPort);
       return new Cluster(nodes, {
         redisOptions: {
           ...baseOptions(policy),
           ...(username !== undefined ? { username } : {}),
           ...(password !== undefined ? { password } : {}),
-          ...(tls !== undefined ? { tls: {} } : {}),
+          ...(tls !== undefined ? { tls } : {}),
         },
         scaleReads: 'master',
         enableAutoPipelining: false,
         // The cluster-level counterpart of retryStrategy: never give up finding the cluster again.
-        clusterRetryStrategy: (times: number) => Math.min(100 * times, 2000),
+        clusterRetryStrategy: (times: number) => (policy.stopRetrying?.() === true ? null : Math.min(100 * times, 2000)),
         // During a failover the slot has no master for a moment (CLUSTERDOWN, TRYAGAIN, a dead node): retry a few
         // times, refreshing the slot map, before the call fails as transient and the bridge holds its messages.
         retryDelayOnFailover: 200,

@@ -15,10 +15,12 @@ import type { RedisTopology } from '../config/types.js';
 import type { ClaimRequest, ClaimResult, IdCache, IdCacheSemantics, ReserveResult } from '../core/id-cache.js';
 import { addressKeys, epochKey, hashSlot, stampKey } from './keys.js';
 import { ScriptStatus, ScriptReplyError, decodeRecordedReply, decodeReserveReply, decodeScriptReply } from './script-status.js';
-import { TransientError, redactUrl } from '../shared/errors.js';
+import { ConfigError, TransientError, redactUrl } from '../shared/errors.js';
+import type { TlsConfig } from '../config/types.js';
+import { tlsConnectionOptions, tlsFailure } from '../config/tls.js';
 import { coalesceWrites } from '../shared/coalesce-writes.js';
 import { silentLogger, type Logger } from '../shared/log.js';
-import { createCacheClient, describeTopology, type CacheClient } from './redis-client.js';
+import { createCacheClient, describeTopology, topologyUrls, type CacheClient } from './redis-client.js';
 import { Cluster as ClusterClass, type Redis } from 'ioredis';
 import { Epochs, type EpochReport, type EpochState } from './epochs.js';
 
@@ -115,6 +117,10 @@ export interface RedisIdCacheOptions extends IdCacheSemantics {
   url?: string;
   /** Where the Redis is (standalone, Cluster, Sentinel); takes precedence over `url`. */
   topology?: RedisTopology;
+  /** Password from `password-file` (the URLs then have none). */
+  password?: string;
+  /** TLS options for rediss:// URLs. */
+  tls?: TlsConfig;
   keyPrefix: string;
   /** Longest a call waits for Redis before rejecting with TransientError. Default 3000 ms. */
   commandTimeout?: number;
@@ -158,11 +164,13 @@ export class RedisIdCache implements IdCache {
   private readonly topology: RedisTopology;
   private readonly where: string;
   private readonly log: Logger;
-  private readonly o: Required<Omit<RedisIdCacheOptions, 'ttl' | 'log' | 'url' | 'topology' | 'onLoss'>> & { ttl: number };
+  private readonly o: Required<Omit<RedisIdCacheOptions, 'ttl' | 'log' | 'url' | 'topology' | 'onLoss' | 'password' | 'tls'>> & { ttl: number };
   private readonly epochs: Epochs;
   private readonly onLoss: ((report: EpochReport) => void) | undefined;
   /** Losses detected or suspected since start, by event. */
   private readonly lossCounts = new Map<string, number>();
+  /** Set when TLS failed for good (certificate not trusted, wrong name, client certificate refused): not retried. */
+  private tlsProblem: ConfigError | undefined;
   /** Why Redis is unreachable right now (undefined while connected): makes timeouts read as the real cause. */
   private downReason: string | undefined;
   private closed = false;
@@ -196,7 +204,15 @@ export class RedisIdCache implements IdCache {
     this.epochs = new Epochs(this.o.lossWindow, (name, generation, window, extend) => this.markEpoch(name, generation, window, extend), (r) =>
       this.reportLoss(r),
     );
-    this.redis = createCacheClient(topology, { commandTimeout: this.o.commandTimeout, connectTimeout: this.o.connectTimeout });
+    const tls = topologyUrls(topology).some((u) => /^rediss:/i.test(u));
+    this.redis = createCacheClient(topology, {
+      commandTimeout: this.o.commandTimeout,
+      connectTimeout: this.o.connectTimeout,
+      ...(options.password !== undefined ? { password: options.password } : {}),
+      ...(tls ? { tls: tlsConnectionOptions(options.tls) } : {}),
+      // A TLS failure that no retry can fix ends the retries (see config/tls.ts); every call then fails with it.
+      stopRetrying: () => this.tlsProblem !== undefined,
+    });
     defineScripts(this.redis);
     // A new socket per (re)connect, on every node of a Cluster.
     if (this.redis instanceof ClusterClass) {
@@ -217,7 +233,16 @@ export class RedisIdCache implements IdCache {
       }
       this.downReason = reason;
     };
-    this.redis.on('error', (err: unknown) => markDown(connectionReason(err), err));
+    this.redis.on('error', (err: unknown) => {
+      const problem = tls && this.tlsProblem === undefined ? tlsFailure(err, this.where, options.tls) : undefined;
+      if (problem !== undefined && !this.closed) {
+        this.tlsProblem = new ConfigError(`Redis at ${this.where} cannot be used: ${problem}`, { cause: err });
+        this.log.error(`${this.tlsProblem.message}; not retried: fix the certificates or the id-cache tls settings, then restart`);
+        this.downReason = problem;
+        return;
+      }
+      markDown(connectionReason(err), err);
+    });
     this.redis.on('close', () => markDown(this.downReason ?? 'connection closed'));
     this.redis.on('ready', () => {
       if (this.downReason !== undefined && !this.closed) this.log.info(`Redis at ${this.where} is reachable again`);
@@ -552,6 +577,7 @@ export class RedisIdCache implements IdCache {
   /** Connection trouble → TransientError with a sentence; a script or argument bug stays a plain error. */
   private translate(err: unknown): Error {
     if (err instanceof ScriptReplyError) return err;
+    if (this.tlsProblem !== undefined) return this.tlsProblem;
     const message = err instanceof Error ? err.message : String(err);
     if (err instanceof Error && err.name === 'ReplyError' && /^(MOVED|ASK)\b/.test(message)) {
       return new Error(

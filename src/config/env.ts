@@ -3,7 +3,13 @@
  * `$${` stands for a literal `${`. `${VAR:-default}` uses the default when VAR is unset or empty (as in the shell);
  * `${VAR}` with VAR unset is an error, never an empty string, so that a forgotten variable cannot silently turn
  * into a wrong URL.
+ *
+ * Secrets (Docker-secrets convention): when VAR is not set but VAR_FILE is, `${VAR}` is the content of the file VAR_FILE
+ * names (one trailing newline trimmed), e.g. `passphrase: ${KEY_PASSPHRASE}` with
+ * KEY_PASSPHRASE_FILE=/run/secrets/key-passphrase. Setting both is an error (which one was meant?), and so is a file
+ * that cannot be read. A relative VAR_FILE is relative to the working directory, like any path in the environment.
  */
+import { readFileSync } from 'node:fs';
 import { parse as parseYaml, type Document, type Scalar } from 'yaml';
 import { forEachStringValue, type KeyPath } from './yaml-tree.js';
 
@@ -26,7 +32,28 @@ export interface Substituted {
 
 const REFERENCE = /^([A-Za-z_][A-Za-z0-9_]*)(?::-([\s\S]*))?$/;
 
-export function substituteEnv(text: string, env: Env): Substituted {
+/** Reads the file of a VAR_FILE variable; throws like fs.readFileSync. */
+export type SecretFileReader = (path: string) => string;
+
+const readSecretFile: SecretFileReader = (path) => readFileSync(path, 'utf8');
+
+/** The value VAR_FILE stands for, or a problem; undefined when VAR_FILE is not set (or empty). */
+function fromFile(name: string, env: Env, read: SecretFileReader): { value: string } | { problem: string } | undefined {
+  const path = env[`${name}_FILE`];
+  if (path === undefined || path === '') return undefined;
+  if (env[name] !== undefined) {
+    return { problem: `both ${name} and ${name}_FILE are set; set only one (${name}_FILE names a file holding the value)` };
+  }
+  try {
+    return { value: read(path).replace(/\r?\n$/, '') };
+  } catch (err) {
+    const code = (err as NodeJS.ErrnoException).code;
+    const why = code === 'ENOENT' ? 'no such file' : code === 'EACCES' ? 'permission denied' : code === 'EISDIR' ? 'it is a directory' : (code ?? 'unreadable');
+    return { problem: `${name}_FILE names ${path}, which cannot be read: ${why}` };
+  }
+}
+
+export function substituteEnv(text: string, env: Env, read: SecretFileReader = readSecretFile): Substituted {
   let value = '';
   let changed = false;
   const problems: EnvProblem[] = [];
@@ -65,7 +92,12 @@ export function substituteEnv(text: string, env: Env): Substituted {
       const name = match[1] ?? '';
       const fallback = match[2];
       const set = env[name];
-      if (fallback !== undefined) {
+      const file = fromFile(name, env, read);
+      if (file !== undefined && 'problem' in file) {
+        problems.push({ index: i, reference, message: file.problem });
+      } else if (file !== undefined && (fallback === undefined || file.value !== '')) {
+        value += file.value;
+      } else if (fallback !== undefined) {
         value += set === undefined || set === '' ? fallback : set;
       } else if (set === undefined) {
         problems.push({

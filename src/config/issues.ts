@@ -101,6 +101,8 @@ export function reportIssues(issues: readonly Issue[], root: z.ZodType, input: u
       );
       continue;
     }
-    out.atValue(path, present ? `${issue.message}, got ${describeValue(value)}` : `missing; ${issue.message}`);
+    // A secret given with the wrong type (a passphrase written as a number) is not repeated in the message.
+    const shown = path[path.length - 1] === 'passphrase' ? 'a value of another type' : describeValue(value);
+    out.atValue(path, present ? `${issue.message}, got ${shown}` : `missing; ${issue.message}`);
   }
 }

@@ -4,12 +4,13 @@
  * Every problem found is reported at once, each with file:line:col and key path, in one ConfigFileError.
  */
 import { readFileSync } from 'node:fs';
-import { resolve as resolvePath } from 'node:path';
+import { dirname, resolve as resolvePath } from 'node:path';
 import { LineCounter, parseDocument } from 'yaml';
 import { ConfigError } from '../shared/errors.js';
 import { crossCheck } from './cross-checks.js';
 import { substituteEnvInDocument, type Env } from './env.js';
 import { ConfigFileError, type ConfigProblem } from './errors-format.js';
+import { readConfigFiles } from './files.js';
 import { reportIssues } from './issues.js';
 import { ProblemCollector } from './problems.js';
 import { resolveConfig } from './resolve.js';
@@ -78,12 +79,14 @@ export function parseConfig(text: string, file: string, env: Env = process.env):
   const parsed = configFileSchema.safeParse(raw, { reportInput: true });
   if (!parsed.success) reportIssues(parsed.error.issues, configFileSchema, raw, out);
   crossCheck(raw, out);
+  // Files (password-file, tls) only once the shape is right: their paths and the URLs they go with come from it.
+  const files = parsed.success ? readConfigFiles(parsed.data, dirname(resolvePath(file)), out) : undefined;
 
   // A value whose variable is missing was left empty; what the schema says about that empty value is noise.
   const unset = new Set(envProblems.problems.map((p) => p.key));
   const problems = [...envProblems.problems, ...out.problems.filter((p) => !unset.has(p.key))];
-  if (problems.length > 0 || !parsed.success) throw new ConfigFileError(file, problems);
-  return resolveConfig(parsed.data, resolvePath(file));
+  if (problems.length > 0 || !parsed.success || files === undefined) throw new ConfigFileError(file, problems);
+  return resolveConfig(parsed.data, resolvePath(file), files);
 }
 
 function firstLine(message: string): string {

@@ -19,6 +19,7 @@ import {
   type ConfigFileConnection,
   type ConfigFileTarget,
 } from './schema.js';
+import { urlWithPassword, type ConfigFiles, type ConnectionFiles } from './files.js';
 
 /** The bridge settings a layer sets, and only those, so that spreading it over a lower layer never writes `undefined`. */
 function settingsSetIn(layer: Partial<BridgeSettingValues> | undefined): Partial<BridgeSettingValues> {
@@ -35,11 +36,14 @@ function parseHeartBeat(value: string | [number, number]): [number, number] {
   return [out, inc];
 }
 
-function resolveConnection(name: string, c: ConfigFileConnection): ConnectionConfig {
+function resolveConnection(name: string, c: ConfigFileConnection, files: ConnectionFiles): ConnectionConfig {
   // The cross-checks guarantee exactly one of url / urls.
-  const urls = c.urls !== undefined ? [...c.urls] : c.url !== undefined ? [c.url] : [];
+  const given = c.urls !== undefined ? [...c.urls] : c.url !== undefined ? [c.url] : [];
+  // The password from password-file goes into the URLs, where the clients (and every redaction) expect credentials.
+  const urls = given.map((u) => urlWithPassword(u, files.password));
+  const tls = files.tls !== undefined ? { tls: files.tls } : {};
   if (c.type === 'amqp') {
-    return { name, type: 'amqp', urls, heartbeat: c.heartbeat, connectTimeout: c['connect-timeout'] };
+    return { name, type: 'amqp', urls, heartbeat: c.heartbeat, connectTimeout: c['connect-timeout'], ...tls };
   }
   return {
     name,
@@ -48,6 +52,7 @@ function resolveConnection(name: string, c: ConfigFileConnection): ConnectionCon
     heartBeat: parseHeartBeat(c['heart-beat']),
     connectTimeout: c['connect-timeout'],
     ...(c.host !== undefined ? { host: c.host } : {}),
+    ...tls,
   };
 }
 
@@ -110,10 +115,10 @@ function redisTopology(ic: ConfigFile['id-cache']): RedisTopology {
 
 const DEFAULT_REDIS_URL = 'redis://localhost:6379';
 
-/** Builds the Config from a file that passed the schema and the cross-checks. */
-export function resolveConfig(file: ConfigFile, absolutePath: string): Config {
+/** Builds the Config from a file that passed the schema and the cross-checks, and the files it names (./files.ts). */
+export function resolveConfig(file: ConfigFile, absolutePath: string, files: ConfigFiles): Config {
   const connections: Record<string, ConnectionConfig> = {};
-  for (const [name, c] of Object.entries(file.connections)) connections[name] = resolveConnection(name, c);
+  for (const [name, c] of Object.entries(file.connections)) connections[name] = resolveConnection(name, c, files.connections[name] ?? {});
   const ic = file['id-cache'];
   const config: Config = {
     file: absolutePath,
@@ -128,6 +133,8 @@ export function resolveConfig(file: ConfigFile, absolutePath: string): Config {
       reservationLease: ic['reservation-lease'],
       replicas: ic.replicas,
       ...(ic['id-cache-ttl'] !== undefined ? { idCacheTtl: ic['id-cache-ttl'] } : {}),
+      ...(files.idCache.password !== undefined ? { password: files.idCache.password } : {}),
+      ...(files.idCache.tls !== undefined ? { tls: files.idCache.tls } : {}),
     },
     bridges: file.bridges.map((b) => resolveBridge(connections, file.defaults, b)),
     shutdownTimeout: file['shutdown-timeout'],

@@ -51,6 +51,8 @@ function urlList(schemes: readonly string[], example: string) {
 }
 
 export const AMQP_SCHEMES = ['amqp', 'amqps'] as const;
+/** The schemes that connect over TLS, per protocol (a `tls:` block needs one of them). */
+export const TLS_SCHEMES = ['amqps', 'stomp+ssl', 'rediss'] as const;
 export const STOMP_SCHEMES = ['stomp', 'stomp+ssl', 'tcp'] as const;
 export const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace'] as const;
 export const BRIDGE_NAME_PATTERN = /^[A-Za-z0-9._-]+$/;
@@ -59,6 +61,44 @@ export const BRIDGE_NAME_PATTERN = /^[A-Za-z0-9._-]+$/;
 
 const amqpUrl = urlOf(AMQP_SCHEMES, 'amqp://guest:guest@localhost:5672');
 const stompUrl = urlOf(STOMP_SCHEMES, 'stomp://localhost:61613');
+
+function filePath(what: string) {
+  const error = `expected the path of ${what} (a non-empty string; relative to the configuration file's folder)`;
+  return z.string({ error }).min(1, { error });
+}
+
+/**
+ * TLS settings of one connection (and of the cache). File paths are read when the configuration is loaded, so a
+ * missing or unreadable file, a wrong passphrase or a key that does not match its certificate stops the start.
+ */
+export const tlsSchema = z
+  .strictObject(
+    {
+      ca: filePath('a PEM file of CA certificates')
+        .optional()
+        .describe("PEM file of the CA certificate(s) that sign the server's certificate; default: the system's CAs."),
+      cert: filePath('a PEM certificate (chain) file')
+        .optional()
+        .describe('PEM client certificate (chain), for servers that require one (mutual TLS); needs key.'),
+      key: filePath('a PEM private key file').optional().describe('PEM private key of cert (may be encrypted: see passphrase).'),
+      passphrase: z
+        .string({ error: 'expected the passphrase of the key (a string)' })
+        .optional()
+        .describe('Passphrase of an encrypted key; write ${VAR} to take it from the environment (or VAR_FILE).'),
+      servername: text('a host name')
+        .optional()
+        .describe("Name the server's certificate must carry (and SNI); default: the URL's host."),
+      'reject-unauthorized': bool()
+        .default(true)
+        .describe("false = accept any server certificate (no CA or name check): for tests only, it allows a man in the middle."),
+    },
+    { error: 'expected a mapping with ca, cert, key, passphrase, servername or reject-unauthorized' },
+  )
+  .describe('TLS options; used with amqps://, stomp+ssl:// and rediss:// URLs.');
+
+const passwordFile = filePath('a file holding the password')
+  .optional()
+  .describe("File whose content (one trailing newline trimmed) is the password, e.g. a Docker secret; not with a password in the URL.");
 
 const heartBeatError = 'expected "out,in" in milliseconds (e.g. "10000,10000") or a list [out, in] of integers >= 0';
 
@@ -71,6 +111,8 @@ export const amqpConnectionSchema = z
       .describe('Failover list of broker URLs; a reconnect tries the next one.'),
     heartbeat: intAtLeast(0).default(10).describe('AMQP heartbeat in seconds (0 = off).'),
     'connect-timeout': millis().default(10000).describe('TCP connect + AMQP handshake timeout, ms.'),
+    'password-file': passwordFile,
+    tls: tlsSchema.optional(),
   })
   .describe('An AMQP 0-9-1 broker (RabbitMQ).');
 
@@ -93,6 +135,8 @@ export const stompConnectionSchema = z
       .describe('STOMP heart-beat "outgoing,incoming" in ms, or [outgoing, incoming].'),
     'connect-timeout': millis().default(10000).describe('TCP connect + STOMP CONNECTED timeout, ms.'),
     host: text('a virtual host name').optional().describe("STOMP `host` header; default: the URL's host."),
+    'password-file': passwordFile,
+    tls: tlsSchema.optional(),
   })
   .describe('A STOMP 1.1/1.2 broker (ActiveMQ Classic, ActiveMQ Artemis, RabbitMQ STOMP plugin).');
 
@@ -150,6 +194,8 @@ export const idCacheSchema = z
       replicas: intAtLeast(1)
         .default(1)
         .describe('Bridge processes sharing this Redis; only used for the in-flight vs cache-size warning.'),
+      'password-file': passwordFile,
+      tls: tlsSchema.optional(),
     },
     { error: 'expected a mapping' },
   )
@@ -303,3 +349,4 @@ export type ConfigFile = z.output<typeof configFileSchema>;
 export type ConfigFileBridge = ConfigFile['bridges'][number];
 export type ConfigFileConnection = ConfigFile['connections'][string];
 export type ConfigFileTarget = z.output<typeof targetSchema>;
+export type ConfigFileTls = z.output<typeof tlsSchema>;

@@ -6,6 +6,29 @@
 
 export type Protocol = 'amqp' | 'stomp';
 
+/**
+ * A `tls:` block with its files read (at load time). Key material and the passphrase are secrets: they go to the TLS
+ * socket and nowhere else (never into a log line or an error message). Turned into Node's tls.ConnectionOptions by
+ * tlsConnectionOptions() in ./tls.ts.
+ */
+export interface TlsConfig {
+  /** PEM text of the CA certificate(s) from `ca`, and the path it came from (for messages); default: the system's CAs. */
+  ca?: string;
+  caFile?: string;
+  /** PEM client certificate (chain) from `cert`. */
+  cert?: string;
+  certFile?: string;
+  /** PEM private key from `key` (secret). */
+  key?: string;
+  keyFile?: string;
+  /** Passphrase of an encrypted key (secret). */
+  passphrase?: string;
+  /** Name the server certificate must be for (and SNI); default: the URL's host. */
+  servername?: string;
+  /** Default true; false accepts any server certificate. */
+  rejectUnauthorized: boolean;
+}
+
 export interface AmqpConnectionConfig {
   name: string;
   type: 'amqp';
@@ -15,6 +38,8 @@ export interface AmqpConnectionConfig {
   heartbeat: number;
   /** TCP connect + AMQP handshake timeout (default 10000). */
   connectTimeout: number;
+  /** TLS options for amqps:// URLs; undefined = Node's defaults (system CAs, name from the URL). */
+  tls?: TlsConfig;
 }
 
 export interface StompConnectionConfig {
@@ -28,6 +53,8 @@ export interface StompConnectionConfig {
   connectTimeout: number;
   /** STOMP `host` header (virtual host); default: the URL's host. */
   host?: string;
+  /** TLS options for stomp+ssl:// URLs; undefined = Node's defaults (system CAs, name from the URL). */
+  tls?: TlsConfig;
 }
 
 export type ConnectionConfig = AmqpConnectionConfig | StompConnectionConfig;
@@ -94,6 +121,10 @@ export interface IdCacheConfig {
   reservationLease: number;
   /** How many bridge processes share this Redis; only used for the in-flight vs cache-size warning (default 1). */
   replicas: number;
+  /** From `password-file` (secret); sent with AUTH, never logged. A password in the URL stays in the URL instead. */
+  password?: string;
+  /** TLS options for rediss:// URLs. */
+  tls?: TlsConfig;
 }
 
 export interface Config {

@@ -43,6 +43,16 @@ export function warnings(config: Config): string[] {
     }
   }
 
+  const unchecked = [
+    ...Object.values(config.connections).filter((c) => c.tls?.rejectUnauthorized === false).map((c) => `connections.${c.name}`),
+    ...(ic.tls?.rejectUnauthorized === false ? ['id-cache'] : []),
+  ];
+  for (const where of unchecked) {
+    out.push(
+      `${where}.tls.reject-unauthorized is false: the server's certificate is not checked, so anyone in the network path can pose as the server (and read the password); use it for tests only`,
+    );
+  }
+
   for (const b of config.bridges) {
     if (b.retryInterval > b.maxRetryInterval) {
       out.push(

@@ -11,7 +11,7 @@ export function createLogger(level: string = process.env.LOG_LEVEL ?? 'info'): L
   return pino({
     level,
     base: { service: 'broker-bridge' },
-    redact: { paths: ['password', '*.password', 'passcode', '*.passcode', 'url', '*.url'], censor: '[redacted]' },
+    redact: { paths: ['password', '*.password', 'passcode', '*.passcode', 'passphrase', '*.passphrase', 'tls', '*.tls', 'url', '*.url'], censor: '[redacted]' },
     serializers: {
       err: (err: unknown) => {
         const s = pino.stdSerializers.err(err as Error);

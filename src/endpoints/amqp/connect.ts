@@ -11,6 +11,7 @@ import { ConfigError, isProgrammerError, redactUrl, TransientError, type BridgeE
 import type { Logger } from '../../shared/log.js';
 import { describeBroker, parseBroker, type AmqpBroker } from '../../config/amqp-address.js';
 import { SOCKET_WRITE_BUFFER, coalesceWrites } from '../../shared/coalesce-writes.js';
+import { tlsConnectionOptions, tlsFailure } from '../../config/tls.js';
 
 /** An open connection, with what the adapters need to know about it. */
 export interface AmqpSession {
@@ -40,7 +41,8 @@ const NOT_ALLOWED = 530;
  * `timeout` socket option is an idle timer only, so a broker that trickles bytes or stalls after `connection.start`
  * is caught by a timer of our own.
  *
- * @throws ConfigError when the broker refuses the login or vhost access (403) or the URL is malformed: retrying
+ * @throws ConfigError when the broker refuses the login or vhost access (403), the URL is malformed, or TLS fails
+ *   for good (certificate not trusted or for another name, client certificate refused: see config/tls.ts): retrying
  *   cannot help. TransientError for everything else (refused, unreachable, timed out, vhost missing).
  */
 export async function connectAmqp(conn: AmqpConnectionConfig, opts: ConnectOptions): Promise<AmqpSession> {
@@ -87,6 +89,8 @@ async function connectOne(conn: AmqpConnectionConfig, url: string, opts: Connect
     // Passed on to the net.Socket by amqplib (not in its types): see shared/coalesce-writes.ts.
     writableHighWaterMark: SOCKET_WRITE_BUFFER,
     clientProperties: { connection_name: opts.connectionName },
+    // amqps:// only (amqplib hands these to tls.connect); its own default SNI (the URL's host) stays unless servername is set.
+    ...(broker.scheme === 'amqps' ? tlsConnectionOptions(conn.tls) : {}),
   };
   const attempt = connect(target, socketOptions);
   let timer: NodeJS.Timeout | undefined;
@@ -110,6 +114,8 @@ async function connectOne(conn: AmqpConnectionConfig, url: string, opts: Connect
       attempt.then((late) => closeModel(late, 1000), () => undefined);
       throw err;
     }
+    const tlsProblem = broker.scheme === 'amqps' ? tlsFailure(err, describeBroker({ ...broker, vhost: '/' }), conn.tls) : undefined;
+    if (tlsProblem !== undefined) throw new ConfigError(`connection to ${where} failed: ${tlsProblem}`, { cause: err });
     throw classifyConnectError(err, where, conn.connectTimeout);
   } finally {
     clearTimeout(timer);

@@ -16,6 +16,7 @@
 import { createRequire } from 'node:module';
 import type { EventEmitter } from 'node:events';
 import type { Socket } from 'node:net';
+import type { ConnectionOptions } from 'node:tls';
 import type { Readable, Writable } from 'node:stream';
 import type { StompConnectionConfig } from '../../config/types.js';
 import { ConfigError, MessageRejectedError, TransientError, redactUrl } from '../../shared/errors.js';
@@ -23,6 +24,7 @@ import type { Logger } from '../../shared/log.js';
 import { describeServer, parseStompUrl, type StompServer } from '../../config/stomp-address.js';
 import type { StompHeaders } from '../../mapping/stomp-mapping.js';
 import { coalesceWrites } from '../../shared/coalesce-writes.js';
+import { defaultServername, tlsConnectionOptions, tlsFailure } from '../../config/tls.js';
 
 /** Frame headers as sent: strings only. */
 export type { StompHeaders };
@@ -110,7 +112,8 @@ interface StompitClient extends EventEmitter {
   getTransportSocket(): Socket;
 }
 
-interface StompitConnectOptions {
+/** stompit hands the whole options object to tls.connect when `ssl` is true: TLS options go in it as they are. */
+interface StompitConnectOptions extends ConnectionOptions {
   host: string;
   port: number;
   ssl?: boolean;
@@ -140,7 +143,8 @@ const NUL = Buffer.from([0]);
 
 /**
  * Connects to the first URL of `conn.urls` that answers, in order. Resolves with an open session; rejects with
- * TransientError when none answered (unreachable, refused, timed out), ConfigError when a broker refused the login.
+ * TransientError when none answered (unreachable, refused, timed out), ConfigError when a broker refused the login or
+ * TLS failed for good (certificate not trusted or for another name, client certificate refused: see config/tls.ts).
  */
 export async function connectStomp(conn: StompConnectionConfig, log: Logger): Promise<StompSession> {
   const failures: string[] = [];
@@ -185,7 +189,9 @@ function connectOne(conn: StompConnectionConfig, server: StompServer, log: Logge
   };
   if (server.tls) {
     options.ssl = true;
-    options.servername = server.host;
+    const sni = defaultServername(server.host);
+    if (sni !== undefined) options.servername = sni;
+    Object.assign(options, tlsConnectionOptions(conn.tls));
   }
 
   return new Promise<StompSession>((resolve, reject) => {
@@ -205,7 +211,14 @@ function connectOne(conn: StompConnectionConfig, server: StompServer, log: Logge
       client = stompit.connect(options, (error, connected) => {
         if (settled) return;
         if (error || !connected) {
-          fail(classifyConnectError(error ?? new Error('no client'), what, conn.connectTimeout));
+          // stompit hangs the connect options (login, passcode, TLS key and passphrase) on its errors: drop them.
+          if (error) delete (error as { connectArgs?: unknown }).connectArgs;
+          const tlsProblem = server.tls && error ? tlsFailure(error, peer, conn.tls) : undefined;
+          fail(
+            tlsProblem !== undefined
+              ? new ConfigError(`${what}: ${tlsProblem}`, { cause: error })
+              : classifyConnectError(error ?? new Error('no client'), what, conn.connectTimeout),
+          );
           return;
         }
         settled = true;

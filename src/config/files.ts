@@ -1,0 +1,254 @@
+/**
+ * The files a configuration refers to: `password-file` and the PEM files of `tls:` blocks, for every connection and
+ * for the cache. They are read once, when the configuration is loaded, so that a missing or unreadable file, a wrong
+ * passphrase or a key that does not belong to its certificate is a configuration error with file, line and key, and
+ * never a surprise at the first reconnect. What they hold is secret: no message here quotes a file's content.
+ */
+import { readFileSync } from 'node:fs';
+import { isAbsolute, resolve as resolvePath } from 'node:path';
+import { createSecureContext } from 'node:tls';
+import type { ProblemCollector } from './problems.js';
+import type { ConfigFile, ConfigFileTls } from './schema.js';
+import type { TlsConfig } from './types.js';
+
+/** What the files of one connection (or of the cache) held. */
+export interface ConnectionFiles {
+  /** From `password-file`, one trailing newline trimmed. */
+  password?: string;
+  tls?: TlsConfig;
+}
+
+export interface ConfigFiles {
+  connections: Record<string, ConnectionFiles>;
+  idCache: ConnectionFiles;
+}
+
+type Path = readonly (string | number)[];
+
+/** Why a file cannot be read, as a few words. */
+function readFailure(err: unknown): string {
+  const code = (err as NodeJS.ErrnoException).code;
+  switch (code) {
+    case 'ENOENT':
+      return 'no such file';
+    case 'EACCES':
+    case 'EPERM':
+      return 'permission denied';
+    case 'EISDIR':
+      return 'it is a directory';
+    default:
+      return code ?? (err instanceof Error ? err.message : String(err));
+  }
+}
+
+/**
+ * Reads a file named in the configuration (relative paths from the configuration file's folder). Reports a problem at
+ * `path` and returns undefined when it cannot be read.
+ */
+export function readReferencedFile(name: string, baseDir: string, path: Path, out: ProblemCollector, what: string): string | undefined {
+  const full = isAbsolute(name) ? name : resolvePath(baseDir, name);
+  try {
+    return readFileSync(full, 'utf8');
+  } catch (err) {
+    out.atValue(path, `cannot read ${what} ${full}: ${readFailure(err)}`);
+    return undefined;
+  }
+}
+
+/** A password file's content: one trailing newline (LF or CRLF) trimmed, as `echo secret > file` leaves it. */
+export function passwordFromFile(content: string): string {
+  return content.replace(/\r?\n$/, '');
+}
+
+/**
+ * A URL with a password from a file put in it (percent-encoded, so any character is fine): every client and every
+ * redaction here already handles credentials in URLs. The URL must have none of its own (readConfigFiles checks).
+ */
+export function urlWithPassword(url: string, password: string | undefined): string {
+  if (password === undefined) return url;
+  const u = new URL(url);
+  u.password = encodeURIComponent(password);
+  return u.toString();
+}
+
+function urlHasPassword(url: string): boolean {
+  return URL.canParse(url) && new URL(url).password !== '';
+}
+
+function urlHasUser(url: string): boolean {
+  return URL.canParse(url) && new URL(url).username !== '';
+}
+
+function schemeOf(url: string): string {
+  return URL.canParse(url) ? new URL(url).protocol.replace(/:$/, '').toLowerCase() : '';
+}
+
+/**
+ * Reads `password-file` at `path` (a key of a connection or of id-cache) and checks that the URLs give no password
+ * of their own. `needsUser`: AMQP and STOMP send a user name with the password, so the URL must name one.
+ */
+function readPassword(
+  file: string | undefined,
+  urls: readonly string[],
+  path: Path,
+  needsUser: string | undefined,
+  baseDir: string,
+  out: ProblemCollector,
+): string | undefined {
+  if (file === undefined) return undefined;
+  const key = [...path, 'password-file'];
+  const withPassword = urls.find(urlHasPassword);
+  if (withPassword !== undefined) {
+    out.atKey(key, 'give the password in password-file or in the URL, not both (the URL has one; remove it from the URL)');
+    return undefined;
+  }
+  if (needsUser !== undefined && urls.some((u) => !urlHasUser(u))) {
+    out.atKey(key, `needs a user name in the URL to go with the password (e.g. ${needsUser})`);
+    return undefined;
+  }
+  const content = readReferencedFile(file, baseDir, key, out, 'password-file');
+  if (content === undefined) return undefined;
+  const password = passwordFromFile(content);
+  if (password === '') {
+    out.atValue(key, `the file ${isAbsolute(file) ? file : resolvePath(baseDir, file)} is empty; expected the password`);
+    return undefined;
+  }
+  return password;
+}
+
+const PEM_CERTIFICATE = /-----BEGIN CERTIFICATE-----/;
+const PEM_KEY = /-----BEGIN [A-Z ]*PRIVATE KEY-----/;
+
+/**
+ * Reads the files of a `tls:` block at `path` and checks them together (the key decrypts with the passphrase and
+ * belongs to the certificate), so that nothing about them can fail later. `tlsScheme` is the scheme the URLs must
+ * use for the block to apply.
+ */
+function readTls(
+  tls: ConfigFileTls | undefined,
+  urls: readonly string[],
+  tlsScheme: string,
+  path: Path,
+  baseDir: string,
+  out: ProblemCollector,
+): TlsConfig | undefined {
+  if (tls === undefined) return undefined;
+  const at = [...path, 'tls'];
+  let ok = true;
+  const plain = urls.find((u) => schemeOf(u) !== tlsScheme);
+  if (plain !== undefined) {
+    out.atKey(at, `applies only to ${tlsScheme}:// URLs, and ${schemeOf(plain)}:// is plain TCP; use ${tlsScheme}://host:port (or remove tls)`);
+    ok = false;
+  }
+  if (tls.cert !== undefined && tls.key === undefined) {
+    out.atKey([...at, 'cert'], 'needs tls.key, the private key of the certificate');
+    ok = false;
+  }
+  if (tls.key !== undefined && tls.cert === undefined) {
+    out.atKey([...at, 'key'], 'needs tls.cert, the certificate of the key');
+    ok = false;
+  }
+  if (tls.passphrase !== undefined && tls.key === undefined) {
+    out.atKey([...at, 'passphrase'], 'applies only with tls.key (an encrypted private key)');
+    ok = false;
+  }
+  const full = (name: string) => (isAbsolute(name) ? name : resolvePath(baseDir, name));
+  const read = (key: 'ca' | 'cert' | 'key', what: string, pem: RegExp, expected: string): string | undefined => {
+    const name = tls[key];
+    if (name === undefined) return undefined;
+    const content = readReferencedFile(name, baseDir, [...at, key], out, what);
+    if (content === undefined) {
+      ok = false;
+      return undefined;
+    }
+    if (!pem.test(content)) {
+      out.atValue([...at, key], `${full(name)} holds no ${expected}; expected a PEM file`);
+      ok = false;
+      return undefined;
+    }
+    return content;
+  };
+  const ca = read('ca', 'the CA file', PEM_CERTIFICATE, 'PEM certificate (-----BEGIN CERTIFICATE-----)');
+  const cert = read('cert', 'the certificate file', PEM_CERTIFICATE, 'PEM certificate (-----BEGIN CERTIFICATE-----)');
+  const key = read('key', 'the key file', PEM_KEY, 'PEM private key (-----BEGIN … PRIVATE KEY-----)');
+  if (!ok) return undefined;
+
+  const resolved: TlsConfig = { rejectUnauthorized: tls['reject-unauthorized'] };
+  if (ca !== undefined && tls.ca !== undefined) {
+    resolved.ca = ca;
+    resolved.caFile = full(tls.ca);
+    try {
+      createSecureContext({ ca });
+    } catch (err) {
+      out.atValue([...at, 'ca'], `${resolved.caFile} is not a usable CA certificate file (${opensslReason(err)})`);
+      return undefined;
+    }
+  }
+  if (cert !== undefined && key !== undefined && tls.cert !== undefined && tls.key !== undefined) {
+    resolved.cert = cert;
+    resolved.certFile = full(tls.cert);
+    resolved.key = key;
+    resolved.keyFile = full(tls.key);
+    if (tls.passphrase !== undefined) resolved.passphrase = tls.passphrase;
+    const problem = keyPairProblem(resolved);
+    if (problem !== undefined) {
+      out.atValue([...at, problem.key], problem.message);
+      return undefined;
+    }
+  }
+  if (tls.servername !== undefined) resolved.servername = tls.servername;
+  return resolved;
+}
+
+/** OpenSSL's reason from an error message (`error:0480006C:PEM routines::no start line` → `no start line`). */
+function opensslReason(err: unknown): string {
+  const message = err instanceof Error ? err.message : String(err);
+  return /:([^:]+)$/.exec(message)?.[1] ?? message;
+}
+
+/** Whether the key decrypts and belongs to the certificate; the problem and the key it is reported at if not. */
+function keyPairProblem(tls: TlsConfig): { key: 'key' | 'passphrase' | 'cert'; message: string } | undefined {
+  try {
+    createSecureContext({ cert: tls.cert, key: tls.key, ...(tls.passphrase !== undefined ? { passphrase: tls.passphrase } : {}) });
+    return undefined;
+  } catch (err) {
+    const reason = opensslReason(err);
+    const encrypted = /ENCRYPTED/.test(tls.key ?? '');
+    if (/bad decrypt|bad password|interrupted or cancelled|decode error|unsupported/i.test(reason) && encrypted) {
+      return tls.passphrase === undefined
+        ? { key: 'key', message: `${tls.keyFile} is encrypted; set tls.passphrase` }
+        : { key: 'passphrase', message: `does not decrypt ${tls.keyFile} (wrong passphrase?)` };
+    }
+    if (/key values mismatch/i.test(reason)) {
+      return { key: 'key', message: `${tls.keyFile} is not the private key of the certificate in tls.cert (${tls.certFile})` };
+    }
+    return { key: 'cert', message: `${tls.certFile} and ${tls.keyFile} cannot be used as a client certificate (${reason})` };
+  }
+}
+
+const TLS_SCHEME = { amqp: 'amqps', stomp: 'stomp+ssl' } as const;
+const USER_EXAMPLE = { amqp: 'amqp://USER@host', stomp: 'stomp://USER@host' } as const;
+
+/** Reads every file the (schema-valid) configuration names; problems go to `out`. */
+export function readConfigFiles(data: ConfigFile, baseDir: string, out: ProblemCollector): ConfigFiles {
+  const files: ConfigFiles = { connections: {}, idCache: {} };
+  for (const [name, c] of Object.entries(data.connections)) {
+    const urls = c.urls ?? (c.url !== undefined ? [c.url] : []);
+    const path = ['connections', name];
+    const got: ConnectionFiles = {};
+    const password = readPassword(c['password-file'], urls, path, USER_EXAMPLE[c.type], baseDir, out);
+    if (password !== undefined) got.password = password;
+    const tls = readTls(c.tls, urls, TLS_SCHEME[c.type], path, baseDir, out);
+    if (tls !== undefined) got.tls = tls;
+    files.connections[name] = got;
+  }
+  const ic = data['id-cache'];
+  // The URLs of the Redis in use (the cross-checks allow one topology): standalone (default), Cluster or Sentinel.
+  const redisUrls =
+    ic['redis-cluster'] ?? ic['redis-sentinel']?.urls ?? [ic['redis-url'] ?? 'redis://localhost:6379'];
+  const password = readPassword(ic['password-file'], redisUrls, ['id-cache'], undefined, baseDir, out);
+  if (password !== undefined) files.idCache.password = password;
+  const tls = readTls(ic.tls, redisUrls, 'rediss', ['id-cache'], baseDir, out);
+  if (tls !== undefined) files.idCache.tls = tls;
+  return files;
+}

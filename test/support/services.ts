@@ -6,7 +6,7 @@ function required(name: string): string {
   const v = process.env[name];
   if (!v) {
     throw new Error(
-      `${name} is not set. Set AMQP_URL, REDIS_URL and STOMP_URL to running services, or run with a Docker engine so that testcontainers can start them.`,
+      `${name} is not set. Set AMQP_URL, REDIS_URL, STOMP_URL and RABBITMQ_STOMP_URL to running services, or run with a Docker engine so that testcontainers can start them (not RABBITMQ_STOMP_URL: see test/support/global-setup.ts).`,
     );
   }
   return v;
@@ -21,6 +21,10 @@ export const services = {
   },
   get stompUrl(): string {
     return required('STOMP_URL');
+  },
+  /** RabbitMQ's STOMP plugin (default stomp://guest:guest@127.0.0.1:61614), the second real STOMP peer; vhost `/`. */
+  get rabbitStompUrl(): string {
+    return required('RABBITMQ_STOMP_URL');
   },
   /** RabbitMQ management API (http://guest:guest@127.0.0.1:15672), used by fault tests to close connections. */
   get rabbitManagementUrl(): string | undefined {

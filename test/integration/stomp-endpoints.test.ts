@@ -454,6 +454,38 @@ describe('connectStomp', () => {
     await session.disconnect();
   });
 
+  it("RabbitMQ: '/queue/x' for an existing queue declared otherwise is refused with a sentence that says to use '/amq/queue/x', which works", async () => {
+    const queue = uniqueName('stomp-rabbit-nondurable');
+    const amqp = await amqplib.connect(services.amqpUrl);
+    const ch = await amqp.createChannel();
+    await ch.assertQueue(queue, { durable: false });
+    try {
+      const rabbit = { ...conn(services.rabbitStompUrl), host: '/' };
+      const lost: TransientError[] = [];
+      const declaring = new StompTarget(rabbit, queue, 5_000, log);
+      await declaring.open({ onLost: (e) => lost.push(e) });
+      const err = await declaring.send(message('x')).then(
+        () => undefined,
+        (e: unknown) => e,
+      );
+      expect(err).toBeInstanceOf(TransientError);
+      expect((err as Error).message).toMatch(/inequivalent arg 'durable'/);
+      expect((err as Error).message).toContain("'/amq/queue/<name>'");
+      expect(lost).toHaveLength(1);
+      await declaring.close();
+
+      const existing = new StompTarget(rabbit, `/amq/queue/${queue}`, 5_000, log);
+      await existing.open({ onLost: () => undefined });
+      await existing.send(message('fine'));
+      await existing.close();
+      const got = await ch.get(queue, { noAck: true });
+      expect(got && got.content.toString()).toBe('fine');
+    } finally {
+      await ch.deleteQueue(queue);
+      await amqp.close();
+    }
+  });
+
   it('tries the URLs in order (failover)', async () => {
     const closed = net.createServer();
     await new Promise<void>((r) => closed.listen(0, '127.0.0.1', () => r()));

@@ -487,7 +487,7 @@ class Session implements StompSession {
   }
 
   private errorFrame(headers: StompitHeaderValues, body: string): void {
-    const message = redactUrl(String(headers.message ?? body.split('\n')[0] ?? 'no message'));
+    const message = errorSentence(headers, body);
     const receipt = headers['receipt-id'] === undefined ? undefined : String(headers['receipt-id']);
     const p = receipt === undefined ? undefined : this.pending.get(receipt);
     if (receipt !== undefined && p) {
@@ -530,6 +530,22 @@ class Session implements StompSession {
   private closedError(command: string): TransientError {
     return new TransientError(`${this.what} is closed; cannot send ${command}`);
   }
+}
+
+/**
+ * The ERROR frame as a sentence: its `message` header, with the first line of the body when that says more (RabbitMQ:
+ * `precondition_failed` + `inequivalent arg 'durable' for queue 'x' …`), and what to do about a refusal to declare.
+ */
+function errorSentence(headers: StompitHeaderValues, body: string): string {
+  const first = body.split('\n')[0]?.trim() ?? '';
+  const header = headers.message === undefined ? '' : String(headers.message).trim();
+  let text = header && first && !first.includes(header) ? `${header}: ${first}` : header || first || 'no message';
+  if (/inequivalent arg|precondition_failed/i.test(text)) {
+    // RabbitMQ declares the queue of a `/queue/<name>` destination on SEND and SUBSCRIBE, with its own arguments; an
+    // existing queue declared otherwise (non-durable, x-queue-type, x-max-length…) refuses that, every time.
+    text += " (RabbitMQ declares the queue of a '/queue/<name>' destination; for a queue declared with other properties use the destination '/amq/queue/<name>', which does not declare it)";
+  }
+  return redactUrl(text);
 }
 
 function stringHeaders(headers: StompitHeaderValues): StompHeaders {

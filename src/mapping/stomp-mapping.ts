@@ -8,7 +8,8 @@
  * Text or binary: ActiveMQ makes a JMS TextMessage from a SEND without `content-length` and a BytesMessage from one
  * with it. A TextMessage body is decoded as UTF-8 by the broker and a SEND without `content-length` ends at the first
  * NUL byte, so a body goes as text only when its content type says text and its bytes are valid UTF-8 without NUL;
- * every other body goes as binary, with `content-length`.
+ * every other body goes as binary, with `content-length`. A peer without that distinction (RabbitMQ: every body is
+ * bytes) gets `content-length` on every body (`bytesOnly`).
  */
 import { isUtf8 } from 'node:buffer';
 import type { BridgeMessage, HeaderValue, Headers, MessageProperties } from '../core/message.js';
@@ -66,6 +67,20 @@ export interface ToStompOptions {
   duplicateIdHeader?: string;
   /** The clock for AMQP's relative `expiration` (tests pin it). Default Date.now. */
   now?: () => number;
+  /**
+   * The peer has no text/bytes distinction (RabbitMQ): every body goes with `content-length`, whatever its content
+   * type. Default false: the text-or-binary rule of this module's header comment.
+   */
+  bytesOnly?: boolean;
+}
+
+export interface FromStompOptions {
+  /**
+   * The broker's `message-id` names the message, not one delivery (ActiveMQ Classic). Default true. When false
+   * (RabbitMQ: a new one per delivery), it is not taken as the message's ID: a redelivery must look the same as the
+   * first delivery, or its stamp could not be found again by fingerprint.
+   */
+  brokerMessageIdStable?: boolean;
 }
 
 export interface StompFrameOut {
@@ -76,7 +91,7 @@ export interface StompFrameOut {
 }
 
 /** The neutral message of a received STOMP MESSAGE frame. `content-length` and protocol headers are consumed. */
-export function fromStomp(headers: Readonly<Record<string, string | number>>, body: Buffer): BridgeMessage {
+export function fromStomp(headers: Readonly<Record<string, string | number>>, body: Buffer, options: FromStompOptions = {}): BridgeMessage {
   const get = (name: string): string | undefined => {
     const v = headers[name];
     return v === undefined ? undefined : String(v);
@@ -93,8 +108,9 @@ export function fromStomp(headers: Readonly<Record<string, string | number>>, bo
   setString('type');
   setString('userId');
   setString('appId');
-  // The publisher's ID when a bridge carried one; else the broker's own message-id (ActiveMQ: stable per message).
-  const messageId = get(STOMP_PROPERTY_HEADERS.messageId) ?? get('message-id');
+  // The publisher's ID when a bridge (or RabbitMQ, for an AMQP message) carried one; else the broker's own message-id
+  // where it names the message (ActiveMQ Classic).
+  const messageId = get(STOMP_PROPERTY_HEADERS.messageId) ?? (options.brokerMessageIdStable === false ? undefined : get('message-id'));
   if (messageId !== undefined) properties.messageId = messageId;
   const priority = parseIntHeader(get('priority'));
   if (priority !== undefined && priority >= 0 && priority <= 9) properties.priority = priority;
@@ -162,7 +178,7 @@ export function toStomp(message: BridgeMessage, options: ToStompOptions = {}): S
     headers.timestamp = String(Math.trunc(p.timestamp));
   }
 
-  const text = sendAsText(p.contentType, p.contentEncoding, message.body);
+  const text = options.bytesOnly !== true && sendAsText(p.contentType, p.contentEncoding, message.body);
   if (!text) headers['content-length'] = String(message.body.length);
   return { headers, body: message.body, text };
 }

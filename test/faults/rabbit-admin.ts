@@ -76,6 +76,18 @@ export class RabbitAdmin {
   }
 
   /** Closes one connection from the broker side (the client gets connection.close 320 CONNECTION_FORCED). */
+  /**
+   * A queue's counts as the management API last sampled them (every collect_statistics_interval, 5 s by default):
+   * `messages_unacknowledged` is what consumers hold unacked.
+   */
+  async queueCounts(vhost: string, queue: string): Promise<{ ready: number; unacknowledged: number } | undefined> {
+    const res = await this.call('GET', `/queues/${encodeURIComponent(vhost)}/${encodeURIComponent(queue)}`);
+    if (!res.ok) return undefined;
+    const q = (await res.json()) as { messages_ready?: number; messages_unacknowledged?: number };
+    if (q.messages_unacknowledged === undefined) return undefined;
+    return { ready: q.messages_ready ?? 0, unacknowledged: q.messages_unacknowledged };
+  }
+
   async closeConnection(name: string): Promise<boolean> {
     const res = await this.call('DELETE', `/connections/${encodeURIComponent(name)}`).catch(() => undefined);
     return res?.ok ?? false;

@@ -2,20 +2,23 @@
  * The fault-injection suite (`npm run test:faults`): runs the real bridge on each path while faults are injected,
  * prints one table, and exits non-zero if anything was lost, arrived under two IDs, or an extra copy was unflagged.
  *
- *   npm run test:faults -- [--path amqp-amqp|amqp-stomp|stomp-amqp|all] [--messages 20000] [--seed N]
+ *   npm run test:faults -- [--path amqp-amqp|amqp-stomp|stomp-amqp|stomp-rabbitmq-amqp|amqp-stomp-rabbitmq|all]
+ *     [--messages 20000] [--seed N]
  *     [--sigkills 5] [--closes 5] [--broker-restarts 1] [--stalls 1] [--redis-restarts 1] [--poison 2]
  *     [--publish-seconds 90] [--stall-ms 30000] [--backpressure | --no-backpressure] [--bp-messages 100000]
  *
  * Every flag also reads from the environment as FAULTS_<FLAG> (e.g. FAULTS_MESSAGES=5000). Services: AMQP_URL,
- * STOMP_URL (STOMP paths are skipped without it), RABBITMQ_MANAGEMENT_URL; Redis is the suite's own on --redis-port
- * (default 6390), with AOF.
+ * STOMP_URL (ActiveMQ paths are skipped without it), RABBITMQ_STOMP_URL (default stomp://guest:guest@127.0.0.1:61614,
+ * RabbitMQ's STOMP plugin; its paths are skipped when nothing answers there), RABBITMQ_MANAGEMENT_URL; Redis is the
+ * suite's own on --redis-port (default 6390), with AOF.
  */
 import { parseArgs } from 'node:util';
 import { OwnRedis } from './own-redis.js';
 import { randomSeed } from './prng.js';
 import { RabbitAdmin } from './rabbit-admin.js';
 import { formatTable, violations, type FaultRunReport } from './report.js';
-import { FULL_FAULTS, PATHS, runScenario, type FaultCounts, type PathName } from './scenario.js';
+import { ACTIVEMQ_PATHS, FULL_FAULTS, PATHS, RABBITMQ_STOMP_PATHS, runScenario, type FaultCounts, type PathName } from './scenario.js';
+import { connect } from 'node:net';
 import { formatBackpressure, runBackpressure, type BackpressureReport } from './backpressure.js';
 
 const { values } = parseArgs({
@@ -56,6 +59,7 @@ function num(name: keyof typeof values, dflt: number): number {
 async function main(): Promise<number> {
   const amqpUrl = process.env.AMQP_URL ?? 'amqp://guest:guest@127.0.0.1:5672';
   const stompUrl = process.env.STOMP_URL;
+  const rabbitStompUrl = process.env.RABBITMQ_STOMP_URL ?? 'stomp://guest:guest@127.0.0.1:61614';
   const seed = num('seed', randomSeed());
   const messages = num('messages', 20_000);
   const poison = num('poison', FULL_FAULTS['poison-unroutable']);
@@ -74,9 +78,13 @@ async function main(): Promise<number> {
   let paths: PathName[] = pathOpt === 'all' ? [...PATHS] : [pathOpt as PathName];
   for (const p of paths) if (!PATHS.includes(p)) throw new Error(`--path expects one of ${PATHS.join(', ')} or all, got '${p}'`);
   if (!stompUrl) {
-    const skipped = paths.filter((p) => p !== 'amqp-amqp');
+    const skipped = paths.filter((p) => ACTIVEMQ_PATHS.includes(p));
     if (skipped.length > 0) console.log(`STOMP_URL is not set: skipping ${skipped.join(', ')} (start ActiveMQ with \`bash scripts/activemq.sh start\` and set STOMP_URL=stomp://127.0.0.1:61613)`);
-    paths = paths.filter((p) => p === 'amqp-amqp');
+    paths = paths.filter((p) => !ACTIVEMQ_PATHS.includes(p));
+  }
+  if (paths.some((p) => RABBITMQ_STOMP_PATHS.includes(p)) && !(await answers(rabbitStompUrl))) {
+    console.log(`nothing answers at RABBITMQ_STOMP_URL (${new URL(rabbitStompUrl).host}): skipping ${RABBITMQ_STOMP_PATHS.join(', ')} (enable rabbitmq_stomp on 127.0.0.1:61614, see README)`);
+    paths = paths.filter((p) => !RABBITMQ_STOMP_PATHS.includes(p));
   }
   if (onlyBackpressure) paths = [];
 
@@ -106,6 +114,7 @@ async function main(): Promise<number> {
         stallMs: num('stall-ms', 30_000),
         amqpUrl,
         ...(stompUrl ? { stompUrl } : {}),
+        rabbitStompUrl,
         redis,
         admin,
       });
@@ -138,6 +147,21 @@ async function main(): Promise<number> {
   }
   console.log(failed ? '\nRESULT: FAIL' : '\nRESULT: PASS');
   return failed ? 1 : 0;
+}
+
+/** True when the URL's host:port accepts TCP within 3 s. */
+function answers(url: string): Promise<boolean> {
+  const u = new URL(url);
+  return new Promise((resolve) => {
+    const socket = connect({ host: u.hostname, port: Number(u.port || 61613) });
+    const done = (ok: boolean) => {
+      socket.destroy();
+      resolve(ok);
+    };
+    socket.setTimeout(3000, () => done(false));
+    socket.once('connect', () => done(true));
+    socket.once('error', () => done(false));
+  });
 }
 
 main().then(

@@ -1,6 +1,7 @@
 /**
- * One fault run on one path (AMQP→AMQP, AMQP→STOMP or STOMP→AMQP): the real bridge process between the real brokers,
- * a numbered stream published while faults are injected at seeded random points, then a drain and a count.
+ * One fault run on one path (AMQP→AMQP, AMQP→STOMP or STOMP→AMQP, the STOMP side ActiveMQ or RabbitMQ's STOMP plugin):
+ * the real bridge process between the real brokers, a numbered stream published while faults are injected at seeded
+ * random points, then a drain and a count.
  *
  * Layout of a run (all on 127.0.0.1):
  * - RabbitMQ side: a vhost of the run's own, so that the bridge's connections are the vhost's connections that are
@@ -11,6 +12,11 @@
  * - Redis is the suite's own, with AOF (restarted by one fault).
  * - Dead letters go to a destination on the other broker where it helps: a too-large message for RabbitMQ is
  *   too large for every RabbitMQ channel, so its dead-letter destination is an ActiveMQ queue.
+ * - RabbitMQ's STOMP plugin (paths `stomp-rabbitmq-amqp`, `amqp-stomp-rabbitmq`): the bridge's STOMP connection uses
+ *   the run's vhost (`host` header), so the connection-close fault can pick it too; the harness publishes and collects
+ *   that queue over AMQP (its connections carry the harness's name and are never closed by a fault, and an AMQP
+ *   collector cannot count a redelivery as a second copy, as a STOMP one could with RabbitMQ's per-delivery
+ *   message-id). A broker restart restarts RabbitMQ, as on amqp-amqp.
  */
 import { writeFileSync, mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -31,8 +37,12 @@ const execFileP = promisify(execFile);
 const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
 const ACTIVEMQ_SCRIPT = resolve(import.meta.dirname, '../../scripts/activemq.sh');
 
-export type PathName = 'amqp-amqp' | 'amqp-stomp' | 'stomp-amqp';
-export const PATHS: readonly PathName[] = ['amqp-amqp', 'amqp-stomp', 'stomp-amqp'];
+export type PathName = 'amqp-amqp' | 'amqp-stomp' | 'stomp-amqp' | 'stomp-rabbitmq-amqp' | 'amqp-stomp-rabbitmq';
+export const PATHS: readonly PathName[] = ['amqp-amqp', 'amqp-stomp', 'stomp-amqp', 'stomp-rabbitmq-amqp', 'amqp-stomp-rabbitmq'];
+/** Paths through RabbitMQ's STOMP plugin (RABBITMQ_STOMP_URL). */
+export const RABBITMQ_STOMP_PATHS: readonly PathName[] = ['stomp-rabbitmq-amqp', 'amqp-stomp-rabbitmq'];
+/** Paths through ActiveMQ (STOMP_URL). */
+export const ACTIVEMQ_PATHS: readonly PathName[] = ['amqp-stomp', 'stomp-amqp'];
 
 export type FaultKind = 'sigkill' | 'connection-close' | 'broker-restart' | 'target-stall' | 'redis-restart' | 'poison-unroutable' | 'poison-too-large';
 
@@ -58,6 +68,8 @@ export interface ScenarioOptions {
   stallMs: number;
   amqpUrl: string;
   stompUrl?: string;
+  /** RabbitMQ's STOMP plugin, for the `*-stomp-rabbitmq*` paths (its vhost is the run's own). */
+  rabbitStompUrl?: string;
   redis: OwnRedis;
   admin: RabbitAdmin;
   /** After publishing and faults, how long the target may stay quiet before the run stops waiting. */
@@ -121,10 +133,16 @@ export async function runScenario(o: ScenarioOptions): Promise<FaultRunReport> {
   const log = (line: string) => (o.log ?? console.log)(`[${o.path} ${t()}] ${line}`);
   const prng = new Prng(o.seed);
   const runId = `${o.path}-${o.seed}-${Date.now().toString(36)}`;
-  const sourceIsStomp = o.path === 'stomp-amqp';
-  const targetIsStomp = o.path === 'amqp-stomp';
-  const needsStomp = sourceIsStomp || targetIsStomp;
+  const rabbitStomp = RABBITMQ_STOMP_PATHS.includes(o.path);
+  const sourceIsStomp = o.path === 'stomp-amqp' || o.path === 'stomp-rabbitmq-amqp';
+  const targetIsStomp = o.path === 'amqp-stomp' || o.path === 'amqp-stomp-rabbitmq';
+  // The STOMP side is ActiveMQ: it is restarted by the broker-restart fault, and its queues are read over STOMP.
+  const needsStomp = (sourceIsStomp || targetIsStomp) && !rabbitStomp;
   if (needsStomp && !o.stompUrl) throw new Error(`path ${o.path} needs ActiveMQ: set STOMP_URL`);
+  if (rabbitStomp && !o.rabbitStompUrl) throw new Error(`path ${o.path} needs RabbitMQ's STOMP plugin: set RABBITMQ_STOMP_URL`);
+  // Where the harness publishes and reads over AMQP: RabbitMQ queues, whichever protocol the bridge uses on them.
+  const sourceOnRabbit = !sourceIsStomp || rabbitStomp;
+  const targetOnRabbit = !targetIsStomp || rabbitStomp;
   const faults: FaultCounts = { ...o.faults };
   const notes: string[] = [];
 
@@ -134,7 +152,7 @@ export async function runScenario(o: ScenarioOptions): Promise<FaultRunReport> {
   // and closes the connection: no per-message rejection. The bridge checks those limits before sending, so for an
   // ActiveMQ target the too-large poison is a message with an 11 KiB header, refused by the bridge itself.
   if (targetIsStomp && faults['poison-unroutable'] > 0) {
-    notes.push('unroutable poison left out: an ActiveMQ (STOMP) target routes every destination');
+    notes.push(`unroutable poison left out: a STOMP target (${rabbitStomp ? "RabbitMQ's /queue/" : 'ActiveMQ'}) routes every destination`);
     faults['poison-unroutable'] = 0;
   }
   if (!targetIsStomp && !o.stompUrl && faults['poison-too-large'] > 0) {
@@ -147,12 +165,13 @@ export async function runScenario(o: ScenarioOptions): Promise<FaultRunReport> {
   const admin = o.admin;
   await admin.createVhost(vhost);
   const rabbitUrl = withVhost(o.amqpUrl, vhost);
-  const targetProxy = await TcpProxy.forUrl(targetIsStomp ? o.stompUrl! : o.amqpUrl).start();
+  const stompSideUrl = rabbitStomp ? o.rabbitStompUrl : o.stompUrl;
+  const targetProxy = await TcpProxy.forUrl(targetIsStomp ? stompSideUrl! : o.amqpUrl).start();
   const rabbitTargetUrl = withVhost(targetProxy.rewrite(o.amqpUrl), vhost);
-  const stompTargetUrl = targetIsStomp ? targetProxy.rewrite(o.stompUrl!) : undefined;
+  const stompTargetUrl = targetIsStomp ? targetProxy.rewrite(stompSideUrl!) : undefined;
 
-  const srcQueue = sourceIsStomp ? `faults-src-${runId}` : 'src';
-  const tgtQueue = targetIsStomp ? `faults-tgt-${runId}` : 'tgt';
+  const srcQueue = sourceOnRabbit ? 'src' : `faults-src-${runId}`;
+  const tgtQueue = targetOnRabbit ? 'tgt' : `faults-tgt-${runId}`;
   const exchange = 'faults.target';
   // Dead letters: on ActiveMQ when the target is RabbitMQ and STOMP is available (too-large messages), else RabbitMQ.
   const dlOnStomp = !targetIsStomp && o.stompUrl !== undefined;
@@ -162,7 +181,9 @@ export async function runScenario(o: ScenarioOptions): Promise<FaultRunReport> {
   {
     const conn = await amqp.connect(rabbitUrl, { clientProperties: { connection_name: `${HARNESS_CONNECTION_PREFIX} setup` } });
     const ch = await conn.createChannel();
-    if (!sourceIsStomp) await ch.assertQueue(srcQueue, { durable: true });
+    if (sourceOnRabbit) await ch.assertQueue(srcQueue, { durable: true });
+    // Durable and without arguments, as RabbitMQ's STOMP plugin declares a `/queue/` destination itself.
+    if (targetIsStomp && rabbitStomp) await ch.assertQueue(tgtQueue, { durable: true });
     if (!targetIsStomp) {
       await ch.assertExchange(exchange, 'headers', { durable: true });
       await ch.assertQueue(tgtQueue, { durable: true });
@@ -172,8 +193,8 @@ export async function runScenario(o: ScenarioOptions): Promise<FaultRunReport> {
     await conn.close();
   }
 
-  const publisher: Publisher = sourceIsStomp ? new StompPublisher(o.stompUrl!, srcQueue) : new AmqpPublisher(rabbitUrl, srcQueue);
-  const target: Collector = targetIsStomp ? new StompCollector(o.stompUrl!, tgtQueue) : new AmqpCollector(rabbitUrl, tgtQueue);
+  const publisher: Publisher = sourceOnRabbit ? new AmqpPublisher(rabbitUrl, srcQueue) : new StompPublisher(o.stompUrl!, srcQueue);
+  const target: Collector = targetOnRabbit ? new AmqpCollector(rabbitUrl, tgtQueue) : new StompCollector(o.stompUrl!, tgtQueue);
   const deadLetter: Collector = dlOnStomp ? new StompCollector(o.stompUrl!, dlQueue) : new AmqpCollector(rabbitUrl, dlQueue);
   await publisher.open();
   await target.start();
@@ -196,16 +217,21 @@ export async function runScenario(o: ScenarioOptions): Promise<FaultRunReport> {
   // The bridge's configuration.
   const conns: string[] = [];
   const connUsed = new Set<string>();
-  const src = sourceIsStomp ? `{ connection: activemq, queue: "${srcQueue}" }` : `{ connection: rabbit, queue: "${srcQueue}" }`;
-  connUsed.add(sourceIsStomp ? 'activemq' : 'rabbit');
-  const tgt = targetIsStomp ? `{ connection: activemq-target, queue: "${tgtQueue}" }` : `{ connection: rabbit-target, exchange: "${exchange}", routing-key: "" }`;
-  connUsed.add(targetIsStomp ? 'activemq-target' : 'rabbit-target');
+  const srcConn = !sourceIsStomp ? 'rabbit' : rabbitStomp ? 'rabbitstomp' : 'activemq';
+  const src = `{ connection: ${srcConn}, queue: "${srcQueue}" }`;
+  connUsed.add(srcConn);
+  const tgtConn = !targetIsStomp ? 'rabbit-target' : rabbitStomp ? 'rabbitstomp-target' : 'activemq-target';
+  const tgt = targetIsStomp ? `{ connection: ${tgtConn}, queue: "${tgtQueue}" }` : `{ connection: ${tgtConn}, exchange: "${exchange}", routing-key: "" }`;
+  connUsed.add(tgtConn);
   const dl = dlOnStomp ? `{ connection: activemq, queue: "${dlQueue}" }` : `{ connection: rabbit, queue: "${dlQueue}" }`;
   connUsed.add(dlOnStomp ? 'activemq' : 'rabbit');
   if (connUsed.has('rabbit')) conns.push(`  rabbit: { type: amqp, url: "${rabbitUrl}" }`);
   if (connUsed.has('rabbit-target')) conns.push(`  rabbit-target: { type: amqp, url: "${rabbitTargetUrl}" }`);
   if (connUsed.has('activemq')) conns.push(`  activemq: { type: stomp, url: "${o.stompUrl}" }`);
   if (connUsed.has('activemq-target')) conns.push(`  activemq-target: { type: stomp, url: "${stompTargetUrl}" }`);
+  // RabbitMQ's STOMP plugin reads the `host` header as the vhost: the run's own.
+  if (connUsed.has('rabbitstomp')) conns.push(`  rabbitstomp: { type: stomp, url: "${o.rabbitStompUrl}", host: "${vhost}" }`);
+  if (connUsed.has('rabbitstomp-target')) conns.push(`  rabbitstomp-target: { type: stomp, url: "${stompTargetUrl}", host: "${vhost}" }`);
   const yaml = [
     'log-level: info',
     'shutdown-timeout: 10000',
@@ -306,7 +332,7 @@ export async function runScenario(o: ScenarioOptions): Promise<FaultRunReport> {
         ...(n % 2 === 0 ? { id: `faults-${runId}-poison-${n}` } : {}),
         ...(kind === 'too-large' && targetIsStomp ? { bigHeader: 11 * 1024 } : {}),
       };
-      if (kind === 'too-large' && !sourceIsStomp && !targetIsStomp) {
+      if (kind === 'too-large' && sourceOnRabbit && !targetIsStomp) {
         // The harness's publisher channel must not have the lowered limit: open one while the limit is the original.
         await gate.hold(async () => {
           await admin.setMaxMessageSize(originalMaxSize);
@@ -450,7 +476,7 @@ export async function runScenario(o: ScenarioOptions): Promise<FaultRunReport> {
       }
       await bridge.ensureRunning();
     }
-    if (!sourceIsStomp) {
+    if (sourceOnRabbit) {
       const conn = await amqp.connect(rabbitUrl, { clientProperties: { connection_name: `${HARNESS_CONNECTION_PREFIX} check` } });
       const ch = await conn.createChannel();
       leftAtSource = (await ch.checkQueue(srcQueue)).messageCount;

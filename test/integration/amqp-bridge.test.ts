@@ -375,8 +375,9 @@ describe('AMQP → AMQP: byte-identical messages without IDs, two bridge process
 
     const first = await Promise.all([BridgeProcess.started(file), BridgeProcess.started(file)]);
     running.push(...first);
-    // Kill both while the stream flows: hundreds forwarded, hundreds in flight or still in the sockets.
-    await amqp.waitForCount(dst!, (c) => c >= MESSAGES / 3, 60_000);
+    // Kill both while the stream flows: some forwarded, hundreds in flight or still in the sockets. (A higher threshold
+    // let two fast processes finish the whole stream within one poll of the queue depth, 100 ms.)
+    await amqp.waitForCount(dst!, (c) => c >= 100, 60_000);
     await Promise.all(first.map((p) => p.kill('SIGKILL')));
     expect(await amqp.count(dst!)).toBeLessThan(MESSAGES);
 

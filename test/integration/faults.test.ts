@@ -9,7 +9,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { OwnRedis } from '../faults/own-redis.js';
 import { RabbitAdmin } from '../faults/rabbit-admin.js';
 import { formatTable, violations } from '../faults/report.js';
-import { runScenario, type FaultCounts, type PathName } from '../faults/scenario.js';
+import { RABBITMQ_STOMP_PATHS, runScenario, type FaultCounts, type PathName } from '../faults/scenario.js';
 import { services } from '../support/services.js';
 
 const SHORT_FAULTS: FaultCounts = {
@@ -25,7 +25,11 @@ const MESSAGES = Number(process.env.FAULTS_TEST_MESSAGES ?? 3000);
 const SEED = Number(process.env.FAULTS_TEST_SEED ?? Math.floor(Math.random() * 2 ** 31));
 
 const stompUrl = process.env.STOMP_URL;
-const paths: PathName[] = stompUrl ? ['amqp-amqp', 'amqp-stomp', 'stomp-amqp'] : ['amqp-amqp'];
+const rabbitStompUrl = process.env.RABBITMQ_STOMP_URL;
+const paths: PathName[] = [
+  ...(stompUrl ? (['amqp-amqp', 'amqp-stomp', 'stomp-amqp'] as const) : (['amqp-amqp'] as const)),
+  ...(rabbitStompUrl ? RABBITMQ_STOMP_PATHS : []),
+];
 
 // Port 6391: the full runner uses 6390, and the machine's shared Redis on 6379 is never restarted.
 const redis = new OwnRedis(Number(process.env.FAULTS_TEST_REDIS_PORT ?? 6391));
@@ -54,6 +58,7 @@ describe(`fault injection, short form (seed ${SEED})`, () => {
         stallMs: 0,
         amqpUrl: services.amqpUrl,
         ...(stompUrl ? { stompUrl } : {}),
+        ...(rabbitStompUrl ? { rabbitStompUrl } : {}),
         redis,
         admin,
         reservationLeaseMs: 10_000,

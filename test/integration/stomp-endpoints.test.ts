@@ -1,14 +1,17 @@
 /**
- * The STOMP adapters against a real ActiveMQ Classic (STOMP_URL). Every queue name is unique (ActiveMQ queues cannot
- * be deleted over STOMP) and every test consumes what it sent. Fault injection goes through a TCP proxy on
- * 127.0.0.1 and, for the broker restart, through scripts/activemq.sh.
+ * The STOMP adapters against each real STOMP peer (test/support/stomp-peers.ts): ActiveMQ Classic (STOMP_URL) and
+ * RabbitMQ's STOMP plugin (RABBITMQ_STOMP_URL), one describe.each over both; what differs between them is asserted
+ * per peer (stable message-id or not, text without content-length or bytes only). Every queue name is unique (ActiveMQ
+ * queues cannot be deleted over STOMP; RabbitMQ's are deleted after the file) and every test consumes what it sent.
+ * Fault injection goes through a TCP proxy on 127.0.0.1 and, for the broker restart, through scripts/activemq.sh.
  */
 import { execFile } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import net from 'node:net';
 import path from 'node:path';
 import { promisify } from 'node:util';
-import { afterAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import amqplib from 'amqplib';
 import type { StompConnectionConfig } from '../../src/config/types.js';
 import { ConfigError, MessageRejectedError, TransientError } from '../../src/shared/errors.js';
 import type { BridgeMessage, SourceDelivery } from '../../src/core/message.js';
@@ -17,13 +20,25 @@ import { StompSource } from '../../src/endpoints/stomp/stomp-source.js';
 import { StompTarget } from '../../src/endpoints/stomp/stomp-target.js';
 import { silentLogger as log } from '../../src/shared/log.js';
 import { services, uniqueName } from '../support/services.js';
+import { ACTIVEMQ_PEER, STOMP_PEERS, type StompPeer } from '../support/stomp-peers.js';
 
 /** Marks every message these tests send, so the final check can look for them in ActiveMQ.DLQ. */
 const RUN = uniqueName('stomp-run').replace(/-/g, '_');
 const RUN_HEADER = 'bbtest';
 
-function conn(url = services.stompUrl, extra: Partial<StompConnectionConfig> = {}): StompConnectionConfig {
-  return { name: 'activemq', type: 'stomp', urls: [url], heartBeat: [10_000, 10_000], connectTimeout: 5_000, ...extra };
+/** The peer the running describe block tests (set by its beforeAll; files run their tests one at a time, in order). */
+let peer: StompPeer = ACTIVEMQ_PEER;
+/** Queues on RabbitMQ (created by its STOMP plugin), deleted after the file. */
+const rabbitQueues = new Set<string>();
+
+function conn(url = peer.url, extra: Partial<StompConnectionConfig> = {}): StompConnectionConfig {
+  const c: StompConnectionConfig = { name: peer.name, type: 'stomp', urls: [url], heartBeat: [10_000, 10_000], connectTimeout: 5_000, ...extra };
+  if (peer.host !== undefined) c.host = peer.host;
+  return c;
+}
+
+function track(queue: string): void {
+  if (peer.name === 'rabbitmq') rabbitQueues.add(queue);
 }
 
 function message(body: Buffer | string, extra: Omit<Partial<BridgeMessage>, 'properties'> & { properties?: Partial<BridgeMessage['properties']> } = {}): BridgeMessage {
@@ -35,6 +50,7 @@ function message(body: Buffer | string, extra: Omit<Partial<BridgeMessage>, 'pro
 }
 
 async function openTarget(queue: string, c = conn(), onLost: (e: TransientError) => void = () => undefined, confirmTimeout = 15_000) {
+  track(queue);
   const t = new StompTarget(c, queue, confirmTimeout, log);
   await t.open({ onLost });
   return t;
@@ -48,7 +64,7 @@ async function collect(queue: string, n: number, opts: { ack?: boolean; timeout?
     await new Promise<void>((resolve, reject) => {
       const timer = setTimeout(() => reject(new Error(`got ${got.length} of ${n} messages from ${queue}`)), opts.timeout ?? 15_000);
       void session
-        .subscribe({ destination: `/queue/${queue}`, ack: 'client-individual', 'activemq.prefetchSize': '1000' }, (m) => {
+        .subscribe({ destination: `/queue/${queue}`, ack: 'client-individual', 'activemq.prefetchSize': '1000', 'prefetch-count': '1000' }, (m) => {
           got.push(m);
           if (opts.ack !== false) session.ack(m);
           if (got.length === n) {
@@ -80,6 +96,7 @@ async function expectEmpty(destination: string, ms = 1_000, selector?: string): 
 function openSource(queue: string, prefetch = 100, c = conn()) {
   const deliveries: SourceDelivery[] = [];
   const lost: TransientError[] = [];
+  track(queue);
   const source = new StompSource(c, queue, prefetch, log);
   const opened = source.open({ onDelivery: (d) => deliveries.push(d), onLost: (e) => lost.push(e) });
   return { source, deliveries, lost, opened };
@@ -145,7 +162,19 @@ class CuttingProxy {
 
 afterAll(async () => {
   // Nothing these tests sent may have been dead-lettered (the adapters never NACK).
+  peer = ACTIVEMQ_PEER;
   await expectEmpty('/queue/ActiveMQ.DLQ', 1_000, `${RUN_HEADER} = '${RUN}'`);
+  if (rabbitQueues.size > 0) {
+    const c = await amqplib.connect(services.amqpUrl);
+    const ch = await c.createChannel();
+    for (const q of rabbitQueues) await ch.deleteQueue(q);
+    await c.close();
+  }
+});
+
+describe.each(STOMP_PEERS)('STOMP peer $name', (p) => {
+beforeAll(() => {
+  peer = p;
 });
 
 describe('StompTarget → StompSource', () => {
@@ -205,11 +234,13 @@ describe('StompTarget → StompSource', () => {
       _AMQ_DUPL_ID: 'dup-1',
     });
     expect(d1.redelivered).toBe(false);
-    expect(d1.stableId).toMatch(/^ID:/);
+    // ActiveMQ's message-id names the message; RabbitMQ's names one delivery, so it is no identity at all.
+    if (p.stableMessageId) expect(d1.stableId).toMatch(/^ID:/);
+    else expect(d1.stableId).toBeUndefined();
     expect(d2.message.body.equals(big)).toBe(true);
     expect(d3.message.body.toString('utf8')).toBe(text);
     expect(d3.message.properties.persistent).toBe(false);
-    expect(d3.message.properties.messageId).toBe(d3.stableId); // no publisher ID: the broker's
+    expect(d3.message.properties.messageId).toBe(d3.stableId); // no publisher ID: the broker's where it is stable
     expect(deliveries.map((d) => d.seq)).toEqual([1, 2, 3]);
     for (const d of deliveries) source.ack(d);
     await source.ackBarrier();
@@ -217,7 +248,7 @@ describe('StompTarget → StompSource', () => {
     await expectEmpty(`/queue/${queue}`, 300);
   });
 
-  it('sends text as a TextMessage (no content-length) and everything else as a BytesMessage', async () => {
+  it('ActiveMQ: sends text as a TextMessage (no content-length) and everything else as a BytesMessage; RabbitMQ: every body with content-length', async () => {
     const queue = uniqueName('stomp-text');
     const target = await openTarget(queue);
     await target.send(message('{"a":1}', { properties: { contentType: 'application/json' } }));
@@ -226,13 +257,13 @@ describe('StompTarget → StompSource', () => {
     await target.send(message(Buffer.from([0xc3, 0x28]), { properties: { contentType: 'text/plain' } }));
     await target.close();
     const got = await collect(queue, 4);
-    expect(got.map((m) => m.headers['content-length'])).toEqual([undefined, '5', '3', '2']);
+    expect(got.map((m) => m.headers['content-length'])).toEqual(p.name === 'activemq' ? [undefined, '5', '3', '2'] : ['7', '5', '3', '2']);
     expect(got.map((m) => m.body.toString('hex'))).toEqual(['7b2261223a317d', Buffer.from('plain').toString('hex'), '610062', 'c328']);
   });
 });
 
 describe('StompSource', () => {
-  it('gets unacked messages back after close, with redelivered:true and the same message-id, and never dead-letters them', async () => {
+  it('gets unacked messages back after close, with redelivered:true (and, on ActiveMQ, the same message-id as stableId), and never dead-letters them', async () => {
     const queue = uniqueName('stomp-redeliver');
     const target = await openTarget(queue);
     await target.send(message('once'));
@@ -249,6 +280,7 @@ describe('StompSource', () => {
       expect(d.redelivered).toBe(round > 0);
       firstId ??= d.stableId;
       expect(d.stableId).toBe(firstId);
+      if (!p.stableMessageId) expect(d.stableId).toBeUndefined();
       if (round === 7) {
         source.ack(d);
         await source.ackBarrier();
@@ -264,7 +296,7 @@ describe('StompSource', () => {
     await Promise.all(Array.from({ length: 200 }, (_, i) => target.send(message(`m${i}`))));
     await target.close();
 
-    const proxy = await new CuttingProxy(services.stompUrl).start();
+    const proxy = await new CuttingProxy(p.url).start();
     try {
       const { source, deliveries, lost, opened } = openSource(queue, 500, conn(proxy.url));
       await opened;
@@ -320,7 +352,7 @@ describe('StompTarget', () => {
 
   it('does not stall one-at-a-time sends without heart-beats (Nagle off)', async () => {
     const queue = uniqueName('stomp-nodelay');
-    const target = await openTarget(queue, conn(services.stompUrl, { heartBeat: [0, 0] }));
+    const target = await openTarget(queue, conn(p.url, { heartBeat: [0, 0] }));
     const started = Date.now();
     for (let i = 0; i < 200; i++) await target.send(message(`s${i}`));
     // With Nagle's algorithm on, each receipt waits ~40 ms: 200 sends would take ~8 s.
@@ -340,7 +372,7 @@ describe('StompTarget', () => {
 
   it('leaves nothing of a batch whose COMMIT never reached the broker', async () => {
     const queue = uniqueName('stomp-batch-lost');
-    const proxy = await new CuttingProxy(services.stompUrl).start();
+    const proxy = await new CuttingProxy(p.url).start();
     try {
       const lost: TransientError[] = [];
       const target = await openTarget(queue, conn(proxy.url), (e) => lost.push(e));
@@ -380,7 +412,7 @@ describe('StompTarget', () => {
 
   it('fails a send that gets no receipt within confirmTimeout, as a lost connection', async () => {
     const queue = uniqueName('stomp-confirm-timeout');
-    const proxy = await new CuttingProxy(services.stompUrl).start();
+    const proxy = await new CuttingProxy(p.url).start();
     try {
       const lost: TransientError[] = [];
       const target = await openTarget(queue, conn(proxy.url, { heartBeat: [0, 0] }), (e) => lost.push(e), 500);
@@ -403,7 +435,57 @@ describe('StompTarget', () => {
   });
 });
 
+});
+
 describe('connectStomp', () => {
+  beforeAll(() => {
+    peer = ACTIVEMQ_PEER;
+  });
+
+  it("RabbitMQ: a vhost it refuses (the `host` header) is a configuration error, said in a sentence, and no crash", async () => {
+    const err = await connectStomp({ ...conn(services.rabbitStompUrl), host: 'no-such-vhost' }, log).then(
+      () => undefined,
+      (e: unknown) => e,
+    );
+    expect(err).toBeInstanceOf(ConfigError);
+    expect((err as Error).message).toContain("Virtual host 'no-such-vhost'");
+    const session = await connectStomp({ ...conn(services.rabbitStompUrl), host: '/' }, log);
+    expect(session.server).toMatch(/^RabbitMQ\//);
+    await session.disconnect();
+  });
+
+  it("RabbitMQ: '/queue/x' for an existing queue declared otherwise is refused with a sentence that says to use '/amq/queue/x', which works", async () => {
+    const queue = uniqueName('stomp-rabbit-nondurable');
+    const amqp = await amqplib.connect(services.amqpUrl);
+    const ch = await amqp.createChannel();
+    await ch.assertQueue(queue, { durable: false });
+    try {
+      const rabbit = { ...conn(services.rabbitStompUrl), host: '/' };
+      const lost: TransientError[] = [];
+      const declaring = new StompTarget(rabbit, queue, 5_000, log);
+      await declaring.open({ onLost: (e) => lost.push(e) });
+      const err = await declaring.send(message('x')).then(
+        () => undefined,
+        (e: unknown) => e,
+      );
+      expect(err).toBeInstanceOf(TransientError);
+      expect((err as Error).message).toMatch(/inequivalent arg 'durable'/);
+      expect((err as Error).message).toContain("'/amq/queue/<name>'");
+      expect(lost).toHaveLength(1);
+      await declaring.close();
+
+      const existing = new StompTarget(rabbit, `/amq/queue/${queue}`, 5_000, log);
+      await existing.open({ onLost: () => undefined });
+      await existing.send(message('fine'));
+      await existing.close();
+      const got = await ch.get(queue, { noAck: true });
+      expect(got && got.content.toString()).toBe('fine');
+    } finally {
+      await ch.deleteQueue(queue);
+      await amqp.close();
+    }
+  });
+
   it('tries the URLs in order (failover)', async () => {
     const closed = net.createServer();
     await new Promise<void>((r) => closed.listen(0, '127.0.0.1', () => r()));

@@ -1,11 +1,15 @@
 /** Builds bridges.yaml texts for tests, with unique cache key prefixes so tests never share duplicate-ID caches. */
 import { services, uniqueName } from './services.js';
+import { RABBITMQ_STOMP_VHOST } from './stomp.js';
+
+/** `rabbit` (AMQP), `activemq` (ActiveMQ's STOMP, STOMP_URL), `rabbitstomp` (RabbitMQ's STOMP, RABBITMQ_STOMP_URL). */
+export type ConnectionName = 'rabbit' | 'activemq' | 'rabbitstomp';
 
 export interface BridgeYamlOptions {
   name?: string;
-  sourceConnection?: 'rabbit' | 'activemq';
+  sourceConnection?: ConnectionName;
   sourceQueue: string;
-  targetConnection?: 'rabbit' | 'activemq';
+  targetConnection?: ConnectionName;
   /** Raw YAML for the target mapping's body, e.g. `queue: out` or `exchange: x, routing-key: k`. */
   target: string;
   deadLetter?: string;
@@ -19,6 +23,7 @@ export interface ConfigOptions {
   redisUrl?: string;
   amqpUrl?: string;
   stompUrl?: string;
+  rabbitStompUrl?: string;
   logLevel?: string;
   shutdownTimeout?: number;
 }
@@ -34,6 +39,10 @@ export function bridgeConfig(o: ConfigOptions): { yaml: string; keyPrefix: strin
   ];
   const needsStomp = o.bridges.some((b) => b.sourceConnection === 'activemq' || b.targetConnection === 'activemq' || (b.deadLetter ?? '').includes('activemq'));
   if (needsStomp || o.stompUrl) lines.push(`  activemq: { type: stomp, url: "${o.stompUrl ?? services.stompUrl}" }`);
+  const needsRabbitStomp = o.bridges.some((b) => b.sourceConnection === 'rabbitstomp' || b.targetConnection === 'rabbitstomp' || (b.deadLetter ?? '').includes('rabbitstomp'));
+  if (needsRabbitStomp || o.rabbitStompUrl) {
+    lines.push(`  rabbitstomp: { type: stomp, url: "${o.rabbitStompUrl ?? services.rabbitStompUrl}", host: "${RABBITMQ_STOMP_VHOST}" }`);
+  }
   lines.push('id-cache:');
   for (const [k, v] of Object.entries(idCache)) lines.push(`  ${k}: ${typeof v === 'string' ? JSON.stringify(v) : v}`);
   lines.push('bridges:');

@@ -1,6 +1,7 @@
 /**
- * Vitest globalSetup of the `integration` project: makes sure the test workers find RabbitMQ, ActiveMQ (STOMP) and
- * Redis through AMQP_URL, STOMP_URL and REDIS_URL (read by ./services.ts).
+ * Vitest globalSetup of the `integration` project: makes sure the test workers find RabbitMQ, ActiveMQ (STOMP),
+ * RabbitMQ's STOMP plugin and Redis through AMQP_URL, STOMP_URL, RABBITMQ_STOMP_URL and REDIS_URL (read by
+ * ./services.ts).
  *
  * - A variable that is set is used as is; its host:port is probed once so that a service that is down fails the
  *   run in seconds with a sentence, instead of every test timing out.
@@ -10,6 +11,9 @@
  *   starting the service with testcontainers (a Docker engine is needed). RABBITMQ_MANAGEMENT_URL is filled too when
  *   its local port answers or a RabbitMQ container is started, and it is unset.
  * - Still missing and no container runtime: the run fails with a message naming the variables and how to set them.
+ * - RABBITMQ_STOMP_URL (the second real STOMP peer, vhost `/`): used as is when set, else
+ *   stomp://guest:guest@127.0.0.1:61614 when that port answers; otherwise the run fails with the commands that enable
+ *   the plugin there (never on 61613, ActiveMQ's port). No container is started for it.
  *
  * - Redis Cluster and Sentinel (REDIS_CLUSTER_URLS; REDIS_SENTINEL_URLS and REDIS_SENTINEL_NAME): a variable that is
  *   set is probed like the others; unset, the project's scripts (scripts/redis-cluster.sh, scripts/redis-sentinel.sh)
@@ -70,6 +74,15 @@ const LOCAL: Record<ServiceVar, { url: string; port: number }> = {
   STOMP_URL: { url: 'stomp://127.0.0.1:61613', port: 61613 },
 };
 const LOCAL_MANAGEMENT = { url: 'http://guest:guest@127.0.0.1:15672', port: 15672 };
+const LOCAL_RABBITMQ_STOMP = { url: 'stomp://guest:guest@127.0.0.1:61614', port: 61614 };
+const HOW_TO_ENABLE_RABBITMQ_STOMP = [
+  "RabbitMQ's STOMP plugin is the second STOMP peer of the tests. Enable it on 127.0.0.1:61614 (not 61613, ActiveMQ's",
+  'port: the clash stops RabbitMQ from booting), on the running node:',
+  `  rabbitmqctl eval 'application:load(rabbitmq_stomp), application:set_env(rabbitmq_stomp, tcp_listeners, [{"127.0.0.1", 61614}]).'`,
+  '  rabbitmq-plugins enable rabbitmq_stomp',
+  '(and `stomp.listeners.tcp.1 = 127.0.0.1:61614` in rabbitmq.conf for restarts; .ci/run does all this), or set',
+  'RABBITMQ_STOMP_URL=stomp://login:passcode@host:port to a RabbitMQ STOMP listener whose vhost `/` the tests may use.',
+].join('\n');
 const ACTIVEMQ_SCRIPT = resolve(import.meta.dirname, '../../scripts/activemq.sh');
 
 /** The local Redis Cluster and Sentinel setups the project's scripts run (see test/support/redis-topology.ts). */
@@ -101,7 +114,7 @@ export async function setup(): Promise<void> {
   await useRedisTopologies();
   const tried = await useLocalServices(unset);
   const missing = unset.filter((name) => !process.env[name]);
-  if (missing.length === 0) return;
+  if (missing.length === 0) return useRabbitStomp();
 
   // Loaded only when needed: a run against existing services does not pay for (or depend on) testcontainers.
   const tc = await import('testcontainers');
@@ -133,6 +146,24 @@ export async function setup(): Promise<void> {
       if (!process.env[name]) process.env[name] = value;
     }
   }
+  await useRabbitStomp();
+}
+
+/** RABBITMQ_STOMP_URL: as set (probed), else the local plugin on 61614; fails the run with how to enable it. */
+async function useRabbitStomp(): Promise<void> {
+  const set = process.env.RABBITMQ_STOMP_URL;
+  if (set) {
+    const url = new URL(set);
+    const error = await probeTcp(url.hostname.replace(/^\[(.*)\]$/, '$1') || '127.0.0.1', url.port ? Number(url.port) : 61613);
+    if (error === undefined) return;
+    throw new Error(`RABBITMQ_STOMP_URL=${redact(set)} is set, but nothing accepts connections there (${error}).\n${HOW_TO_ENABLE_RABBITMQ_STOMP}`);
+  }
+  const error = await probeTcp('127.0.0.1', LOCAL_RABBITMQ_STOMP.port);
+  if (error !== undefined) {
+    throw new Error(`RABBITMQ_STOMP_URL is not set and nothing answers on 127.0.0.1:${LOCAL_RABBITMQ_STOMP.port} (${error}).\n${HOW_TO_ENABLE_RABBITMQ_STOMP}`);
+  }
+  process.env.RABBITMQ_STOMP_URL = LOCAL_RABBITMQ_STOMP.url;
+  console.log(`test services: RABBITMQ_STOMP_URL unset, using ${redact(LOCAL_RABBITMQ_STOMP.url)} (answers locally)`);
 }
 
 export async function teardown(): Promise<void> {

@@ -6,7 +6,7 @@ function required(name: string): string {
   const v = process.env[name];
   if (!v) {
     throw new Error(
-      `${name} is not set. Set AMQP_URL, REDIS_URL and STOMP_URL to running services, or run with a Docker engine so that testcontainers can start them.`,
+      `${name} is not set. Set AMQP_URL, REDIS_URL, STOMP_URL and RABBITMQ_STOMP_URL to running services, or run with a Docker engine so that testcontainers can start them (not RABBITMQ_STOMP_URL: see test/support/global-setup.ts).`,
     );
   }
   return v;
@@ -30,6 +30,10 @@ export const services = {
   get redisSentinel(): { name: string; urls: string[] } {
     const urls = topologyList('REDIS_SENTINEL_URLS', 'REDIS_SENTINEL_UNAVAILABLE', 'Redis Sentinel', 'scripts/redis-sentinel.sh', 'REDIS_SENTINEL_URLS and REDIS_SENTINEL_NAME');
     return { name: process.env.REDIS_SENTINEL_NAME || 'mymaster', urls };
+  },
+  /** RabbitMQ's STOMP plugin (default stomp://guest:guest@127.0.0.1:61614), the second real STOMP peer; vhost `/`. */
+  get rabbitStompUrl(): string {
+    return required('RABBITMQ_STOMP_URL');
   },
   /** RabbitMQ management API (http://guest:guest@127.0.0.1:15672), used by fault tests to close connections. */
   get rabbitManagementUrl(): string | undefined {

@@ -10,6 +10,9 @@ import { connectStomp, type StompHeaders, type StompMessage, type StompSession }
 import { silentLogger } from '../../src/shared/log.js';
 import { services } from './services.js';
 
+/** The vhost the tests use on RabbitMQ's STOMP plugin (RABBITMQ_STOMP_URL). */
+export const RABBITMQ_STOMP_VHOST = '/';
+
 /** ActiveMQ's shared dead-letter queue. */
 export const ACTIVEMQ_DLQ = 'ActiveMQ.DLQ';
 
@@ -28,7 +31,10 @@ export function queueDestination(queue: string): string {
 }
 
 function connection(url: string): StompConnectionConfig {
-  return { name: 'test', type: 'stomp', urls: [url], heartBeat: [10_000, 10_000], connectTimeout: 5_000 };
+  const c: StompConnectionConfig = { name: 'test', type: 'stomp', urls: [url], heartBeat: [10_000, 10_000], connectTimeout: 5_000 };
+  // RabbitMQ's STOMP plugin reads the `host` header as the vhost.
+  if (url === process.env.RABBITMQ_STOMP_URL) c.host = RABBITMQ_STOMP_VHOST;
+  return c;
 }
 
 /** Opens a plain STOMP session for a test (closed by the caller with `disconnect()`). */
@@ -74,7 +80,7 @@ export interface ReadOptions {
   atLeast?: number;
   /** Gives up and returns what it has after this long (default 60 s). */
   timeoutMs?: number;
-  /** `activemq.prefetchSize` (default 1000). */
+  /** `activemq.prefetchSize` and `prefetch-count` (RabbitMQ) (default 1000). */
   prefetch?: number;
   /** Ack a message (client-individual)? Default: every message. A message not acked goes back to the queue. */
   accept?: (message: ReceivedStompMessage) => boolean;
@@ -87,7 +93,8 @@ export interface ReadOptions {
  *
  * A lost connection (a broker restart by another test) does not end the read: it connects again and goes on. A
  * message whose ACK was lost comes back with the same ActiveMQ `message-id`; it is the same broker message, not a
- * second copy, so it is acked and not returned twice.
+ * second copy, so it is acked and not returned twice. (RabbitMQ's `message-id` is per delivery: there a lost ACK
+ * would count a message twice; the tests never restart RabbitMQ.)
  */
 export async function readStomp(queue: string, opts: ReadOptions = {}): Promise<ReceivedStompMessage[]> {
   const quietMs = opts.quietMs ?? 1_500;
@@ -113,7 +120,12 @@ export async function readStomp(queue: string, opts: ReadOptions = {}): Promise<
     let reading = true;
     try {
       await session.subscribe(
-        { destination: queueDestination(queue), ack: 'client-individual', 'activemq.prefetchSize': String(opts.prefetch ?? 1000) },
+        {
+          destination: queueDestination(queue),
+          ack: 'client-individual',
+          'activemq.prefetchSize': String(opts.prefetch ?? 1000),
+          'prefetch-count': String(opts.prefetch ?? 1000),
+        },
         (m) => {
           if (!reading) return;
           last = Date.now();

@@ -232,16 +232,48 @@ function connectOne(conn: StompConnectionConfig, server: StompServer, log: Logge
     // Always an 'error' listener: without one a broken socket would crash the process. Errors during the
     // handshake reach the callback above; later ones are handled by the Session's own listener.
     client.on('error', () => undefined);
+    // stompit's own ERROR handler, for an ERROR with a text/plain body (RabbitMQ's answer to a refused CONNECT: a
+    // wrong vhost or login), destroys the frame instead of the client: an 'error' event nobody listens to, and the
+    // process crashes. Ours reads the body and fails the connect; the Session installs its own after the handshake.
+    // stompit sets its handlers when it writes CONNECT, right after 'socket-connect'; the answer comes in a later tick.
+    const handshakeClient = client;
+    handshakeClient.once('socket-connect', () => {
+      queueMicrotask(() => {
+        handshakeClient.setCommandHandler('ERROR', (frame) => {
+          readErrorBody(frame, (body) => {
+            const message = String(frame.headers.message ?? 'ERROR frame');
+            const detail = body.split('\n')[0]?.trim();
+            const error: StompitError = new Error(detail ? `${message}: ${detail}` : message);
+            error.isApplicationError = () => true;
+            fail(classifyConnectError(error, what, conn.connectTimeout));
+          });
+        });
+      });
+    });
   });
 }
 
-const AUTH_FAILURE = /auth|password|passcode|login|credential|not authori[sz]ed|access denied|security/i;
+function readErrorBody(frame: StompitIncomingFrame, done: (body: string) => void): void {
+  const chunks: Buffer[] = [];
+  let size = 0;
+  frame.on('data', (chunk: Buffer) => {
+    if (size < ERROR_BODY_LIMIT) chunks.push(chunk);
+    size += chunk.length;
+  });
+  frame.on('end', () => done(Buffer.concat(chunks).toString('utf8')));
+}
+
+const AUTH_FAILURE = /auth|password|passcode|login|credential|not authori[sz]ed|access denied|access refused|security/i;
 
 function classifyConnectError(error: StompitError, what: string, timeoutMs: number): Error {
   const text = redactUrl(error.message);
   if (error.isApplicationError?.()) {
     // An ERROR frame in answer to CONNECT: a refused login is a configuration problem, not worth retrying blindly.
-    if (AUTH_FAILURE.test(text)) return new ConfigError(`${what}: the broker refused the login: ${text}`, { cause: error });
+    if (AUTH_FAILURE.test(text)) {
+      // RabbitMQ reads the `host` header as the vhost, and it defaults to the URL's host name here.
+      const hint = /virtual host/i.test(text) ? " (RabbitMQ reads the STOMP `host` header as the vhost: set the connection's `host`, e.g. \"/\")" : '';
+      return new ConfigError(`${what}: the broker refused the login: ${text}${hint}`, { cause: error });
+    }
     return new TransientError(`${what}: the broker refused the connection: ${text}`, { cause: error });
   }
   return new TransientError(`${what}: ${transportSentence(error, timeoutMs)}`, { cause: error });
@@ -315,13 +347,7 @@ class Session implements StompSession {
       frame.on('end', () => this.settle(id));
     });
     client.setCommandHandler('ERROR', (frame) => {
-      const chunks: Buffer[] = [];
-      let size = 0;
-      frame.on('data', (chunk: Buffer) => {
-        if (size < ERROR_BODY_LIMIT) chunks.push(chunk);
-        size += chunk.length;
-      });
-      frame.on('end', () => this.errorFrame(frame.headers, Buffer.concat(chunks).toString('utf8')));
+      readErrorBody(frame, (body) => this.errorFrame(frame.headers, body));
     });
   }
 
@@ -474,7 +500,7 @@ class Session implements StompSession {
   }
 
   private errorFrame(headers: StompitHeaderValues, body: string): void {
-    const message = redactUrl(String(headers.message ?? body.split('\n')[0] ?? 'no message'));
+    const message = errorSentence(headers, body);
     const receipt = headers['receipt-id'] === undefined ? undefined : String(headers['receipt-id']);
     const p = receipt === undefined ? undefined : this.pending.get(receipt);
     if (receipt !== undefined && p) {
@@ -517,6 +543,22 @@ class Session implements StompSession {
   private closedError(command: string): TransientError {
     return new TransientError(`${this.what} is closed; cannot send ${command}`);
   }
+}
+
+/**
+ * The ERROR frame as a sentence: its `message` header, with the first line of the body when that says more (RabbitMQ:
+ * `precondition_failed` + `inequivalent arg 'durable' for queue 'x' …`), and what to do about a refusal to declare.
+ */
+function errorSentence(headers: StompitHeaderValues, body: string): string {
+  const first = body.split('\n')[0]?.trim() ?? '';
+  const header = headers.message === undefined ? '' : String(headers.message).trim();
+  let text = header && first && !first.includes(header) ? `${header}: ${first}` : header || first || 'no message';
+  if (/inequivalent arg|precondition_failed/i.test(text)) {
+    // RabbitMQ declares the queue of a `/queue/<name>` destination on SEND and SUBSCRIBE, with its own arguments; an
+    // existing queue declared otherwise (non-durable, x-queue-type, x-max-length…) refuses that, every time.
+    text += " (RabbitMQ declares the queue of a '/queue/<name>' destination; for a queue declared with other properties use the destination '/amq/queue/<name>', which does not declare it)";
+  }
+  return redactUrl(text);
 }
 
 function stringHeaders(headers: StompitHeaderValues): StompHeaders {

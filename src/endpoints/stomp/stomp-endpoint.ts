@@ -7,12 +7,15 @@ import { TransientError } from '../../shared/errors.js';
 import type { Logger } from '../../shared/log.js';
 import { stompAddress, stompDestination } from '../../config/stomp-address.js';
 import { connectStomp, type StompSession } from './stomp-client.js';
+import { profileFields, stompPeerProfile, type StompPeerProfile } from './stomp-peer.js';
 
 export abstract class StompEndpoint {
   readonly description: string;
   readonly address: string;
   protected readonly destination: string;
   protected session: StompSession | undefined;
+  /** What the connected server is (by its CONNECTED `server` header); set by connect(). */
+  protected profile: StompPeerProfile = stompPeerProfile(undefined);
   /** Set by close() and by a loss: nothing more is done on the session. */
   protected closed = false;
 
@@ -35,6 +38,7 @@ export abstract class StompEndpoint {
     if (this.session || this.closed) throw new TypeError(`${this.description} can be opened once`);
     const session = await connectStomp(this.conn, this.log);
     this.session = session;
+    this.profile = stompPeerProfile(session.server);
     if (this.closed) {
       session.destroy();
       throw new TransientError(`${this.description} was closed while opening`);
@@ -45,6 +49,11 @@ export abstract class StompEndpoint {
       onLost(error);
     });
     return session;
+  }
+
+  /** Log fields of the open connection: where, which STOMP version, which server and what the bridge relies on there. */
+  protected connectionFields(session: StompSession): Record<string, unknown> {
+    return { peer: session.peer, version: session.version, server: session.server, ...profileFields(this.profile) };
   }
 
   /** DISCONNECT (bounded wait) and close. Never throws. */

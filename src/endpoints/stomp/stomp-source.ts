@@ -1,9 +1,13 @@
 /**
- * STOMP source: SUBSCRIBE with `ack: client-individual` and `activemq.prefetchSize`, one ACK per delivery.
+ * STOMP source: SUBSCRIBE with `ack: client-individual` and the peer's prefetch header (see ./stomp-peer.ts), one ACK
+ * per delivery.
  *
  * It never NACKs: ActiveMQ moves a NACKed persistent message to ActiveMQ.DLQ at once (and drops a non-persistent
- * one). A message that must come back is simply left unacked; closing the connection returns it, and ActiveMQ
- * redelivers it with `redelivered:true` and the same `message-id`, which is the delivery's stableId.
+ * one). A message that must come back is simply left unacked; closing the connection returns it, and the broker
+ * redelivers it with `redelivered:true`. On a peer whose `message-id` names the message (ActiveMQ Classic) that
+ * `message-id` is the delivery's stableId. Elsewhere (RabbitMQ: a new `message-id` per delivery; unknown servers) the
+ * delivery has no stableId and the worker stamps it by fingerprint, claiming the stamp on a redelivery, exactly as for
+ * an AMQP message without `message-id`.
  */
 import type { StompConnectionConfig } from '../../config/types.js';
 import { TransientError } from '../../shared/errors.js';
@@ -13,6 +17,7 @@ import type { Logger } from '../../shared/log.js';
 import { fromStomp } from '../../mapping/stomp-mapping.js';
 import type { StompMessage } from './stomp-client.js';
 import { StompEndpoint } from './stomp-endpoint.js';
+import { prefetchHeaders } from './stomp-peer.js';
 
 export class StompSource extends StompEndpoint implements SourceEndpoint {
   private consuming = true;
@@ -39,7 +44,7 @@ export class StompSource extends StompEndpoint implements SourceEndpoint {
         {
           destination: this.destination,
           ack: 'client-individual',
-          'activemq.prefetchSize': String(this.prefetch),
+          ...prefetchHeaders(this.profile, this.prefetch),
         },
         (message) => this.onMessage(message, handlers),
       );
@@ -51,7 +56,7 @@ export class StompSource extends StompEndpoint implements SourceEndpoint {
       // destination, not authorised) shows as one log line per change of reason.
       throw new TransientError(`${this.description}: the broker refused the subscription: ${(err as Error).message}`, { cause: err });
     }
-    this.log.info({ peer: session.peer, version: session.version, server: session.server }, `${this.description} consuming`);
+    this.log.info({ ...this.connectionFields(session), prefetch: this.prefetch }, `${this.description} consuming`);
   }
 
   ack(delivery: SourceDelivery): void {
@@ -94,12 +99,13 @@ export class StompSource extends StompEndpoint implements SourceEndpoint {
       return;
     }
     const h = message.headers;
+    const stable = this.profile.stableMessageId;
     const delivery: SourceDelivery = {
-      message: fromStomp(h, message.body),
+      message: fromStomp(h, message.body, { brokerMessageIdStable: stable }),
       redelivered: h.redelivered === 'true',
       seq: ++this.seq,
     };
-    if (h['message-id'] !== undefined) delivery.stableId = h['message-id'];
+    if (stable && h['message-id'] !== undefined) delivery.stableId = h['message-id'];
     this.unacked.set(delivery, message);
     handlers.onDelivery(delivery);
   }

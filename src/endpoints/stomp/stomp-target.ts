@@ -36,7 +36,7 @@ export class StompTarget extends StompEndpoint implements TargetEndpoint {
 
   async open(handlers: TargetHandlers): Promise<void> {
     const session = await this.connect((error) => handlers.onLost(error));
-    this.log.info({ peer: session.peer, version: session.version, server: session.server }, `${this.description} open`);
+    this.log.info(this.connectionFields(session), `${this.description} open`);
   }
 
   send(message: BridgeMessage): Promise<void> {
@@ -102,7 +102,7 @@ export class StompTarget extends StompEndpoint implements TargetEndpoint {
   }
 
   private frameOf(message: BridgeMessage): { headers: StompHeaders; body: Buffer } {
-    const out = toStomp(message, { log: this.log });
+    const out = toStomp(message, { log: this.log, bytesOnly: this.profile.bodyTyping === 'bytes' });
     const headers: StompHeaders = { ...out.headers, destination: this.destination };
     checkLimits(headers, out.body);
     return { headers, body: out.body };

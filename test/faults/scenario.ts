@@ -99,7 +99,7 @@ interface FaultEvent {
   at: number;
 }
 
-/** Seeded schedule: poison early (before a broker restart can re-open the harness's channels), the rest anywhere. */
+/** Seeded schedule: poison early (before a broker restart can re-open the harness's channels), Redis faults mid-stream, the rest anywhere. */
 export function planFaults(counts: FaultCounts, prng: Prng): FaultEvent[] {
   const events: FaultEvent[] = [];
   for (const [kind, n] of Object.entries(counts) as [FaultKind, number][]) {
@@ -108,6 +108,8 @@ export function planFaults(counts: FaultCounts, prng: Prng): FaultEvent[] {
       let hi = 0.9;
       if (kind.startsWith('poison')) [lo, hi] = [0.05, 0.45];
       if (kind === 'broker-restart') [lo, hi] = [0.5, 0.85];
+      // While messages flow (a 30 s target stall late in the stream could push them past the end of publishing).
+      if (kind === 'redis-failover' || kind === 'redis-data-loss') [lo, hi] = [0.2, 0.7];
       events.push({ kind, at: lo + prng.next() * (hi - lo) });
     }
   }

@@ -194,12 +194,14 @@ export function analyse(input: {
     const idsOfSeq = new Set(list.map((c) => c.id ?? '(none)'));
     for (const id of idsOfSeq) ids.add(id);
     const unflaggedCopies = list.filter((c) => !c.flagged).length;
+    // Only a message without a publisher ID can legitimately arrive twice unflagged (under two IDs): when the harness
+    // published it twice (a re-published chunk), they are two source messages. A publisher ID is the same on both.
+    const republished = record.uncertain.has(seq) && record.sent.get(seq) === undefined;
+    const allowedUnflagged = republished ? 2 : 1;
     if (idsOfSeq.size > 1) {
       underTwoIds += 1;
       if (unflaggedCopies <= 1) underTwoIdsFlagged += 1;
-      // Only a message without a publisher ID can legitimately get two IDs unflagged: when the harness published it
-      // twice (a re-published chunk), they are two source messages. A publisher ID is the same on both.
-      else if (record.uncertain.has(seq) && record.sent.get(seq) === undefined) underTwoIdsRepublished += 1;
+      else if (unflaggedCopies <= allowedUnflagged) underTwoIdsRepublished += 1;
       else twoIds.push(`${seq}: ${list.map((c) => `${c.id ?? '(none)'}${c.flagged ? ' (flagged)' : ''}`).join(' / ')}`);
     }
     if (record.resends.has(seq) && list.length > 1) {
@@ -210,8 +212,8 @@ export function analyse(input: {
       extraCopies += list.length - 1;
       const flagged = list.filter((c) => c.flagged).length;
       const unflagged = list.length - flagged;
-      // The first copy may be unflagged; every further one must say it may be a duplicate.
-      const badUnflagged = Math.max(0, unflagged - 1);
+      // The first copy (of each source copy) may be unflagged; every further one must say it may be a duplicate.
+      const badUnflagged = Math.max(0, unflagged - allowedUnflagged);
       extraUnflagged += badUnflagged;
       extraFlagged += list.length - 1 - badUnflagged;
       if (badUnflagged > 0 && record.resends.has(seq)) trueDuplicatesUnflagged += badUnflagged;

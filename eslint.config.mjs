@@ -3,7 +3,7 @@ import js from '@eslint/js';
 import tseslint from 'typescript-eslint';
 
 export default tseslint.config(
-  { ignores: ['dist/', 'node_modules/', '.activemq/', 'coverage/', '**/*.cjs', '**/*.mjs'] },
+  { ignores: ['dist/', 'node_modules/', '.activemq/', '.redis-local/', 'coverage/', '**/*.cjs', '**/*.mjs'] },
   js.configs.recommended,
   ...tseslint.configs.recommendedTypeChecked,
   {

@@ -4,7 +4,7 @@
  * shared with other tests: the suite never stops that one.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, readdirSync, rmSync } from 'node:fs';
 import { connect } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -68,6 +68,14 @@ export class OwnRedis {
 
   async restart(downMs: number): Promise<void> {
     await this.stop();
+    await sleep(downMs);
+    await this.start();
+  }
+
+  /** A restart that loses everything, as a Redis without persistence does: the AOF is deleted while it is down. */
+  async restartEmpty(downMs: number): Promise<void> {
+    await this.stop();
+    for (const entry of readdirSync(this.dir)) rmSync(join(this.dir, entry), { recursive: true, force: true });
     await sleep(downMs);
     await this.start();
   }

@@ -6,14 +6,23 @@
  *     [--messages 20000] [--seed N]
  *     [--sigkills 5] [--closes 5] [--broker-restarts 1] [--stalls 1] [--redis-restarts 1] [--poison 2]
  *     [--publish-seconds 90] [--stall-ms 30000] [--backpressure | --no-backpressure] [--bp-messages 100000]
+ *     [--redis standalone|cluster|sentinel] [--redis-failovers 1] [--redis-data-losses 0]
+ *
+ * --redis picks the cache's Redis (./suite-redis.ts): the suite's own standalone one (default), the local Redis
+ * Cluster (scripts/redis-cluster.sh) or Sentinel setup (scripts/redis-sentinel.sh), started by the suite when they are
+ * not running. redis-failover (cluster, sentinel) SIGKILLs the master holding the bridge's keys; redis-data-loss wipes
+ * the cache under the running bridge (standalone: a restart without the AOF, then FLUSHALL; cluster, sentinel:
+ * FLUSHALL on the master) — after one, a re-sent ID may pass: the table shows it, and it is not a failure.
  *
  * Every flag also reads from the environment as FAULTS_<FLAG> (e.g. FAULTS_MESSAGES=5000). Services: AMQP_URL,
  * STOMP_URL (ActiveMQ paths are skipped without it), RABBITMQ_STOMP_URL (default stomp://guest:guest@127.0.0.1:61614,
- * RabbitMQ's STOMP plugin; its paths are skipped when nothing answers there), RABBITMQ_MANAGEMENT_URL; Redis is the
- * suite's own on --redis-port (default 6390), with AOF.
+ * RabbitMQ's STOMP plugin; its paths are skipped when nothing answers there), RABBITMQ_MANAGEMENT_URL,
+ * REDIS_CLUSTER_URLS, REDIS_SENTINEL_URLS and REDIS_SENTINEL_NAME (defaults: the scripts' addresses); the standalone
+ * Redis is the suite's own on --redis-port (default 6390), with AOF.
  */
 import { parseArgs } from 'node:util';
 import { OwnRedis } from './own-redis.js';
+import { REDIS_MODES, suiteRedis, type RedisMode } from './suite-redis.js';
 import { randomSeed } from './prng.js';
 import { RabbitAdmin } from './rabbit-admin.js';
 import { formatTable, violations, type FaultRunReport } from './report.js';
@@ -35,6 +44,9 @@ const { values } = parseArgs({
     'publish-seconds': { type: 'string' },
     'stall-ms': { type: 'string' },
     'redis-port': { type: 'string' },
+    redis: { type: 'string' },
+    'redis-failovers': { type: 'string' },
+    'redis-data-losses': { type: 'string' },
     backpressure: { type: 'boolean' },
     'no-backpressure': { type: 'boolean' },
     'bp-messages': { type: 'string' },
@@ -71,7 +83,11 @@ async function main(): Promise<number> {
     'redis-restart': num('redis-restarts', FULL_FAULTS['redis-restart']),
     'poison-unroutable': poison,
     'poison-too-large': poison,
+    'redis-failover': num('redis-failovers', FULL_FAULTS['redis-failover'] ?? 1),
+    'redis-data-loss': num('redis-data-losses', FULL_FAULTS['redis-data-loss'] ?? 0),
   };
+  const mode = (opt('redis') ?? 'standalone') as RedisMode;
+  if (!REDIS_MODES.includes(mode)) throw new Error(`--redis expects one of ${REDIS_MODES.join(', ')}, got '${mode}'`);
   const pathOpt = opt('path') ?? 'all';
   const onlyBackpressure = values.backpressure === true || opt('backpressure') === '1';
   const withBackpressure = onlyBackpressure || (values['no-backpressure'] !== true && pathOpt === 'all' && opt('no-backpressure') === undefined);
@@ -88,14 +104,17 @@ async function main(): Promise<number> {
   }
   if (onlyBackpressure) paths = [];
 
-  console.log(`fault suite: seed ${seed} (replay with --seed ${seed}); ${messages} messages per path; paths: ${paths.join(', ') || '(none)'}`);
+  console.log(`fault suite: seed ${seed} (replay with --seed ${seed}); ${messages} messages per path; paths: ${paths.join(', ') || '(none)'}; Redis: ${mode}`);
   const admin = new RabbitAdmin();
   await admin.check();
-  const redis = new OwnRedis(num('redis-port', 6390));
+  // The suite's own Redis: the cache's in standalone mode, and the backpressure run's in every mode.
+  const own = new OwnRedis(num('redis-port', 6390));
+  const redis = suiteRedis(mode, own);
   const reports: FaultRunReport[] = [];
   let bp: BackpressureReport | undefined;
   const cleanup = async () => {
     await redis.dispose();
+    await own.dispose();
   };
   const onSignal = () => {
     void cleanup().finally(() => process.exit(130));
@@ -104,6 +123,7 @@ async function main(): Promise<number> {
   process.once('SIGTERM', onSignal);
   try {
     await redis.start();
+    if (withBackpressure) await own.start();
     for (const [i, path] of paths.entries()) {
       const r = await runScenario({
         path,
@@ -122,7 +142,7 @@ async function main(): Promise<number> {
       console.log('\n' + formatTable([r]) + '\n');
     }
     if (withBackpressure) {
-      bp = await runBackpressure({ amqpUrl, redis, admin, messages: num('bp-messages', 100_000), stallMs: num('stall-ms', 30_000) });
+      bp = await runBackpressure({ amqpUrl, redis: own, admin, messages: num('bp-messages', 100_000), stallMs: num('stall-ms', 30_000) });
     }
   } finally {
     await cleanup();

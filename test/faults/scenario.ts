@@ -9,7 +9,8 @@
  *   queue for messages carrying `x-faults-route: ok`: a poison message without it is unroutable (basic.return).
  *   "Too large" = larger than a lowered global max_message_size (RabbitMQ reads it when a channel opens).
  * - The bridge reaches its target through a TCP proxy of ours (stalled for a while by one fault).
- * - Redis is the suite's own, with AOF (restarted by one fault).
+ * - Redis is the suite's own, with AOF (restarted by one fault), or the local Redis Cluster or Sentinel setup
+ *   (./suite-redis.ts): `redis-failover` kills the master holding the bridge's keys, `redis-data-loss` wipes the cache.
  * - Dead letters go to a destination on the other broker where it helps: a too-large message for RabbitMQ is
  *   too large for every RabbitMQ channel, so its dead-letter destination is an ActiveMQ queue.
  * - RabbitMQ's STOMP plugin (paths `stomp-rabbitmq-amqp`, `amqp-stomp-rabbitmq`): the bridge's STOMP connection uses
@@ -27,7 +28,11 @@ import amqp from 'amqplib';
 import { TcpProxy } from '../support/tcp-proxy.js';
 import { BridgeControl } from './bridge-control.js';
 import { AmqpCollector, AmqpPublisher, StompCollector, StompPublisher, type Collector, type Publisher } from './harness-clients.js';
-import type { OwnRedis } from './own-redis.js';
+import { OwnRedis } from './own-redis.js';
+import { standaloneRedis, type SuiteRedis } from './suite-redis.js';
+import { addressKeys, stampKey } from '../../src/cache/keys.js';
+import { sourceAddress, targetAddress } from '../../src/config/amqp-address.js';
+import { stompAddress, stompDestination } from '../../src/config/stomp-address.js';
 import { Prng } from './prng.js';
 import { HARNESS_CONNECTION_PREFIX, RabbitAdmin } from './rabbit-admin.js';
 import { analyse, type FaultRunReport, type SentRecord } from './report.js';
@@ -44,9 +49,20 @@ export const RABBITMQ_STOMP_PATHS: readonly PathName[] = ['stomp-rabbitmq-amqp',
 /** Paths through ActiveMQ (STOMP_URL). */
 export const ACTIVEMQ_PATHS: readonly PathName[] = ['amqp-stomp', 'stomp-amqp'];
 
-export type FaultKind = 'sigkill' | 'connection-close' | 'broker-restart' | 'target-stall' | 'redis-restart' | 'poison-unroutable' | 'poison-too-large';
+/** Faults of the Redis topology (cluster, sentinel) and of cache loss; optional in a FaultCounts (default 0). */
+export type RedisFaultKind = 'redis-failover' | 'redis-data-loss';
 
-export type FaultCounts = Record<FaultKind, number>;
+export type FaultKind =
+  | 'sigkill'
+  | 'connection-close'
+  | 'broker-restart'
+  | 'target-stall'
+  | 'redis-restart'
+  | 'poison-unroutable'
+  | 'poison-too-large'
+  | RedisFaultKind;
+
+export type FaultCounts = Record<Exclude<FaultKind, RedisFaultKind>, number> & Partial<Record<RedisFaultKind, number>>;
 
 export const FULL_FAULTS: FaultCounts = {
   sigkill: 5,
@@ -56,6 +72,10 @@ export const FULL_FAULTS: FaultCounts = {
   'redis-restart': 1,
   'poison-unroutable': 2,
   'poison-too-large': 2,
+  // On cluster and sentinel (standalone has no replica). A data loss is asked for (--redis-data-losses): it can make a
+  // re-sent ID pass, which a run without one must not show.
+  'redis-failover': 1,
+  'redis-data-loss': 0,
 };
 
 export interface ScenarioOptions {
@@ -70,7 +90,8 @@ export interface ScenarioOptions {
   stompUrl?: string;
   /** RabbitMQ's STOMP plugin, for the `*-stomp-rabbitmq*` paths (its vhost is the run's own). */
   rabbitStompUrl?: string;
-  redis: OwnRedis;
+  /** The cache's Redis: the suite's own standalone one, or a SuiteRedis of any mode. */
+  redis: OwnRedis | SuiteRedis;
   admin: RabbitAdmin;
   /** After publishing and faults, how long the target may stay quiet before the run stops waiting. */
   quietMs?: number;
@@ -90,15 +111,17 @@ interface FaultEvent {
   at: number;
 }
 
-/** Seeded schedule: poison early (before a broker restart can re-open the harness's channels), the rest anywhere. */
+/** Seeded schedule: poison early (before a broker restart can re-open the harness's channels), Redis faults mid-stream, the rest anywhere. */
 export function planFaults(counts: FaultCounts, prng: Prng): FaultEvent[] {
   const events: FaultEvent[] = [];
   for (const [kind, n] of Object.entries(counts) as [FaultKind, number][]) {
-    for (let i = 0; i < n; i++) {
+    for (let i = 0; i < (n ?? 0); i++) {
       let lo = 0.05;
       let hi = 0.9;
       if (kind.startsWith('poison')) [lo, hi] = [0.05, 0.45];
       if (kind === 'broker-restart') [lo, hi] = [0.5, 0.85];
+      // While messages flow (a 30 s target stall late in the stream could push them past the end of publishing).
+      if (kind === 'redis-failover' || kind === 'redis-data-loss') [lo, hi] = [0.2, 0.7];
       events.push({ kind, at: lo + prng.next() * (hi - lo) });
     }
   }
@@ -143,8 +166,17 @@ export async function runScenario(o: ScenarioOptions): Promise<FaultRunReport> {
   // Where the harness publishes and reads over AMQP: RabbitMQ queues, whichever protocol the bridge uses on them.
   const sourceOnRabbit = !sourceIsStomp || rabbitStomp;
   const targetOnRabbit = !targetIsStomp || rabbitStomp;
-  const faults: FaultCounts = { ...o.faults };
+  const faults: FaultCounts = { 'redis-failover': 0, 'redis-data-loss': 0, ...o.faults };
   const notes: string[] = [];
+  const redis: SuiteRedis = o.redis instanceof OwnRedis ? standaloneRedis(o.redis) : o.redis;
+  if (!redis.failover && (faults['redis-failover'] ?? 0) > 0) {
+    notes.push(`redis-failover left out: ${redis.mode} Redis has no replica to promote (use --redis cluster or sentinel)`);
+    faults['redis-failover'] = 0;
+  }
+  if (!redis.restart && faults['redis-restart'] > 0) {
+    notes.push(`redis-restart left out: on ${redis.mode}, a master that stops is failed over (that is redis-failover)`);
+    faults['redis-restart'] = 0;
+  }
 
   // Unroutable exists only on an AMQP exchange: ActiveMQ creates any destination it is sent to.
   // Too large: RabbitMQ refuses a message over max_message_size; ActiveMQ 5.17 answers a frame over one of its STOMP
@@ -214,6 +246,25 @@ export async function runScenario(o: ScenarioOptions): Promise<FaultRunReport> {
     log(`RabbitMQ max_message_size lowered from ${originalMaxSize ?? 'default'} to ${maxMessageSize} (restored at the end)`);
   }
 
+  // The cache keys of the bridge (src/cache/keys.ts): the target address's IDs and the source's stamp records. Their
+  // hash tags pick the cluster master a redis-failover or a redis-data-loss goes for.
+  const keyPrefix = `faults-${runId}`;
+  const cacheKeys = [
+    addressKeys(
+      keyPrefix,
+      targetIsStomp
+        ? stompAddress({ name: 'activemq-target', type: 'stomp', urls: [stompTargetUrl!], heartBeat: [10_000, 10_000], connectTimeout: 10_000 }, stompDestination(tgtQueue))
+        : targetAddress({ name: 'rabbit-target', type: 'amqp', urls: [rabbitTargetUrl], heartbeat: 10, connectTimeout: 10_000 }, { exchange, routingKey: '' }),
+    ).ids,
+    stampKey(
+      keyPrefix,
+      sourceIsStomp
+        ? stompAddress({ name: 'activemq', type: 'stomp', urls: [o.stompUrl!], heartBeat: [10_000, 10_000], connectTimeout: 10_000 }, stompDestination(srcQueue))
+        : sourceAddress({ name: 'rabbit', type: 'amqp', urls: [rabbitUrl], heartbeat: 10, connectTimeout: 10_000 }, srcQueue),
+      'fingerprint',
+    ),
+  ];
+
   // The bridge's configuration.
   const conns: string[] = [];
   const connUsed = new Set<string>();
@@ -238,8 +289,8 @@ export async function runScenario(o: ScenarioOptions): Promise<FaultRunReport> {
     'connections:',
     ...conns,
     'id-cache:',
-    `  redis-url: "${o.redis.url}"`,
-    `  key-prefix: "faults-${runId}"`,
+    ...redis.idCacheLines(),
+    `  key-prefix: "${keyPrefix}"`,
     '  id-cache-size: 50000',
     ...(o.reservationLeaseMs ? [`  reservation-lease: ${o.reservationLeaseMs}`] : []),
     'bridges:',
@@ -405,7 +456,15 @@ export async function runScenario(o: ScenarioOptions): Promise<FaultRunReport> {
           return true;
         }
         case 'redis-restart': {
-          await o.redis.restart(prng.int(1000, 5000));
+          log(await redis.restart!(prng.int(1000, 5000)));
+          return true;
+        }
+        case 'redis-failover': {
+          log(await redis.failover!(cacheKeys, injected['redis-failover']! + 1));
+          return true;
+        }
+        case 'redis-data-loss': {
+          log(await redis.dataLoss(cacheKeys, injected['redis-data-loss']! + 1));
           return true;
         }
         case 'poison-unroutable':
@@ -489,6 +548,7 @@ export async function runScenario(o: ScenarioOptions): Promise<FaultRunReport> {
       path: o.path,
       seed: o.seed,
       faults: injected,
+      cacheLossFaults: (injected['redis-data-loss'] ?? 0) + (injected['redis-failover'] ?? 0),
       record,
       target: target.messages,
       deadLetter: deadLetter.messages,
@@ -505,6 +565,9 @@ export async function runScenario(o: ScenarioOptions): Promise<FaultRunReport> {
       await admin.setMaxMessageSize(originalMaxSize).catch((err: unknown) => log(`could not restore max_message_size: ${String(err)}`));
       log(`RabbitMQ max_message_size restored to ${originalMaxSize ?? 'default'}`);
     }
-    if (report && !process.env.FAULTS_KEEP) await admin.deleteVhost(vhost);
+    if (report && !process.env.FAULTS_KEEP) {
+      await admin.deleteVhost(vhost);
+      await redis.cleanup(keyPrefix).catch((err: unknown) => log(`could not delete the run's Redis keys: ${String(err)}`));
+    }
   }
 }

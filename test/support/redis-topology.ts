@@ -265,8 +265,9 @@ export async function killMaster(port: number, timeoutMs = 20_000): Promise<Prom
 
 /**
  * Starts a killed cluster node again in its own directory (scripts/redis-cluster.sh start-node): it rejoins with its
- * nodes.conf, as a replica of whoever took its slots. Waits until every node that answers sees it connected and
- * cluster_state is ok on it.
+ * nodes.conf, as a replica of whoever took its slots. Waits until cluster_state is ok on it, it sees every node
+ * connected, and every node agrees on its role — a master that was replaced first comes back believing it is still
+ * master, and turns into a replica only once it hears of the newer epoch.
  */
 export async function restartNode(port: number, timeoutMs = 20_000): Promise<void> {
   await execFileP('bash', [CLUSTER_SCRIPT, 'start-node', String(port)], { timeout: 60_000 });
@@ -276,7 +277,16 @@ export async function restartNode(port: number, timeoutMs = 20_000): Promise<voi
       const info = String(await c.call('CLUSTER', 'INFO'));
       if (!info.includes('cluster_state:ok')) return false;
       const nodes = parseClusterNodes(String(await c.call('CLUSTER', 'NODES')));
-      return nodes.every((n) => n.connected && !n.failing);
+      if (!nodes.every((n) => n.connected && !n.failing)) return false;
+      const self = nodes.find((n) => n.port === port);
+      if (!self || (self.role === 'master' && self.slots.length === 0)) return false;
+      for (const other of nodes) {
+        if (other.port === port) continue;
+        const view = await withNode(other.port, (o) => o.call('CLUSTER', 'NODES'), other.host).catch(() => '');
+        const seen = parseClusterNodes(String(view)).find((n) => n.port === port);
+        if (!seen || seen.role !== self.role || seen.failing) return false;
+      }
+      return true;
     }).catch(() => false);
     if (ok) return;
     if (Date.now() > deadline) throw new Error(`cluster node ${port} did not rejoin (cluster_state:ok, all nodes connected) within ${timeoutMs} ms`);

@@ -2,6 +2,7 @@
  * The bench scenarios. Each one drains a pre-filled source of N messages into a target through one path; baselines
  * use the plain clients the bridge is built on, with the same prefetch and persistence.
  */
+import { connect } from 'node:net';
 import { readFileSync } from 'node:fs';
 import amqp from 'amqplib';
 import { Redis } from 'ioredis';
@@ -100,6 +101,8 @@ export interface BridgeRunOptions {
   targetQueue: string;
   dedupe: boolean;
   batchSize?: number;
+  /** YAML lines of `id-cache` that say where Redis is (default: `redis-url` from REDIS_URL) and how to use it. */
+  redisYaml?: string[];
   /** Resolves with the time the target held all n messages. */
   waitDone: () => Promise<number>;
 }
@@ -112,7 +115,7 @@ connections:
   rabbit: { type: amqp, url: "${process.env.AMQP_URL}" }
   activemq: { type: stomp, url: "${process.env.STOMP_URL}" }
 id-cache:
-  redis-url: "${process.env.REDIS_URL}"
+${(o.redisYaml ?? [`redis-url: "${process.env.REDIS_URL}"`]).map((l) => `  ${l}`).join('\n')}
   key-prefix: ${keyPrefix}
   id-cache-size: ${Math.max(2000, PREFETCH * 2)}
 bridges:
@@ -242,13 +245,13 @@ async function shovelBaseline(n: number): Promise<RunResult> {
   }
 }
 
-function amqpBridge(dedupe: boolean, withIds: boolean) {
+function amqpBridge(dedupe: boolean, withIds: boolean, redisYaml?: string[]) {
   return async (n: number): Promise<RunResult> => {
     const src = uniq('src');
     const dst = uniq('dst');
     await prefillAmqp(src, n, withIds, dst);
     try {
-      return await runBridge({ sourceConnection: 'rabbit', sourceQueue: src, targetConnection: 'rabbit', targetQueue: dst, dedupe, waitDone: () => waitAmqpCount(dst, n) }, n);
+      return await runBridge({ sourceConnection: 'rabbit', sourceQueue: src, targetConnection: 'rabbit', targetQueue: dst, dedupe, ...(redisYaml ? { redisYaml } : {}), waitDone: () => waitAmqpCount(dst, n) }, n);
     } finally {
       await deleteAmqpQueues(src, dst);
     }
@@ -295,6 +298,29 @@ bridges:
 
 const SHOVEL = 'RabbitMQ shovel (on-confirm)';
 
+/**
+ * The local Sentinel setup (scripts/redis-sentinel.sh: a master with one replica), for the cost of min-replicas-acked:
+ * the same bridge, the same Redis, with and without waiting for the replica after each commit.
+ */
+const SENTINEL_URLS = (process.env.REDIS_SENTINEL_URLS ?? 'redis://127.0.0.1:26379,redis://127.0.0.1:26380,redis://127.0.0.1:26381').split(',');
+const SENTINEL_NAME = process.env.REDIS_SENTINEL_NAME ?? 'mymaster';
+const viaSentinel = (acked: number): string[] => [
+  `redis-sentinel: { name: ${SENTINEL_NAME}, urls: [${SENTINEL_URLS.map((u) => JSON.stringify(u)).join(', ')}] }`,
+  `min-replicas-acked: ${acked}`,
+];
+async function sentinelUnavailable(): Promise<string | undefined> {
+  const u = new URL(SENTINEL_URLS[0]!);
+  const open = await new Promise<boolean>((resolve) => {
+    const sock = connect(Number(u.port), u.hostname, () => {
+      sock.end();
+      resolve(true);
+    });
+    sock.on('error', () => resolve(false));
+  });
+  return open ? undefined : `no sentinel at ${u.host} (start one with scripts/redis-sentinel.sh start, or set REDIS_SENTINEL_URLS)`;
+}
+const REPLICAS_0 = 'bridge, header IDs, Sentinel, min-replicas-acked 0';
+
 export const scenarios: Scenario[] = [
   { group: 'amqp→amqp', name: SHOVEL, run: shovelBaseline, unavailable: shovelUnavailable },
   { group: 'amqp→amqp', name: 'amqplib baseline', versus: SHOVEL, run: amqpBaseline },
@@ -302,4 +328,12 @@ export const scenarios: Scenario[] = [
   { group: 'amqp→amqp', name: 'bridge, dedupe on (stamped IDs)', baseline: 'amqplib baseline', versus: SHOVEL, run: amqpBridge(true, false) },
   { group: 'amqp→amqp', name: 'bridge, dedupe off', baseline: 'amqplib baseline', versus: SHOVEL, run: amqpBridge(false, true) },
   ...stompScenarios,
+  { group: 'min-replicas', name: REPLICAS_0, run: amqpBridge(true, true, viaSentinel(0)), unavailable: sentinelUnavailable },
+  {
+    group: 'min-replicas',
+    name: 'bridge, header IDs, Sentinel, min-replicas-acked 1',
+    baseline: REPLICAS_0,
+    run: amqpBridge(true, true, viaSentinel(1)),
+    unavailable: sentinelUnavailable,
+  },
 ];

@@ -4,6 +4,8 @@
  * where the messages are (which queue, how many, which IDs), not only what the API says.
  */
 import { execFile } from 'node:child_process';
+import { readFileSync } from 'node:fs';
+import { resolve } from 'node:path';
 import { promisify } from 'node:util';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { Redis } from 'ioredis';
@@ -171,6 +173,16 @@ describe('HTTP API: liveness, readiness, bridges, metrics', () => {
     expect(metrics.value('bridge_info', { version: '0.1.0' })).toBe(1);
     expect(metrics.find('process_cpu_user_seconds_total')).toHaveLength(1);
     expect(metrics.find('nodejs_eventloop_lag_seconds')).toHaveLength(1);
+    // Every metric a panel of the Grafana dashboard queries is served.
+    const dashboard = JSON.parse(readFileSync(resolve(import.meta.dirname, '../../docker/grafana/dashboards/broker-bridge.json'), 'utf8')) as {
+      panels: { title: string; targets: { expr: string }[] }[];
+    };
+    const served = new Set([...metrics.types.keys(), ...metrics.samples.map((x) => x.name)]);
+    for (const panel of dashboard.panels) {
+      const names = panel.targets.flatMap((t) => [...t.expr.matchAll(/\b((?:bridge|process|nodejs)_[a-z0-9_]+)/g)].map((m) => m[1]!));
+      expect(names.length, panel.title).toBeGreaterThan(0);
+      for (const name of names) expect(served.has(name) || served.has(name.replace(/_(bucket|sum|count)$/, '')), `${panel.title}: ${name}`).toBe(true);
+    }
 
     // Redis goes away: not ready within seconds, and the reason says the cache; alive all along.
     const cutAt = Date.now();

@@ -126,6 +126,11 @@ export class BridgeSupervisor {
     return this.bridge.name;
   }
 
+  /** A session is open (a restart has something to restart). */
+  get connected(): boolean {
+    return this.current !== undefined && !this.stopping;
+  }
+
   /** Starts the bridge; the promise resolves when it stopped for good. */
   start(): Promise<BridgeOutcome> {
     if (this.outcome === undefined) {
@@ -170,14 +175,20 @@ export class BridgeSupervisor {
       this.refreshState();
       return;
     }
-    let resumedInPlace: boolean;
-    try {
-      resumedInPlace = await session.resume();
-    } catch (err) {
-      session.end(err instanceof BridgeError ? err : new TransientError(`bridge '${this.bridge.name}': could not resume consuming: ${errorText(err)}`, { cause: err }));
+    await this.applyPause(session);
+  }
+
+  /** Brings the session in line with the operator's pause, when they differ. */
+  private async applyPause(session: BridgeSession): Promise<void> {
+    if (this.operatorPaused) {
+      await session.pause().catch((err: unknown) => this.log.debug({ err }, 'pause: stopping the consumer failed'));
       return;
     }
-    if (!resumedInPlace) await this.restart();
+    try {
+      if (!(await session.resume())) await this.restart();
+    } catch (err) {
+      session.end(err instanceof BridgeError ? err : new TransientError(`bridge '${this.bridge.name}': could not resume consuming: ${errorText(err)}`, { cause: err }));
+    }
     this.refreshState();
   }
 
@@ -428,6 +439,8 @@ export class BridgeSupervisor {
       }
       this.stalled = false;
       this.quietSince = Date.now();
+      // A pause or resume that came while the session was opening found no session to act on.
+      if (session.conditions.paused !== this.operatorPaused) void this.applyPause(session);
       this.setState('running');
       this.log.info(this.operatorPaused ? 'bridge running (paused: not consuming)' : 'bridge running');
       const end: SessionEnd = await session.finished;

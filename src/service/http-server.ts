@@ -101,6 +101,9 @@ async function handle(req: IncomingMessage, res: ServerResponse, deps: HttpApiDe
     if (action === 'pause') await supervisor.pause();
     else if (action === 'resume') await supervisor.resume();
     else {
+      if (!supervisor.connected) {
+        return json(res, 409, { error: `bridge '${name}' has no session to restart (it is ${supervisor.status().state}); it starts one by itself`, bridge: supervisor.status() });
+      }
       // A restart drains the session first (up to the drain timeout): answer now, let it run.
       void supervisor.restart().catch((err: unknown) => deps.log.error({ err, bridge: name }, 'restart failed'));
       return json(res, 202, { accepted: 'restart', bridge: supervisor.status() });

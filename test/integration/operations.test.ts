@@ -4,8 +4,8 @@
  * where the messages are (which queue, how many, which IDs), not only what the API says.
  */
 import { execFile } from 'node:child_process';
-import { readFileSync } from 'node:fs';
-import { resolve } from 'node:path';
+import { readFileSync, writeFileSync } from 'node:fs';
+import { dirname, join, resolve } from 'node:path';
 import { promisify } from 'node:util';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { Redis } from 'ioredis';
@@ -270,6 +270,28 @@ describe('admin endpoints: pause, resume, restart', () => {
     expect(parsed.bridges).toMatchObject([{ name: 'ops', state: 'running', counters: { forwarded: 400 } }]);
     const ok = await run(process.execPath, [CLI, 'status', '--url', api]);
     expect(ok.stdout).toMatch(/^ops\s+running\s/m);
+  });
+
+  it('takes the token from ADMIN_TOKEN_FILE, and refuses to start when that file cannot be read', async () => {
+    const [src, dst] = await newQueues('src', 'dst');
+    const c = bridgeConfig({ bridges: [{ name: 'filed', sourceQueue: src!, target: `queue: "${dst}"` }], top: { 'http-port': 0 } });
+    prefixes.push(c.keyPrefix);
+    const configFile = writeConfig(c.yaml);
+    const tokenFile = join(dirname(configFile), 'admin-token');
+    writeFileSync(tokenFile, 'from-a-file\n');
+    const bridge = await BridgeProcess.started(configFile, 1, { ADMIN_TOKEN_FILE: tokenFile });
+    running.push(bridge);
+    await bridge.waitForLog((l) => l.component === 'http' && l.admin === true, 10_000);
+    const port = bridge.logs.find((l) => l.component === 'http' && typeof l.port === 'number')?.port as number;
+    const api = `http://127.0.0.1:${port}`;
+    expect((await http(`${api}/bridges/filed/pause`, { method: 'POST', headers: { authorization: 'Bearer from-a-file' } })).body).toMatchObject({ state: 'paused' });
+    expect((await http(`${api}/bridges/filed/resume`, { method: 'POST', headers: { authorization: 'Bearer from-a-file' } })).body).toMatchObject({ state: 'running' });
+    expect((await http(`${api}/bridges/nope/resume`, { method: 'POST', headers: { authorization: 'Bearer from-a-file' } })).status).toBe(404);
+
+    const missing = BridgeProcess.start(configFile, { ADMIN_TOKEN_FILE: `${tokenFile}.missing` });
+    running.push(missing);
+    expect(await missing.waitExit()).toBe(2);
+    expect(missing.stderr.join('')).toMatch(/not started: ADMIN_TOKEN_FILE \S+admin-token\.missing cannot be read: ENOENT/);
   });
 
   it('status exits 3 with a sentence when no bridge answers', async () => {

@@ -36,6 +36,9 @@ export async function runService(config: Config, log: Logger, env: Readonly<Reco
       new BridgeSupervisor(bridge, { cache, log, metrics, instanceId, createEndpoints, restartDrainTimeout: config.shutdownTimeout }),
   );
 
+  // Hook for the cache's loss detection: supervisor.setCacheUntrusted(true) shows `cache-untrusted` (still ready) on the
+  // bridges whose target address is affected, setCacheUntrusted(false) clears it.
+
   let server: Server | undefined;
   if (config.httpPort !== undefined) {
     const httpLog = log.child({ component: 'http' });

@@ -13,6 +13,7 @@ import { AmqpTestClient, type ReceivedMessage, type TestMessage } from '../suppo
 import { BridgeProcess, CLI, writeConfig } from '../support/bridge-process.js';
 import { bridgeConfig } from '../support/configs.js';
 import { parsePrometheusText } from '../support/prometheus-text.js';
+import { countOwnDeadLetters, publishStomp, type StompTestMessage } from '../support/stomp.js';
 import { services, uniqueName } from '../support/services.js';
 import { TcpProxy } from '../support/tcp-proxy.js';
 
@@ -270,6 +271,36 @@ describe('admin endpoints: pause, resume, restart', () => {
     expect(parsed.bridges).toMatchObject([{ name: 'ops', state: 'running', counters: { forwarded: 400 } }]);
     const ok = await run(process.execPath, [CLI, 'status', '--url', api]);
     expect(ok.stdout).toMatch(/^ops\s+running\s/m);
+  });
+
+  it('pause and resume a STOMP source: nothing is forwarded while paused, nothing NACKed; resume (a new session) delivers every message once', async () => {
+    const [dst] = await newQueues('dst');
+    const src = uniqueName('ops-stomp-src');
+    const token = `t-${uniqueName('token')}`;
+    const c = bridgeConfig({
+      bridges: [{ name: 'from-stomp', sourceConnection: 'activemq', sourceQueue: src, target: `queue: "${dst}"`, extra: { prefetch: 10 } }],
+      top: { 'http-port': 0, 'admin-token': token },
+    });
+    prefixes.push(c.keyPrefix);
+    const { api } = await start(c.yaml);
+    const auth = { authorization: `Bearer ${token}` };
+    const stompMessages = (n: number, from: number): StompTestMessage[] =>
+      Array.from({ length: n }, (_, k) => ({ body: `message ${from + k}`, headers: { [ID]: `id-${from + k}` } }));
+
+    await publishStomp(src, stompMessages(20, 0));
+    expect(await amqp.settledCount(dst!)).toBe(20);
+    expect((await http(`${api}/bridges/from-stomp/pause`, { method: 'POST', headers: auth })).body).toMatchObject({ state: 'paused' });
+    await publishStomp(src, stompMessages(50, 20));
+    await new Promise((r) => setTimeout(r, 3000));
+    expect(await amqp.count(dst!)).toBe(20);
+    const resumed = await http(`${api}/bridges/from-stomp/resume`, { method: 'POST', headers: auth });
+    expect(resumed.status).toBe(200);
+    await until('running', () => http(`${api}/bridges/from-stomp`), (r) => r.body.state === 'running');
+    expect(await amqp.settledCount(dst!)).toBe(70);
+    expect(ids(await amqp.drain(dst!))).toEqual(range(70));
+    expect(await countOwnDeadLetters([src])).toBe(0);
+    const after = await http(`${api}/bridges/from-stomp`);
+    expect(after.body).toMatchObject({ counters: { forwarded: 70, duplicatesDropped: 0, sessions: 2 } });
   });
 
   it('takes the token from ADMIN_TOKEN_FILE, and refuses to start when that file cannot be read', async () => {

@@ -4,8 +4,12 @@
  */
 import { z } from 'zod';
 import { describeValue } from './errors-format.js';
+
 import type { ProblemCollector } from './problems.js';
 import { didYouMean } from './suggest.js';
+
+/** Keys whose values are secrets: a problem with one says what would be valid, never what was given. */
+const SECRET_KEYS = new Set(['admin-token']);
 
 type Issue = z.core.$ZodIssue;
 
@@ -101,6 +105,8 @@ export function reportIssues(issues: readonly Issue[], root: z.ZodType, input: u
       );
       continue;
     }
-    out.atValue(path, present ? `${issue.message}, got ${describeValue(value)}` : `missing; ${issue.message}`);
+    // A secret's value is never echoed, not even a wrong one.
+    const got = SECRET_KEYS.has(String(path[path.length - 1])) ? 'a value (not shown: it is a secret)' : describeValue(value);
+    out.atValue(path, present ? `${issue.message}, got ${got}` : `missing; ${issue.message}`);
   }
 }

@@ -264,6 +264,7 @@ export const configFileSchema = z
         .describe('Address the HTTP API listens on (0.0.0.0 in the container image).'),
       'metrics-port': intRange(1, 65535).optional().describe('Deprecated alias of http-port.'),
       'admin-token': text('a bearer token')
+        .regex(/^\S+$/, { error: 'expected a bearer token without spaces' })
         .optional()
         .describe('Bearer token for POST /bridges/{name}/pause|resume|restart (or ADMIN_TOKEN_FILE); without one these endpoints are off.'),
       connections: z

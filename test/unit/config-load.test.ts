@@ -168,6 +168,18 @@ describe('loadConfig: defaults and layering', () => {
     expect(both).toMatchObject({ httpPort: 18001, httpHost: '0.0.0.0', adminToken: 's3cret' });
     expect(both.deprecations).toEqual([expect.stringMatching(/^inline\.yaml:3:1 metrics-port: deprecated and ignored: http-port is set/)]);
 
+    // A bad admin-token is reported without its value.
+    for (const bad of ['"two words"', '12345']) {
+      let message = '';
+      try {
+        parseConfig(yaml([`admin-token: ${bad}`]), 'inline.yaml', {});
+      } catch (err) {
+        message = (err as Error).message;
+      }
+      expect(message).toMatch(/^inline\.yaml:1:14 admin-token: expected a bearer token.*, got a value \(not shown: it is a secret\)$/m);
+      expect(message).not.toContain(bad.replace(/"/g, ''));
+    }
+
     const plain = parseConfig(yaml(['http-port: 0']), 'inline.yaml', {});
     expect(plain.httpPort).toBe(0);
     expect(plain.deprecations).toEqual([]);

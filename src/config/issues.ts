@@ -4,7 +4,6 @@
  */
 import { z } from 'zod';
 import { describeValue } from './errors-format.js';
-
 import type { ProblemCollector } from './problems.js';
 import { didYouMean } from './suggest.js';
 

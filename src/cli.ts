@@ -1,7 +1,8 @@
 #!/usr/bin/env node
 /**
- * The `broker-bridge` command: validate, run, schema. Exit codes: 0 fine; 2 invalid configuration (nothing
- * started); 64 bad command line; 1 anything else; `run` otherwise exits with what the service returns.
+ * The `broker-bridge` command: validate, run, status, schema. Exit codes: 0 fine; 2 invalid configuration (nothing
+ * started); 64 bad command line; 1 anything else; `run` otherwise exits with what the service returns; `status`: 1 a
+ * bridge is not running, 3 the HTTP API could not be asked.
  */
 import { readFileSync, realpathSync, writeFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
@@ -20,15 +21,20 @@ const USAGE = `Usage: broker-bridge <command> [options]
 Commands:
   validate   check the configuration and print warnings; exit 0 if valid, 2 if not
   run        validate the configuration, then run the bridges until SIGTERM/SIGINT
+  status     ask a running bridge process (its HTTP API) how its bridges are; exit 1 if one is not running
   schema     print the JSON Schema of the configuration file (or write it with --out)
 
 Options:
   -c, --config FILE   configuration file (default: $BRIDGE_CONFIG, else ./bridges.yaml)
+  -u, --url URL       status: the HTTP API (default: http-host and http-port of the configuration, else
+                      http://127.0.0.1:9464)
+      --json          status: print JSON instead of a table
   -o, --out FILE      schema: write the JSON Schema to FILE instead of printing it
   -h, --help          show this help
   -v, --version       show the version
 
-Exit codes: 0 ok, 2 invalid configuration (nothing started), 64 bad command line, 1 other failure.
+Exit codes: 0 ok, 2 invalid configuration (nothing started), 64 bad command line, 1 other failure
+(status: a bridge is not running), 3 status: the HTTP API could not be asked.
 `;
 
 /** Where the program writes; replaceable for tests that call main() in-process. */
@@ -61,6 +67,8 @@ function parse(argv: readonly string[]) {
       options: {
         config: { type: 'string', short: 'c' },
         out: { type: 'string', short: 'o' },
+        url: { type: 'string', short: 'u' },
+        json: { type: 'boolean' },
         help: { type: 'boolean', short: 'h' },
         version: { type: 'boolean', short: 'v' },
       },
@@ -87,7 +95,28 @@ async function run(config: Config, io: CliIo): Promise<number> {
   const log = createLogger(io.env.LOG_LEVEL ?? config.logLevel);
   // Loaded only here so that `validate` and `schema` never load the broker clients.
   const { runService } = await import('./service/app.js');
-  return runService(config, log);
+  try {
+    return await runService(config, log, io.env);
+  } catch (err) {
+    if (!(err instanceof ConfigError)) throw err;
+    io.stderr(`broker-bridge: not started: ${err.message}\n`);
+    return EXIT_CONFIG;
+  }
+}
+
+/** The status command's URL: --url, else the configuration's HTTP API (when it loads), else the usual port. */
+function statusUrl(given: string | undefined, file: string, env: CliIo['env']): string {
+  if (given !== undefined) return given;
+  try {
+    const config = loadConfig(file, env);
+    if (config.httpPort !== undefined && config.httpPort !== 0) {
+      const host = config.httpHost === '0.0.0.0' || config.httpHost === '::' ? '127.0.0.1' : config.httpHost;
+      return `http://${host.includes(':') ? `[${host}]` : host}:${config.httpPort}`;
+    }
+  } catch {
+    // No readable configuration here: the default below.
+  }
+  return 'http://127.0.0.1:9464';
 }
 
 /** Runs the command line `argv` (without node and the script) and resolves to the exit code. */
@@ -129,6 +158,10 @@ export async function main(argv: readonly string[], io: CliIo = processIo): Prom
         return EXIT_CONFIG;
       }
       return run(config, io);
+    }
+    case 'status': {
+      const { statusCommand } = await import('./service/status-command.js');
+      return statusCommand(statusUrl(values.url, file, io.env), values.json ?? false, io);
     }
     case 'schema': {
       if (values.out !== undefined) {

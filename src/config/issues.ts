@@ -7,6 +7,9 @@ import { describeValue } from './errors-format.js';
 import type { ProblemCollector } from './problems.js';
 import { didYouMean } from './suggest.js';
 
+/** Keys whose values are secrets: a problem with one says what would be valid, never what was given. */
+const SECRET_KEYS = new Set(['admin-token', 'passphrase']);
+
 type Issue = z.core.$ZodIssue;
 
 function isRecord(v: unknown): v is Record<string, unknown> {
@@ -101,8 +104,8 @@ export function reportIssues(issues: readonly Issue[], root: z.ZodType, input: u
       );
       continue;
     }
-    // A secret given with the wrong type (a passphrase written as a number) is not repeated in the message.
-    const shown = path[path.length - 1] === 'passphrase' ? 'a value of another type' : describeValue(value);
-    out.atValue(path, present ? `${issue.message}, got ${shown}` : `missing; ${issue.message}`);
+    // A secret's value is never echoed, not even a wrong one.
+    const got = SECRET_KEYS.has(String(path[path.length - 1])) ? 'a value (not shown: it is a secret)' : describeValue(value);
+    out.atValue(path, present ? `${issue.message}, got ${got}` : `missing; ${issue.message}`);
   }
 }

@@ -9,7 +9,7 @@ import { LineCounter, parseDocument } from 'yaml';
 import { ConfigError } from '../shared/errors.js';
 import { crossCheck } from './cross-checks.js';
 import { substituteEnvInDocument, type Env } from './env.js';
-import { ConfigFileError, type ConfigProblem } from './errors-format.js';
+import { ConfigFileError, formatProblem, type ConfigProblem } from './errors-format.js';
 import { readConfigFiles } from './files.js';
 import { reportIssues } from './issues.js';
 import { ProblemCollector } from './problems.js';
@@ -86,7 +86,18 @@ export function parseConfig(text: string, file: string, env: Env = process.env):
   const unset = new Set(envProblems.problems.map((p) => p.key));
   const problems = [...envProblems.problems, ...out.problems.filter((p) => !unset.has(p.key))];
   if (problems.length > 0 || !parsed.success || files === undefined) throw new ConfigFileError(file, problems);
-  return resolveConfig(parsed.data, resolvePath(file), files);
+  const config = resolveConfig(parsed.data, resolvePath(file), files);
+  if (parsed.data['metrics-port'] !== undefined) {
+    const notice = new ProblemCollector(file, doc, lineCounter);
+    notice.atKey(
+      ['metrics-port'],
+      parsed.data['http-port'] !== undefined
+        ? 'deprecated and ignored: http-port is set; remove metrics-port'
+        : 'deprecated: rename it to http-port (same meaning; the HTTP API also serves /livez, /readyz and /bridges)',
+    );
+    config.deprecations = notice.problems.map(formatProblem);
+  }
+  return config;
 }
 
 function firstLine(message: string): string {

@@ -95,6 +95,7 @@ function resolveBridge(
     confirmTimeout: s['confirm-timeout'],
     maxBatchSize: s['max-batch-size'],
     maxBatchTime: s['max-batch-time'],
+    stallTimeout: s['stall-timeout'],
     retryInterval: s['retry-interval'],
     retryIntervalMultiplier: s['retry-interval-multiplier'],
     maxRetryInterval: s['max-retry-interval'],
@@ -139,7 +140,12 @@ export function resolveConfig(file: ConfigFile, absolutePath: string, files: Con
     bridges: file.bridges.map((b) => resolveBridge(connections, file.defaults, b)),
     shutdownTimeout: file['shutdown-timeout'],
     logLevel: file['log-level'],
+    httpHost: file['http-host'],
+    deprecations: [],
   };
   if (file['metrics-port'] !== undefined) config.metricsPort = file['metrics-port'];
+  const httpPort = file['http-port'] ?? file['metrics-port'];
+  if (httpPort !== undefined) config.httpPort = httpPort;
+  if (file['admin-token'] !== undefined) config.adminToken = file['admin-token'];
   return config;
 }

@@ -272,6 +272,11 @@ const bridgeSettings = {
   'confirm-timeout': setting(millis(), 15000, 'Wait for a target confirmation before treating the connection as broken, ms.'),
   'max-batch-size': setting(intRange(1, 65535), 1, 'Messages per target transaction; 1 = no batching.'),
   'max-batch-time': setting(millis(0), 100, 'Longest a partial batch waits for more messages, ms.'),
+  'stall-timeout': setting(
+    millis(),
+    60000,
+    'A bridge with messages waiting or in flight that forwards nothing for this long is stalled: logged, counted, not ready, its session restarted, ms.',
+  ),
 } as const;
 
 type BridgeSettings = typeof bridgeSettings;
@@ -325,7 +330,17 @@ export const configFileSchema = z
       'shutdown-timeout': millis()
         .default(10000)
         .describe('On SIGTERM/SIGINT, how long in-flight messages may take to finish, ms.'),
-      'metrics-port': intRange(1, 65535).optional().describe('Port for Prometheus /metrics and /health; default: off.'),
+      'http-port': intRange(0, 65535)
+        .optional()
+        .describe('Port of the HTTP API (/livez, /readyz, /bridges, /metrics); 0 = any free port (logged); default: off.'),
+      'http-host': text('an address to listen on')
+        .default('127.0.0.1')
+        .describe('Address the HTTP API listens on (0.0.0.0 in the container image).'),
+      'metrics-port': intRange(1, 65535).optional().describe('Deprecated alias of http-port.'),
+      'admin-token': text('a bearer token')
+        .regex(/^\S+$/, { error: 'expected a bearer token without spaces' })
+        .optional()
+        .describe('Bearer token for POST /bridges/{name}/pause|resume|restart (or ADMIN_TOKEN_FILE); without one these endpoints are off.'),
       connections: z
         .record(z.string(), connectionSchema, { error: 'expected a mapping of connection name to connection' })
         .describe('Broker connections by name, referred to by the bridges.'),

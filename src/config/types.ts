@@ -98,6 +98,8 @@ export interface BridgeConfig extends RetryConfig {
   maxBatchSize: number;
   /** Longest a partial batch waits for more messages (default 100). */
   maxBatchTime: number;
+  /** Messages waiting or in flight and nothing forwarded for this long = stalled (default 60000). */
+  stallTimeout: number;
 }
 
 export type RedisTopology =
@@ -136,6 +138,14 @@ export interface Config {
   /** Drain timeout on SIGTERM/SIGINT (default 10000). */
   shutdownTimeout: number;
   logLevel: 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace';
-  /** Port for Prometheus metrics and /health; undefined = off. */
+  /** Port for Prometheus metrics and /health; undefined = off. Deprecated: http-port (httpPort carries its value). */
   metricsPort?: number;
+  /** Port of the HTTP API (http-port, or the deprecated metrics-port); undefined = off, 0 = any free port. */
+  httpPort?: number;
+  /** Address the HTTP API listens on (default 127.0.0.1). */
+  httpHost: string;
+  /** Bearer token of the admin endpoints; undefined = admin endpoints off (ADMIN_TOKEN_FILE is read by the service). */
+  adminToken?: string;
+  /** Located notices about deprecated keys ("bridges.yaml:8:1 metrics-port: deprecated, …"), printed with the warnings. */
+  deprecations: string[];
 }

@@ -17,7 +17,7 @@ export function cacheAddress(target: TargetConfig): string {
 }
 
 export function warnings(config: Config): string[] {
-  const out: string[] = [];
+  const out: string[] = [...config.deprecations];
   const ic = config.idCache;
   if (!ic.persistIdCache) {
     out.push(

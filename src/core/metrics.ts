@@ -1,11 +1,55 @@
 /**
- * Prometheus metrics, one set per process, labelled by bridge. The worker only calls these counters; the HTTP
- * exposition lives in ./http-server.ts.
+ * Prometheus metrics, one set per process, labelled by bridge. The worker and the supervisor only call these; the
+ * HTTP exposition lives in src/service/http-server.ts. Names and labels are documented in the README (Operations).
  */
-import { Counter, Gauge, Registry } from 'prom-client';
+import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
 
-export type BridgeState = 'starting' | 'running' | 'reconnecting' | 'stopped' | 'failed';
-const STATES: BridgeState[] = ['starting', 'running', 'reconnecting', 'stopped', 'failed'];
+/**
+ * What a bridge is doing. `starting`, `reconnecting`, `stopped` and `failed` come from the supervisor's lifecycle;
+ * while a session runs it is `running`, or what holds it: `paused` (by an operator), `cache-down` (the duplicate-ID
+ * cache is unreachable: messages are held), `blocked` (the target broker's flow control), `stalled` (the stall
+ * watchdog fired; the session is being restarted), `cache-untrusted` (the cache may have lost IDs: copies are
+ * flagged as possible duplicates; set through BridgeSupervisor.setCacheUntrusted).
+ */
+export type BridgeState =
+  | 'starting'
+  | 'running'
+  | 'blocked'
+  | 'cache-down'
+  | 'cache-untrusted'
+  | 'paused'
+  | 'reconnecting'
+  | 'stalled'
+  | 'stopped'
+  | 'failed';
+export const BRIDGE_STATES: readonly BridgeState[] = [
+  'starting',
+  'running',
+  'blocked',
+  'cache-down',
+  'cache-untrusted',
+  'paused',
+  'reconnecting',
+  'stalled',
+  'stopped',
+  'failed',
+];
+
+/** Seconds; from a millisecond on a local broker to the 15 s default confirm timeout and beyond. */
+const LATENCY_BUCKETS = [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60];
+/** Seconds; a cache call is a Redis round trip (sub-millisecond) up to the 3 s command timeout. */
+const CACHE_BUCKETS = [0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 3];
+
+/** The per-bridge counters shown by GET /bridges/{name}. */
+export interface BridgeCounters {
+  forwarded: number;
+  duplicatesDropped: number;
+  possibleDuplicates: number;
+  deadLettered: number;
+  targetRefusals: number;
+  stalls: number;
+  sessions: number;
+}
 
 export class Metrics {
   readonly registry = new Registry();
@@ -16,21 +60,50 @@ export class Metrics {
   readonly deadLettered = new Counter({ name: 'bridge_messages_dead_lettered_total', help: 'Messages moved to the dead-letter destination', labelNames: ['bridge', 'reason'], registers: [this.registry] });
   readonly sessions = new Counter({ name: 'bridge_sessions_started_total', help: 'Times a bridge connected its endpoints', labelNames: ['bridge'], registers: [this.registry] });
   readonly cacheLosses = new Counter({ name: 'bridge_cache_losses_total', help: 'Times the duplicate-ID cache of an address was found lost (data-lost) or served by another Redis server that may lack the latest writes (server-changed)', labelNames: ['event'], registers: [this.registry] });
-  readonly state = new Gauge({ name: 'bridge_state', help: '1 for the state each bridge is in', labelNames: ['bridge', 'state'], registers: [this.registry] });
+  readonly stalls = new Counter({ name: 'bridge_stalls_total', help: 'Times the stall watchdog found a bridge with work that forwarded nothing for stall-timeout', labelNames: ['bridge'], registers: [this.registry] });
+  readonly state = new Gauge({ name: 'bridge_state', help: '1 for the state each bridge is in, 0 for the others', labelNames: ['bridge', 'state'], registers: [this.registry] });
+  readonly inFlight = new Gauge({ name: 'bridge_in_flight_messages', help: 'Messages received from the source and not settled yet (not acked)', labelNames: ['bridge'], registers: [this.registry] });
+  readonly sourceDepth = new Gauge({ name: 'bridge_source_queue_depth_messages', help: 'Messages ready in the source queue (AMQP passive declare); absent for STOMP sources', labelNames: ['bridge'], registers: [this.registry] });
+  readonly lastForward = new Gauge({ name: 'bridge_last_forward_timestamp_seconds', help: 'Unix time of the last message forwarded', labelNames: ['bridge'], registers: [this.registry] });
+  readonly forwardLatency = new Histogram({ name: 'bridge_forward_latency_seconds', help: 'From the delivery of a message by the source to the target confirmation', labelNames: ['bridge'], buckets: LATENCY_BUCKETS, registers: [this.registry] });
+  readonly cacheLatency = new Histogram({ name: 'bridge_cache_call_duration_seconds', help: 'Duration of each duplicate-ID cache call (each attempt), by operation and outcome', labelNames: ['bridge', 'op', 'outcome'], buckets: CACHE_BUCKETS, registers: [this.registry] });
+  readonly info = new Gauge({ name: 'bridge_info', help: 'Always 1; the version of broker-bridge in its label', labelNames: ['version'], registers: [this.registry] });
 
   private readonly states = new Map<string, BridgeState>();
 
-  setState(bridge: string, state: BridgeState): void {
-    this.states.set(bridge, state);
-    for (const s of STATES) this.state.set({ bridge, state: s }, s === state ? 1 : 0);
+  constructor(version = 'unknown', options: { defaultMetrics?: boolean } = {}) {
+    this.info.set({ version }, 1);
+    // process_* and nodejs_* (CPU, memory, event-loop lag, handles, GC) from prom-client itself.
+    if (options.defaultMetrics ?? true) collectDefaultMetrics({ register: this.registry });
   }
 
-  /** Healthy = every bridge is running (used by GET /health and the compose healthcheck). */
+  setState(bridge: string, state: BridgeState): void {
+    this.states.set(bridge, state);
+    for (const s of BRIDGE_STATES) this.state.set({ bridge, state: s }, s === state ? 1 : 0);
+  }
+
+  /** Every bridge is running (GET /health, kept for compatibility; GET /readyz is the readiness check). */
   healthy(): boolean {
     return this.states.size > 0 && [...this.states.values()].every((s) => s === 'running');
   }
 
   snapshot(): Record<string, BridgeState> {
     return Object.fromEntries(this.states);
+  }
+
+  /** The bridge's counters, summed over their other labels. */
+  async countersOf(bridge: string): Promise<BridgeCounters> {
+    const sum = async (c: Counter): Promise<number> =>
+      (await c.get()).values.filter((v) => v.labels.bridge === bridge).reduce((n, v) => n + v.value, 0);
+    const [forwarded, duplicatesDropped, possibleDuplicates, deadLettered, targetRefusals, stalls, sessions] = await Promise.all([
+      sum(this.forwarded),
+      sum(this.duplicates),
+      sum(this.possibleDuplicates),
+      sum(this.deadLettered),
+      sum(this.rejections),
+      sum(this.stalls),
+      sum(this.sessions),
+    ]);
+    return { forwarded, duplicatesDropped, possibleDuplicates, deadLettered, targetRefusals, stalls, sessions };
   }
 }

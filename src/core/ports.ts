@@ -37,8 +37,20 @@ export interface SourceEndpoint {
    * channel after the acks; STOMP: a receipt on the last ACK). Rejects with TransientError if the connection is lost.
    */
   ackBarrier(): Promise<void>;
-  /** Stops new deliveries (used when draining on shutdown). In-flight deliveries can still be acked. */
+  /** Stops new deliveries (used when draining on shutdown, and by pause). In-flight deliveries can still be acked. */
   stopConsuming(): Promise<void>;
+  /**
+   * Optional: starts delivering again after `stopConsuming`, on the same connection (resume after a pause). Rejects
+   * with TransientError when the connection is lost. Without it, the supervisor resumes by starting a new session
+   * (STOMP: a stopped subscription keeps its prefetched messages unacked until the connection closes).
+   */
+  resumeConsuming?(): Promise<void>;
+  /**
+   * Optional: the number of messages ready in the source queue, as the broker tells it (AMQP: a passive declare on a
+   * channel of its own, so that a failure never touches the consuming channel). Called by the supervisor every few
+   * seconds; rejects when the broker cannot be asked. Absent where the protocol cannot tell (STOMP).
+   */
+  depth?(): Promise<number>;
   /** Closes the connection. Whatever was not acked is redelivered by the broker. Never throws. */
   close(): Promise<void>;
 }

@@ -37,6 +37,19 @@ export const DEAD_LETTER_HEADERS = {
 
 export type SessionEnd = { kind: 'stopped' } | { kind: 'failed'; error: BridgeError };
 
+/**
+ * What the supervisor hears from a session, synchronously and without awaiting: it keeps the bridge's status (state,
+ * forwarded per second, last forward time) and the stall watchdog from these. Calls must not throw.
+ */
+export interface SessionObserver {
+  /** A message was confirmed by the target and acked at the source. */
+  forwarded(): void;
+  /** A message was settled in any way (forwarded, dropped as a duplicate, dead-lettered): the bridge moves. */
+  progressed(): void;
+  /** blocked, cache-down or paused changed: read them again from the session. */
+  conditionChanged(): void;
+}
+
 export interface SessionDeps {
   bridge: BridgeConfig;
   source: SourceEndpoint;
@@ -47,6 +60,7 @@ export interface SessionDeps {
   metrics: Metrics;
   /** Unique per process and session; prefixes every owner token. */
   tokenPrefix: string;
+  observer?: SessionObserver;
 }
 
 /**
@@ -58,6 +72,8 @@ type Prepared = 'forward' | 'duplicate' | 'busy' | 'claim-busy';
 
 interface Job {
   delivery: SourceDelivery;
+  /** performance.now() at delivery, for the forward-latency histogram. */
+  receivedAt: number;
   token: string;
   id?: string;
   /** Set when the ID came from a stamp record (no header, no stable identity): the record is forgotten after the ack. */
@@ -93,6 +109,8 @@ const BUSY_FAST_RETRY_FOR_MS = 2000;
 const ACK_BARRIER_INTERVAL_MS = 50;
 /** How long a session may spend, after it ended, giving its reservations back. Redis may be down: bounded. */
 const ABANDON_TIMEOUT_MS = 3000;
+/** How long a drain waits for the broker to confirm the acks written before it closes. */
+const ACK_BARRIER_TIMEOUT_MS = 2000;
 
 export class BridgeSession {
   private readonly cfg: BridgeConfig;
@@ -106,6 +124,9 @@ export class BridgeSession {
   private draining = false;
   private blocked = false;
   private cacheDown = false;
+  private paused = false;
+  /** False while a session opened paused has not opened its source yet (see open()). */
+  private sourceOpen = false;
   private wakeLoop?: () => void;
   private wakeDrain?: () => void;
   private unblock?: () => void;
@@ -133,7 +154,7 @@ export class BridgeSession {
       sourceAddress: deps.source.address,
       targetAddress: deps.target.address,
       ownPrefix: `${deps.tokenPrefix}.`,
-      call: (fn) => this.cacheCall(fn),
+      call: (fn) => this.cacheCall(fn, 'stamp-claim'),
     });
   }
 
@@ -141,13 +162,20 @@ export class BridgeSession {
     return this.cfg.useDuplicateDetection;
   }
 
-  /** Opens target, dead-letter and source (in that order, so nothing is consumed before it can go somewhere). */
-  async open(): Promise<void> {
+  /**
+   * Opens target, dead-letter and source (in that order, so nothing is consumed before it can go somewhere).
+   * `paused`: the source is not opened (nothing is consumed) until resume().
+   */
+  async open(options: { paused?: boolean } = {}): Promise<void> {
     const { source, target, deadLetter } = this.deps;
     try {
       await target.open({ onLost: (e) => this.fail(e), onBlocked: (b, reason) => this.setBlocked(b, reason) });
       if (deadLetter) await deadLetter.open({ onLost: (e) => this.fail(e) });
-      await source.open({ onDelivery: (d) => this.accept(d), onLost: (e) => this.fail(e) });
+      if (options.paused) {
+        this.paused = true;
+      } else {
+        await this.openSource();
+      }
     } catch (err) {
       await Promise.allSettled([source.close(), target.close(), deadLetter?.close()]);
       throw err;
@@ -159,6 +187,58 @@ export class BridgeSession {
       this.renewTimer = setInterval(() => void this.renewStamps(), Math.max(50, Math.floor(this.deps.cache.lease / 3)));
       this.renewTimer.unref();
     }
+  }
+
+  private async openSource(): Promise<void> {
+    await this.deps.source.open({ onDelivery: (d) => this.accept(d), onLost: (e) => this.fail(e) });
+    this.sourceOpen = true;
+  }
+
+  /** Messages received and not settled (acked) yet. */
+  get inFlight(): number {
+    return this.unsettled.size;
+  }
+
+  /** What holds the session right now, for the supervisor's state. */
+  get conditions(): { paused: boolean; blocked: boolean; cacheDown: boolean } {
+    return { paused: this.paused, blocked: this.blocked, cacheDown: this.cacheDown };
+  }
+
+  /** The source endpoint, for its queue depth (see SourceEndpoint.depth). */
+  get source(): SourceEndpoint {
+    return this.deps.source;
+  }
+
+  /** Stops consuming and keeps the connections; messages already delivered go on and settle as usual. */
+  async pause(): Promise<void> {
+    if (this.paused || this.failure) return;
+    this.paused = true;
+    this.deps.observer?.conditionChanged();
+    if (this.sourceOpen) await this.deps.source.stopConsuming();
+  }
+
+  /**
+   * Consumes again after pause(). Resolves to false when the source cannot resume on its connection
+   * (no resumeConsuming): the caller must then start a new session. Rejects when the source cannot be opened.
+   */
+  async resume(): Promise<boolean> {
+    if (!this.paused || this.failure) return true;
+    const source = this.deps.source;
+    if (!this.sourceOpen) {
+      await this.openSource();
+    } else if (source.resumeConsuming) {
+      await source.resumeConsuming();
+    } else {
+      return false;
+    }
+    this.paused = false;
+    this.deps.observer?.conditionChanged();
+    return true;
+  }
+
+  /** Ends the session at once with `error` (the stall watchdog): nothing unconfirmed is acked, the broker redelivers it. */
+  end(error: BridgeError): void {
+    this.fail(error);
   }
 
   /** Stops consuming, lets in-flight messages finish within `timeoutMs`, then closes. Unfinished ones stay unacked. */
@@ -176,6 +256,10 @@ export class BridgeSession {
       if (this.unsettled.size > 0 && !this.failure) {
         this.log.warn({ unfinished: this.unsettled.size }, 'drain timeout reached: unfinished messages stay unacked and will be redelivered');
       }
+      // The acks just written may still wait in the client's buffers (amqplib queues each channel's frames apart from
+      // the connection's close): a barrier makes sure the broker has them, or drained messages would come back and be
+      // dropped as duplicates. Bounded: a lost connection must not hold the drain.
+      if (this.sourceOpen) await Promise.race([this.deps.source.ackBarrier().catch(() => undefined), sleep(ACK_BARRIER_TIMEOUT_MS)]);
       await this.forgetAckedStamps();
       this.fail(new SessionStopped('stopped'));
     }
@@ -190,6 +274,7 @@ export class BridgeSession {
     this.seq += 1;
     const job: Job = {
       delivery,
+      receivedAt: performance.now(),
       token: `${this.deps.tokenPrefix}.${this.seq}`,
       reserved: false,
       claimSince: 0,
@@ -247,7 +332,7 @@ export class BridgeSession {
         if (job.id === undefined) {
           const stamped = newStampedId();
           const leasedAt = Date.now();
-          await this.cacheCall(() => cache.recordStamp(source.address, fp, stamped, job.token, job.flagged));
+          await this.cacheCall(() => cache.recordStamp(source.address, fp, stamped, job.token, job.flagged), 'stamp-record');
           job.id = stamped;
           job.stampFingerprint = fp;
           job.stampLeasedAt = leasedAt;
@@ -259,7 +344,7 @@ export class BridgeSession {
       }
     }
     const id = job.id;
-    const result: ReserveResult = await this.cacheCall(() => cache.reserve(target.address, id, job.token));
+    const result: ReserveResult = await this.cacheCall(() => cache.reserve(target.address, id, job.token), 'reserve');
     if (this.failure) {
       // The session ended while the reservation was on its way: teardown has already given back what it knew of.
       if (result.status === 'reserved') void cache.release(target.address, id, job.token, false).catch(() => undefined);
@@ -397,6 +482,7 @@ export class BridgeSession {
       this.log.info('target broker unblocked publishing: resuming');
       this.unblock?.();
     }
+    this.deps.observer?.conditionChanged();
   }
 
   private sendOne(job: Job): void {
@@ -458,19 +544,28 @@ export class BridgeSession {
   // ---- settling ----------------------------------------------------------------------------------------------
 
   private onConfirmed(jobs: Job[]): void {
-    for (const job of jobs) job.confirmed = true;
+    const now = performance.now();
+    for (const job of jobs) {
+      job.confirmed = true;
+      this.observeLatency(job, now);
+    }
     if (this.failure) return;
     for (const job of jobs) {
       void this.commitAndAck(job).catch((err: unknown) => this.fail(err));
     }
   }
 
+  private observeLatency(job: Job, now: number): void {
+    this.deps.metrics.forwardLatency.observe({ bridge: this.cfg.name }, (now - job.receivedAt) / 1000);
+  }
+
   private async commitAndAck(job: Job): Promise<void> {
     if (this.dedupe && job.reserved && job.id !== undefined) {
       const id = job.id;
-      await this.cacheCall(() => this.deps.cache.commit(this.deps.target.address, id, job.token));
+      await this.cacheCall(() => this.deps.cache.commit(this.deps.target.address, id, job.token), 'commit');
     }
     this.deps.metrics.forwarded.inc({ bridge: this.cfg.name });
+    this.deps.observer?.forwarded();
     this.settle(job);
   }
 
@@ -486,6 +581,7 @@ export class BridgeSession {
     job.settled = true;
     this.deps.source.ack(job.delivery);
     this.unsettled.delete(job);
+    this.deps.observer?.progressed();
     if (job.stampFingerprint !== undefined && job.id !== undefined) {
       this.stampsToForget.push({ fingerprint: job.stampFingerprint, id: job.id });
     }
@@ -557,6 +653,7 @@ export class BridgeSession {
       }
       this.sendSettled();
       job.confirmed = true;
+      this.observeLatency(job, performance.now());
       await this.commitAndAck(job);
       return;
     }
@@ -592,14 +689,14 @@ export class BridgeSession {
     // The ID never reached the target: give it back so that a later, fixed re-send of it can go through.
     if (this.dedupe && job.reserved && job.id !== undefined) {
       const id = job.id;
-      await this.cacheCall(() => this.deps.cache.release(target.address, id, job.token, false));
+      await this.cacheCall(() => this.deps.cache.release(target.address, id, job.token, false), 'release');
       job.reserved = false;
     }
     // Handled, though its ID is not recorded at the target: a redelivery that takes this stamp must be dropped.
     if (job.stampFingerprint !== undefined && job.id !== undefined) {
       const fp = job.stampFingerprint;
       const id = job.id;
-      await this.cacheCall(() => this.deps.cache.markStampDone(this.deps.source.address, fp, id, job.token));
+      await this.cacheCall(() => this.deps.cache.markStampDone(this.deps.source.address, fp, id, job.token), 'stamp-done');
     }
     this.deps.metrics.deadLettered.inc({ bridge: this.cfg.name, reason: err.reason });
     this.log.warn({ duplicateId: job.id, reason: err.reason, deadLetter: deadLetter.description }, 'message moved to the dead-letter destination');
@@ -609,22 +706,28 @@ export class BridgeSession {
   // ---- the cache, failing closed -----------------------------------------------------------------------------
 
   /** Runs a cache call, retrying while the cache is unreachable and the session lives. Logs once per state change. */
-  private async cacheCall<T>(call: () => Promise<T>): Promise<T> {
+  private async cacheCall<T>(call: () => Promise<T>, op: string): Promise<T> {
     let delay = CACHE_RETRY_MIN_MS;
+    const bridge = this.cfg.name;
     for (;;) {
       if (this.failure) throw this.failure;
+      const started = performance.now();
       try {
         const result = await call();
+        this.deps.metrics.cacheLatency.observe({ bridge, op, outcome: 'ok' }, (performance.now() - started) / 1000);
         if (this.cacheDown) {
           this.cacheDown = false;
           this.log.info('duplicate-ID cache reachable again: resuming');
+          this.deps.observer?.conditionChanged();
         }
         return result;
       } catch (err) {
+        this.deps.metrics.cacheLatency.observe({ bridge, op, outcome: 'error' }, (performance.now() - started) / 1000);
         if (!isTransient(err)) throw err;
         if (!this.cacheDown) {
           this.cacheDown = true;
           this.log.warn({ err }, 'duplicate-ID cache unreachable: holding messages (nothing is forwarded unchecked) until it is back');
+          this.deps.observer?.conditionChanged();
         }
         await sleep(delay);
         delay = Math.min(delay * 2, CACHE_RETRY_MAX_MS);

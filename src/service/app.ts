@@ -4,38 +4,75 @@
  * (unacked messages are redelivered by the brokers either way).
  */
 import { randomBytes } from 'node:crypto';
+import { readFileSync } from 'node:fs';
 import type { Server } from 'node:http';
 import type { Config } from '../config/types.js';
 import type { Logger } from '../shared/log.js';
 import { createIdCache } from '../cache/create-id-cache.js';
 import { RedisIdCache } from '../cache/redis-id-cache.js';
-import { isTransient } from '../shared/errors.js';
+import { ConfigError, isTransient } from '../shared/errors.js';
 import { warnings } from '../config/load.js';
+import { cacheAddress } from '../config/warnings.js';
 import { createEndpoints } from '../endpoints/create-endpoints.js';
 import { startHttpServer } from './http-server.js';
 import { Metrics } from '../core/metrics.js';
 import { BridgeSupervisor, type BridgeOutcome } from '../core/supervisor.js';
 
-/** Runs until every bridge stopped; resolves to the process exit code (0 after a clean shutdown, 1 if a bridge failed). */
-export async function runService(config: Config, log: Logger): Promise<number> {
+/**
+ * Runs until every bridge stopped; resolves to the process exit code (0 after a clean shutdown, 1 if a bridge failed).
+ * `env` gives ADMIN_TOKEN_FILE (a file holding the admin token, e.g. a mounted secret) when the config has no
+ * admin-token. Throws ConfigError when that file cannot be read or the HTTP port cannot be bound.
+ */
+export async function runService(config: Config, log: Logger, env: Readonly<Record<string, string | undefined>> = process.env): Promise<number> {
   for (const w of warnings(config)) log.warn({ file: config.file }, w);
-  const metrics = new Metrics();
+  const metrics = new Metrics(packageVersion());
+  const adminToken = config.adminToken ?? readTokenFile(env.ADMIN_TOKEN_FILE);
+  let onCacheLoss = (): void => undefined;
   const cache = createIdCache(config.idCache, log.child({ component: 'id-cache' }), (loss) => {
     if (loss.event !== 'no-history') metrics.cacheLosses.inc({ event: loss.event });
+    onCacheLoss();
   });
   const instanceId = randomBytes(6).toString('hex');
   log.info({ instanceId, bridges: config.bridges.map((b) => b.name), cache: cache.kind }, 'broker-bridge starting');
   if (cache instanceof RedisIdCache) void reportDurability(cache, log.child({ component: 'id-cache' }));
 
-  let server: Server | undefined;
-  if (config.metricsPort !== undefined) {
-    server = await startHttpServer(config.metricsPort, metrics, cache instanceof RedisIdCache ? () => cache.trust() : undefined);
-    log.info({ port: config.metricsPort }, 'metrics and health on http');
-  }
-
   const supervisors = config.bridges.map(
-    (bridge) => new BridgeSupervisor(bridge, { cache, log, metrics, instanceId, createEndpoints }),
+    (bridge) =>
+      new BridgeSupervisor(bridge, { cache, log, metrics, instanceId, createEndpoints, restartDrainTimeout: config.shutdownTimeout }),
   );
+
+  // A bridge whose target address's cache was lost (or may have been) shows `cache-untrusted` (still ready) for as long
+  // as the cache flags redelivered copies there: checked when a loss is reported, and every few seconds for the end.
+  const showTrust = (): void => {
+    if (!(cache instanceof RedisIdCache)) return;
+    const flagging = new Set(cache.trust().flagging.map((f) => f.address));
+    for (const [i, s] of supervisors.entries()) s.setCacheUntrusted(flagging.has(cacheAddress(config.bridges[i]!.target)));
+  };
+  onCacheLoss = showTrust;
+  const trustTimer = setInterval(showTrust, 5000).unref();
+
+  let server: Server | undefined;
+  if (config.httpPort !== undefined) {
+    const httpLog = log.child({ component: 'http' });
+    try {
+      const started = await startHttpServer(config.httpPort, config.httpHost, {
+        metrics,
+        supervisors,
+        adminToken,
+        log: httpLog,
+        ...(cache instanceof RedisIdCache ? { cacheTrust: () => cache.trust() } : {}),
+      });
+      server = started.server;
+      httpLog.info(
+        { host: config.httpHost, port: started.port, admin: adminToken !== undefined },
+        `HTTP API on http://${config.httpHost.includes(':') ? `[${config.httpHost}]` : config.httpHost}:${started.port} (/livez, /readyz, /bridges, /metrics${adminToken !== undefined ? ', admin endpoints on' : '; admin endpoints off: no admin-token'})`,
+      );
+    } catch (err) {
+      clearInterval(trustTimer);
+      await cache.close().catch(() => undefined);
+      throw new ConfigError(`the HTTP API cannot listen on ${config.httpHost}:${config.httpPort}: ${(err as Error).message}`, { cause: err });
+    }
+  }
 
   let signals = 0;
   const onSignal = (signal: NodeJS.Signals) => {
@@ -53,11 +90,34 @@ export async function runService(config: Config, log: Logger): Promise<number> {
   const outcomes: BridgeOutcome[] = await Promise.all(supervisors.map((s) => s.start()));
   process.off('SIGTERM', onSignal);
   process.off('SIGINT', onSignal);
+  clearInterval(trustTimer);
   await cache.close().catch(() => undefined);
   await new Promise<void>((r) => (server ? server.close(() => r()) : r()));
   const failed = outcomes.filter((o) => o.kind === 'failed');
   log.info({ failed: failed.length }, 'broker-bridge stopped');
   return failed.length > 0 ? 1 : 0;
+}
+
+function readTokenFile(file: string | undefined): string | undefined {
+  if (file === undefined || file === '') return undefined;
+  let token: string;
+  try {
+    token = readFileSync(file, 'utf8').trim();
+  } catch (err) {
+    throw new ConfigError(`ADMIN_TOKEN_FILE ${file} cannot be read: ${(err as NodeJS.ErrnoException).code ?? (err as Error).message}`, { cause: err });
+  }
+  if (token === '') throw new ConfigError(`ADMIN_TOKEN_FILE ${file} is empty; expected the admin bearer token`);
+  return token;
+}
+
+function packageVersion(): string {
+  try {
+    const pkg: unknown = JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8'));
+    const v = typeof pkg === 'object' && pkg !== null ? (pkg as { version?: unknown }).version : undefined;
+    return typeof v === 'string' ? v : 'unknown';
+  } catch {
+    return 'unknown';
+  }
 }
 
 /**

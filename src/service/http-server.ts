@@ -1,38 +1,146 @@
 /**
- * GET /metrics (Prometheus) and GET /health (200 while every bridge runs, 503 otherwise, with the states as JSON, and
- * for a Redis cache the losses it detected and the addresses whose redelivered copies it flags now).
- * Used by the compose healthcheck; bound to the configured metrics-port only.
+ * The HTTP API on http-port (http-host, 127.0.0.1 by default):
+ * - GET /livez: the process and its event loop answer (the container's HEALTHCHECK).
+ * - GET /readyz: 200 when every bridge that is not paused has its source, target and cache connected and is not
+ *   stalled; 503 with the reasons as JSON otherwise (the compose healthcheck). GET /health is kept as an alias. Both
+ *   also say what a Redis cache detected: `cache.losses` (by event) and `cache.flagging` (addresses, until when).
+ * - GET /bridges, GET /bridges/{name}: state, since, last error, counters, in flight, rate, source depth.
+ * - POST /bridges/{name}/pause|resume|restart: only when an admin token is configured (absent, 404, otherwise), with
+ *   `Authorization: Bearer <token>` (compared in constant time; missing or wrong → 401).
+ * - GET /metrics: Prometheus exposition.
  */
-import { createServer, type Server } from 'node:http';
-import type { Metrics } from '../core/metrics.js';
+import { createHash, timingSafeEqual } from 'node:crypto';
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import type { BridgeCounters, Metrics } from '../core/metrics.js';
+import type { BridgeStatus, BridgeSupervisor } from '../core/supervisor.js';
+import type { Logger } from '../shared/log.js';
 
-/** `cacheTrust`: what the duplicate-ID cache says of losses and of the addresses whose copies it flags now. */
-export function startHttpServer(port: number, metrics: Metrics, cacheTrust?: () => unknown): Promise<Server> {
+export interface HttpApiDeps {
+  metrics: Metrics;
+  supervisors: readonly BridgeSupervisor[];
+  /** Turns the admin endpoints on; undefined = they do not exist. */
+  adminToken?: string;
+  /** What a Redis cache says of the losses it detected and the addresses whose redelivered copies it flags now. */
+  cacheTrust?: () => unknown;
+  log: Logger;
+}
+
+export type BridgeReport = BridgeStatus & { counters: BridgeCounters };
+
+const ACTIONS = ['pause', 'resume', 'restart'] as const;
+type Action = (typeof ACTIONS)[number];
+
+/** Listens on host:port (port 0 = any free port); resolves with the server and the port it got. */
+export function startHttpServer(port: number, host: string, deps: HttpApiDeps): Promise<{ server: Server; port: number }> {
   const server = createServer((req, res) => {
-    if (req.url === '/health') {
-      const ok = metrics.healthy();
-      res.writeHead(ok ? 200 : 503, { 'content-type': 'application/json' });
-      res.end(JSON.stringify({ status: ok ? 'ok' : 'degraded', bridges: metrics.snapshot(), ...(cacheTrust ? { cache: cacheTrust() } : {}) }));
-      return;
-    }
-    if (req.url === '/metrics') {
-      metrics.registry.metrics().then(
-        (body) => {
-          res.writeHead(200, { 'content-type': metrics.registry.contentType });
-          res.end(body);
-        },
-        () => {
-          res.writeHead(500);
-          res.end();
-        },
-      );
-      return;
-    }
-    res.writeHead(404);
-    res.end();
+    handle(req, res, deps).catch((err: unknown) => {
+      deps.log.error({ err, path: req.url }, 'HTTP API: request failed');
+      if (!res.headersSent) json(res, 500, { error: 'internal error' });
+      else res.end();
+    });
   });
+  // A slow or idle client must not hold a socket for long: this is a local operations port.
+  server.requestTimeout = 30_000;
+  server.headersTimeout = 10_000;
   return new Promise((resolve, reject) => {
     server.once('error', reject);
-    server.listen(port, () => resolve(server));
+    server.listen(port, host, () => {
+      server.off('error', reject);
+      resolve({ server, port: (server.address() as AddressInfo).port });
+    });
   });
+}
+
+async function handle(req: IncomingMessage, res: ServerResponse, deps: HttpApiDeps): Promise<void> {
+  const path = new URL(req.url ?? '/', 'http://localhost').pathname.replace(/\/+$/, '') || '/';
+  const method = req.method ?? 'GET';
+  const get = method === 'GET' || method === 'HEAD';
+
+  if (path === '/livez') {
+    if (!get) return notAllowed(res, 'GET');
+    return json(res, 200, { status: 'alive', uptimeSeconds: Math.round(process.uptime()) });
+  }
+  if (path === '/readyz' || path === '/health') {
+    if (!get) return notAllowed(res, 'GET');
+    const reasons = deps.supervisors.flatMap((s) => s.readiness().reasons);
+    const ready = reasons.length === 0 && deps.supervisors.length > 0;
+    return json(res, ready ? 200 : 503, {
+      status: ready ? 'ready' : 'not ready',
+      reasons,
+      bridges: Object.fromEntries(deps.supervisors.map((s) => [s.name, s.status().state])),
+      ...(deps.cacheTrust ? { cache: deps.cacheTrust() } : {}),
+    });
+  }
+  if (path === '/metrics') {
+    if (!get) return notAllowed(res, 'GET');
+    const body = await deps.metrics.registry.metrics();
+    res.writeHead(200, { 'content-type': deps.metrics.registry.contentType });
+    res.end(body);
+    return;
+  }
+  if (path === '/bridges') {
+    if (!get) return notAllowed(res, 'GET');
+    return json(res, 200, { bridges: await Promise.all(deps.supervisors.map((s) => report(s, deps.metrics))) });
+  }
+  const m = /^\/bridges\/([^/]+)(?:\/([^/]+))?$/.exec(path);
+  if (m) {
+    const name = decodeURIComponent(m[1] ?? '');
+    const action = m[2];
+    const supervisor = deps.supervisors.find((s) => s.name === name);
+    if (action === undefined) {
+      if (!get) return notAllowed(res, 'GET');
+      if (!supervisor) return json(res, 404, { error: `no bridge named '${name}'` });
+      return json(res, 200, await report(supervisor, deps.metrics));
+    }
+    // Without a token the admin endpoints do not exist at all.
+    if (deps.adminToken === undefined || !isAction(action)) return json(res, 404, { error: 'not found' });
+    if (method !== 'POST') return notAllowed(res, 'POST');
+    if (!authorized(req, deps.adminToken)) {
+      res.setHeader('www-authenticate', 'Bearer realm="broker-bridge"');
+      return json(res, 401, { error: 'a valid bearer token is required' });
+    }
+    if (!supervisor) return json(res, 404, { error: `no bridge named '${name}'` });
+    deps.log.info({ bridge: name, action }, `HTTP API: ${action} requested`);
+    if (action === 'pause') await supervisor.pause();
+    else if (action === 'resume') await supervisor.resume();
+    else {
+      if (!supervisor.connected) {
+        return json(res, 409, { error: `bridge '${name}' has no session to restart (it is ${supervisor.status().state}); it starts one by itself`, bridge: supervisor.status() });
+      }
+      // A restart drains the session first (up to the drain timeout): answer now, let it run.
+      void supervisor.restart().catch((err: unknown) => deps.log.error({ err, bridge: name }, 'restart failed'));
+      return json(res, 202, { accepted: 'restart', bridge: supervisor.status() });
+    }
+    return json(res, 200, await report(supervisor, deps.metrics));
+  }
+  return json(res, 404, { error: 'not found' });
+}
+
+async function report(s: BridgeSupervisor, metrics: Metrics): Promise<BridgeReport> {
+  return { ...s.status(), counters: await metrics.countersOf(s.name) };
+}
+
+function isAction(a: string): a is Action {
+  return (ACTIONS as readonly string[]).includes(a);
+}
+
+/** Bearer token check in constant time: both sides are hashed first, so neither length nor content leaks. */
+function authorized(req: IncomingMessage, token: string): boolean {
+  const header = req.headers.authorization ?? '';
+  const m = /^Bearer\s+(\S+)\s*$/i.exec(header);
+  const given = m?.[1] ?? '';
+  const a = createHash('sha256').update(given).digest();
+  const b = createHash('sha256').update(token).digest();
+  return timingSafeEqual(a, b) && m !== null;
+}
+
+function json(res: ServerResponse, status: number, body: unknown): void {
+  res.writeHead(status, { 'content-type': 'application/json; charset=utf-8', 'cache-control': 'no-store' });
+  res.end(`${JSON.stringify(body, null, 2)}\n`);
+}
+
+function notAllowed(res: ServerResponse, allow: string): void {
+  res.setHeader('allow', allow);
+  json(res, 405, { error: `method not allowed; use ${allow}` });
 }

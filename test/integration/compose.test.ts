@@ -80,8 +80,10 @@ function dockerfileInstruction(text: string, name: string): string | undefined {
 }
 
 describe('docker-compose.yml', () => {
-  it('has the brokers, Redis and the bridge', () => {
-    expect(Object.keys(services).sort()).toEqual(['activemq', 'bridge', 'rabbitmq', 'redis']);
+  it('has the brokers, Redis and the bridge, and Prometheus and Grafana only in the monitoring profile', () => {
+    const inProfile = (name: string) => strings(service(name).profiles);
+    expect(Object.keys(services).filter((n) => inProfile(n).length === 0).sort()).toEqual(['activemq', 'bridge', 'rabbitmq', 'redis']);
+    expect(Object.keys(services).filter((n) => inProfile(n).includes('monitoring')).sort()).toEqual(['grafana', 'prometheus']);
   });
 
   it('runs the broker versions the bridge is tested against', () => {
@@ -170,13 +172,24 @@ describe('Dockerfile and .dockerignore', () => {
     expect(pkg.bin?.['broker-bridge']).toBe('dist/cli.js');
   });
 
-  it('builds on Node 20 with the lock file and the build script', () => {
-    expect(dockerfile).toMatch(/node:20-bookworm-slim/);
+  it('builds on a supported Node LTS line with the lock file and the build script', () => {
+    // Node 20 reached its end of life on 2026-04-30; 22 and 24 are LTS lines.
+    expect(dockerfile).toMatch(/^ARG NODE_IMAGE=node:(22|24)-bookworm-slim$/m);
     expect(dockerfile).toMatch(/npm ci\b/);
     expect(dockerfile).toMatch(/npm run build\b/);
     expect(dockerfile).toMatch(/npm prune --omit=dev/);
     // `npm run build` runs scripts/copy-assets.mjs, which copies src/cache/scripts/*.lua into dist/.
     expect(dockerfile).toMatch(/^COPY scripts /m);
+  });
+
+  it('has a HEALTHCHECK on /livez of the HTTP port it exposes, and listens on every interface', () => {
+    const healthcheck = /^HEALTHCHECK\s[\s\S]*?CMD\s+(\[.*\])$/m.exec(dockerfile.replace(/\\\n\s*/g, ' '));
+    expect(healthcheck, 'a HEALTHCHECK ... CMD [exec form]').not.toBeNull();
+    const cmd = (JSON.parse(healthcheck![1]!) as string[]).join(' ');
+    expect(cmd).toMatch(/\/livez/);
+    expect(cmd).toContain('9464');
+    expect(dockerfileInstruction(dockerfile, 'EXPOSE')).toBe('9464');
+    expect(dockerfile).toMatch(/^ENV HTTP_HOST=0\.0\.0\.0$/m);
   });
 
   it('keeps host build output and state out of the build context, but not what the build needs', () => {
@@ -214,14 +227,49 @@ describe.skipIf(!existsSync(bridgesYaml))('bridges.yaml as the compose bridge se
     }
   });
 
-  it('serves /health on the port the compose healthcheck probes', async () => {
+  it('serves /readyz on the port the compose healthcheck probes, on every interface of the container', async () => {
     const probe = strings(obj(bridge.healthcheck, 'bridge.healthcheck').test).join(' ');
-    const port = /127\.0\.0\.1:(\d+)\/health/.exec(probe)?.[1];
-    expect(port, 'the healthcheck fetches http://127.0.0.1:<port>/health').toBeDefined();
+    const port = /127\.0\.0\.1:(\d+)\/readyz/.exec(probe)?.[1];
+    expect(port, 'the healthcheck fetches http://127.0.0.1:<port>/readyz').toBeDefined();
     const config = load();
-    expect(config.metricsPort, 'metrics-port in bridges.yaml (without it the bridge never turns healthy)').toBe(
-      Number(port),
-    );
+    expect(config.httpPort, 'http-port in bridges.yaml (without it the bridge never turns healthy)').toBe(Number(port));
+    expect(config.httpHost).toBe('0.0.0.0');
+    expect(config.deprecations).toEqual([]);
+    expect(strings(bridge.expose)).toContain(String(config.httpPort));
+  });
+
+  it('monitoring profile: Prometheus scrapes the bridge, Grafana has the data source and the dashboard provisioned', async () => {
+    const config = load();
+    const mountOf = (svc: Obj, target: string) => strings(svc.volumes).map((v) => v.split(':')).find((m) => m[1] === target)?.[0]?.replace(/^\.\//, '');
+
+    const prometheus = service('prometheus');
+    const promFile = mountOf(prometheus, '/etc/prometheus/prometheus.yml');
+    expect(promFile, 'prometheus.yml mounted').toBeDefined();
+    expect(strings(prometheus.command).join(' ')).toContain('--config.file=/etc/prometheus/prometheus.yml');
+    const prom = obj(parse(read(promFile!)), 'prometheus.yml');
+    const jobs = (prom.scrape_configs as Obj[]).map((j) => obj(j, 'scrape config'));
+    const targets = jobs.flatMap((j) => (j.static_configs as Obj[]).flatMap((sc) => strings(sc.targets)));
+    expect(targets).toContain(`bridge:${config.httpPort}`);
+    expect(jobs.every((j) => (j.metrics_path ?? '/metrics') === '/metrics')).toBe(true);
+
+    const grafana = service('grafana');
+    const provisioning = mountOf(grafana, '/etc/grafana/provisioning');
+    expect(provisioning, 'provisioning mounted').toBe('docker/grafana/provisioning');
+    const datasource = obj(parse(read(`${provisioning}/datasources/prometheus.yml`)), 'datasource');
+    const sources = (datasource.datasources as Obj[]).map((d) => obj(d, 'datasource'));
+    expect(sources).toEqual([expect.objectContaining({ type: 'prometheus', uid: 'prometheus', url: 'http://prometheus:9090' })]);
+    const providers = (obj(parse(read(`${provisioning}/dashboards/broker-bridge.yml`)), 'provider').providers as Obj[]).map((p) => obj(p, 'provider'));
+    const providerPath = String(obj(providers[0]!.options, 'options').path);
+    const dashboards = mountOf(grafana, providerPath);
+    expect(dashboards, `a dashboards folder mounted at ${providerPath}`).toBe('docker/grafana/dashboards');
+    const dashboard = JSON.parse(read(`${dashboards}/broker-bridge.json`)) as { uid: string; panels: { title: string; datasource: { uid: string }; targets: { expr: string }[] }[] };
+    expect(dashboard.uid).toBe('broker-bridge');
+    expect(dashboard.panels.length).toBeGreaterThan(5);
+    for (const p of dashboard.panels) {
+      expect(p.datasource.uid, p.title).toBe('prometheus');
+      expect(p.targets.length, p.title).toBeGreaterThan(0);
+      for (const t of p.targets) expect(t.expr, p.title).toMatch(/\b(bridge|process|nodejs)_[a-z_]+/);
+    }
   });
 
   it('has RabbitMQ declare at boot every AMQP queue the bridges read from or write to (the bridge declares none)', async () => {

@@ -26,6 +26,8 @@ export interface ConfigOptions {
   rabbitStompUrl?: string;
   logLevel?: string;
   shutdownTimeout?: number;
+  /** More top-level keys, written as given (e.g. `{ 'http-port': 0 }`). */
+  top?: Record<string, string | number | boolean>;
 }
 
 export function bridgeConfig(o: ConfigOptions): { yaml: string; keyPrefix: string } {
@@ -34,6 +36,7 @@ export function bridgeConfig(o: ConfigOptions): { yaml: string; keyPrefix: strin
   const lines = [
     `log-level: ${o.logLevel ?? 'info'}`,
     `shutdown-timeout: ${o.shutdownTimeout ?? 10000}`,
+    ...Object.entries(o.top ?? {}).map(([k, v]) => `${k}: ${typeof v === 'string' ? JSON.stringify(v) : v}`),
     'connections:',
     `  rabbit: { type: amqp, url: "${o.amqpUrl ?? services.amqpUrl}" }`,
   ];

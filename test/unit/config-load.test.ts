@@ -1,7 +1,7 @@
 import { resolve } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { ConfigError } from '../../src/shared/errors.js';
-import { loadConfig, parseConfig } from '../../src/config/load.js';
+import { loadConfig, parseConfig, warnings } from '../../src/config/load.js';
 import { bridgeSettingDefaults } from '../../src/config/schema.js';
 
 const fixture = (name: string) => resolve(import.meta.dirname, '../fixtures/config', name);
@@ -36,6 +36,7 @@ describe('loadConfig: defaults and layering', () => {
           confirmTimeout: 15000,
           maxBatchSize: 1,
           maxBatchTime: 100,
+          stallTimeout: 60000,
           retryInterval: 2000,
           retryIntervalMultiplier: 1,
           maxRetryInterval: 2000,
@@ -44,9 +45,13 @@ describe('loadConfig: defaults and layering', () => {
       ],
       shutdownTimeout: 10000,
       logLevel: 'info',
+      httpHost: '127.0.0.1',
+      deprecations: [],
     });
     expect(config.bridges[0]).not.toHaveProperty('deadLetter');
     expect(config).not.toHaveProperty('metricsPort');
+    expect(config).not.toHaveProperty('httpPort');
+    expect(config).not.toHaveProperty('adminToken');
   });
 
   it('layers schema defaults < defaults: < bridge, and resolves connections, urls and heart-beat', () => {
@@ -147,6 +152,40 @@ describe('loadConfig: defaults and layering', () => {
     );
     expect(config).toMatchObject({ logLevel: 'debug', shutdownTimeout: 2500, metricsPort: 9464 });
     expect(config.bridges[0]?.target).toMatchObject({ exchange: 'x', routingKey: '' });
+  });
+
+  it('takes metrics-port as a deprecated alias of http-port, with a located notice', () => {
+    const yaml = (ports: string[]) =>
+      [
+        ...ports,
+        'connections: { r: { type: amqp, url: "amqp://h" } }',
+        'bridges: [{ name: b, source: { connection: r, queue: a }, target: { connection: r, queue: q } }]',
+      ].join('\n');
+    const alias = parseConfig(yaml(['log-level: info', 'metrics-port: 9464']), 'inline.yaml', {});
+    expect(alias).toMatchObject({ httpPort: 9464, httpHost: '127.0.0.1' });
+    expect(alias.deprecations).toEqual([expect.stringMatching(/^inline\.yaml:2:1 metrics-port: deprecated: rename it to http-port/)]);
+    expect(warnings(alias)[0]).toBe(alias.deprecations[0]);
+
+    const both = parseConfig(yaml(['http-port: 18001', 'http-host: 0.0.0.0', 'metrics-port: 9464', 'admin-token: s3cret']), 'inline.yaml', {});
+    expect(both).toMatchObject({ httpPort: 18001, httpHost: '0.0.0.0', adminToken: 's3cret' });
+    expect(both.deprecations).toEqual([expect.stringMatching(/^inline\.yaml:3:1 metrics-port: deprecated and ignored: http-port is set/)]);
+
+    // A bad admin-token is reported without its value.
+    for (const bad of ['"two words"', '12345']) {
+      let message = '';
+      try {
+        parseConfig(yaml([`admin-token: ${bad}`]), 'inline.yaml', {});
+      } catch (err) {
+        message = (err as Error).message;
+      }
+      expect(message).toMatch(/^inline\.yaml:1:14 admin-token: expected a bearer token.*, got a value \(not shown: it is a secret\)$/m);
+      expect(message).not.toContain(bad.replace(/"/g, ''));
+    }
+
+    const plain = parseConfig(yaml(['http-port: 0']), 'inline.yaml', {});
+    expect(plain.httpPort).toBe(0);
+    expect(plain.deprecations).toEqual([]);
+    expect(plain.bridges[0]?.stallTimeout).toBe(60000);
   });
 
   it('throws a ConfigError naming the file when it does not exist', () => {

@@ -169,7 +169,7 @@ ${BRIDGES}`.replace('type: amqps', 'type: amqp');
     const found = problems(() =>
       parseConfig(`connections:\n  rabbit: { type: amqp, url: "amqps://h", tls: { passphrase: 734215 } }\n${BRIDGES}`, 'x.yaml', {}),
     );
-    expect(found).toEqual(['x.yaml:2:62 connections.rabbit.tls.passphrase: expected the passphrase of the key (a string), got a value of another type']);
+    expect(found).toEqual(['x.yaml:2:62 connections.rabbit.tls.passphrase: expected the passphrase of the key (a string), got a value (not shown: it is a secret)']);
     const config = parseConfig(
       `connections:\n  rabbit: { type: amqp, url: "amqps://h", tls: { reject-unauthorized: false } }\nid-cache: { redis-url: "rediss://r", tls: { reject-unauthorized: false } }\n${BRIDGES}`,
       'x.yaml',

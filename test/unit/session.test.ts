@@ -104,6 +104,7 @@ function cfg(over: Partial<BridgeConfig> = {}): BridgeConfig {
     confirmTimeout: 1000,
     maxBatchSize: 1,
     maxBatchTime: 20,
+    stallTimeout: 60000,
     retryInterval: 10,
     retryIntervalMultiplier: 1,
     maxRetryInterval: 10,

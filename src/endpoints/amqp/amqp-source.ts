@@ -33,6 +33,8 @@ export class AmqpSource implements SourceEndpoint {
   private channelOpen = false;
   private channelError?: Error;
   private consumerTag?: string;
+  /** For depth(): passive declares on a channel apart from the consuming one. */
+  private depthChannel?: Channel;
   private handlers?: SourceHandlers;
   private lostReason?: TransientError;
   private seq = 0;
@@ -131,8 +133,44 @@ export class AmqpSource implements SourceEndpoint {
     }
   }
 
+  async resumeConsuming(): Promise<void> {
+    const ch = this.channel;
+    if (this.consumerTag !== undefined) return;
+    if (!this.channelOpen || ch === undefined || this.state !== 'open') {
+      throw this.lostReason ?? new TransientError(`${this.description} is not connected`);
+    }
+    try {
+      const { consumerTag } = await ch.consume(this.queue, (m) => this.onMessage(m), { noAck: false });
+      this.consumerTag = consumerTag;
+    } catch (err) {
+      throw this.lostReason ?? new TransientError(`${this.description}: could not resume consuming: ${replyText(err)}`, { cause: err });
+    }
+  }
+
+  async depth(): Promise<number> {
+    const model = this.session?.model;
+    if (model === undefined || this.state !== 'open') throw this.lostReason ?? new TransientError(`${this.description} is not connected`);
+    // A channel of its own: a failed passive declare closes its channel, and that must never be the consuming one.
+    if (this.depthChannel === undefined) {
+      const ch = await model.createChannel();
+      ch.on('error', () => undefined);
+      ch.on('close', () => {
+        if (this.depthChannel === ch) this.depthChannel = undefined;
+      });
+      this.depthChannel = ch;
+    }
+    try {
+      return (await this.depthChannel.checkQueue(this.queue)).messageCount;
+    } catch (err) {
+      throw new TransientError(`${this.description}: the queue depth could not be read: ${replyText(err)}`, { cause: err });
+    }
+  }
+
   async close(): Promise<void> {
     if (this.state === 'closed') return;
+    // Acks of messages settled in this same turn are still waiting for their nextTick flush (ack-coalescer.ts): write
+    // them before the connection closes, or a drained message is redelivered (and dropped as a duplicate).
+    if (this.channelOpen) this.acks.flush();
     this.state = 'closed';
     const model = this.session?.model;
     if (model) await closeModel(model);

@@ -1,0 +1,272 @@
+/**
+ * The supervisor's operations side with fake endpoints: states and readiness, pause/resume/restart, the cache probe,
+ * the cache-untrusted hook and the stall watchdog (what it excuses and what it fires on). Against real brokers in
+ * test/integration/operations.test.ts.
+ */
+import { afterEach, describe, expect, it } from 'vitest';
+import { MemoryIdCache } from '../../src/cache/memory-id-cache.js';
+import type { BridgeConfig } from '../../src/config/types.js';
+import type { BridgeMessage, SourceDelivery } from '../../src/core/message.js';
+import { Metrics } from '../../src/core/metrics.js';
+import type { SourceEndpoint, SourceHandlers, TargetEndpoint, TargetHandlers } from '../../src/core/ports.js';
+import { BridgeSupervisor } from '../../src/core/supervisor.js';
+import { TransientError } from '../../src/shared/errors.js';
+import { silentLogger } from '../../src/shared/log.js';
+
+const tick = (ms = 5) => new Promise((r) => setTimeout(r, ms));
+async function until(what: string, pred: () => boolean, ms = 3000): Promise<void> {
+  const end = Date.now() + ms;
+  while (!pred()) {
+    if (Date.now() > end) throw new Error(`${what}: not reached`);
+    await tick();
+  }
+}
+
+class FakeSource implements SourceEndpoint {
+  readonly description = 'fake source';
+  readonly address = 'fake://source';
+  handlers?: SourceHandlers;
+  acked: number[] = [];
+  consuming = false;
+  opened = false;
+  closed = false;
+  waiting = 0;
+  private seq = 0;
+  resumeConsuming?: () => Promise<void>;
+  constructor(resumable: boolean) {
+    if (resumable) this.resumeConsuming = () => Promise.resolve(void (this.consuming = true));
+  }
+  async open(h: SourceHandlers) {
+    this.handlers = h;
+    this.opened = true;
+    this.consuming = true;
+  }
+  deliver(i: number): void {
+    this.seq += 1;
+    this.handlers!.onDelivery({ message: msg(i), redelivered: false, seq: this.seq });
+  }
+  ack(d: SourceDelivery) {
+    if (!this.closed) this.acked.push(d.seq);
+  }
+  async ackBarrier() {}
+  async stopConsuming() {
+    this.consuming = false;
+  }
+  depth(): Promise<number> {
+    return Promise.resolve(this.waiting);
+  }
+  async close() {
+    this.closed = true;
+  }
+}
+
+class FakeTarget implements TargetEndpoint {
+  readonly description = 'fake target';
+  readonly address = 'fake://target';
+  handlers?: TargetHandlers;
+  /** false: sends are never confirmed (a target that accepts and never answers). */
+  confirms = true;
+  sent = 0;
+  async open(h: TargetHandlers) {
+    this.handlers = h;
+  }
+  send(): Promise<void> {
+    this.sent += 1;
+    return this.confirms ? Promise.resolve() : new Promise(() => undefined);
+  }
+  async close() {}
+}
+
+function msg(i: number): BridgeMessage {
+  return { body: Buffer.from(`m${i}`), properties: { persistent: true }, headers: { _AMQ_DUPL_ID: `id-${i}` } };
+}
+
+function cfg(over: Partial<BridgeConfig> = {}): BridgeConfig {
+  return {
+    name: 'b',
+    source: { connection: { name: 's', type: 'amqp', urls: ['amqp://x'], heartbeat: 10, connectTimeout: 1000 }, queue: 'q' },
+    target: { connection: { name: 't', type: 'amqp', urls: ['amqp://x'], heartbeat: 10, connectTimeout: 1000 }, queue: 'q2' },
+    useDuplicateDetection: true,
+    duplicateIdHeader: '_AMQ_DUPL_ID',
+    prefetch: 100,
+    maxDeliveryAttempts: 3,
+    confirmTimeout: 1000,
+    maxBatchSize: 1,
+    maxBatchTime: 20,
+    stallTimeout: 200,
+    retryInterval: 10,
+    retryIntervalMultiplier: 1,
+    maxRetryInterval: 10,
+    reconnectAttempts: -1,
+    ...over,
+  };
+}
+
+const supervisors: BridgeSupervisor[] = [];
+afterEach(async () => {
+  await Promise.all(supervisors.splice(0).map((s) => s.stop(0)));
+});
+
+function setup(opts: { resumable?: boolean; over?: Partial<BridgeConfig> } = {}) {
+  const sessions: { source: FakeSource; target: FakeTarget }[] = [];
+  const cache = new MemoryIdCache({ size: 100, lease: 1000 });
+  const metrics = new Metrics('9.9.9', { defaultMetrics: false });
+  const supervisor = new BridgeSupervisor(cfg(opts.over), {
+    cache,
+    log: silentLogger,
+    metrics,
+    instanceId: 'unit',
+    monitorInterval: 20,
+    restartDrainTimeout: 500,
+    createEndpoints: () => {
+      const endpoints = { source: new FakeSource(opts.resumable ?? true), target: new FakeTarget() };
+      sessions.push(endpoints);
+      return endpoints;
+    },
+  });
+  supervisors.push(supervisor);
+  void supervisor.start();
+  const last = () => sessions[sessions.length - 1]!;
+  return { supervisor, sessions, last, cache, metrics };
+}
+
+describe('BridgeSupervisor: operations', () => {
+  it('is ready while running and forwarding; counts, rate and last forward follow', async () => {
+    const { supervisor, last, metrics } = setup();
+    await until('running', () => supervisor.status().state === 'running');
+    expect(supervisor.readiness()).toEqual({ ready: true, reasons: [] });
+    for (let i = 0; i < 5; i++) last().source.deliver(i);
+    await until('acked', () => last().source.acked.length === 5);
+    const s = supervisor.status();
+    expect(s.forwardedPerSecond).toBeGreaterThan(0);
+    expect(s.lastForwardAt).not.toBeNull();
+    expect(s.inFlight).toBe(0);
+    expect((await metrics.countersOf('b')).forwarded).toBe(5);
+    const latency = await metrics.forwardLatency.get();
+    expect(latency.values.find((v) => v.metricName === 'bridge_forward_latency_seconds_count')?.value).toBe(5);
+  });
+
+  it('blocked by the target is ready and no stall; the cache not answering is cache-down and not ready', async () => {
+    const { supervisor, last, cache } = setup();
+    await until('running', () => supervisor.status().state === 'running');
+    last().target.handlers!.onBlocked!(true, 'low on memory');
+    last().source.deliver(1);
+    expect(supervisor.status().state).toBe('blocked');
+    await tick(400);
+    expect(supervisor.status().state).toBe('blocked');
+    expect(supervisor.readiness().ready).toBe(true);
+    last().target.handlers!.onBlocked!(false);
+    await until('forwarded', () => last().source.acked.length === 1);
+    expect(supervisor.status().state).toBe('running');
+
+    const ping = cache.ping.bind(cache);
+    cache.ping = () => Promise.reject(new TransientError('Redis at localhost:6379 refused the connection'));
+    await until('cache-down', () => supervisor.status().state === 'cache-down', 5000);
+    expect(supervisor.readiness()).toEqual({ ready: false, reasons: [expect.stringMatching(/duplicate-ID cache \(Redis\) is unreachable/)] });
+    expect(supervisor.status().lastError?.message).toMatch(/refused the connection/);
+    cache.ping = ping;
+    await until('running again', () => supervisor.status().state === 'running', 5000);
+  });
+
+  it('the stall watchdog fires once on work that forwards nothing, restarts the session, and the new one runs', async () => {
+    const { supervisor, sessions, last, metrics } = setup();
+    await until('running', () => supervisor.status().state === 'running');
+    last().target.confirms = false;
+    last().source.deliver(1);
+    await until('stalled', () => sessions.length === 2, 3000);
+    expect(sessions[0]!.source.closed).toBe(true);
+    expect(sessions[0]!.source.acked).toEqual([]);
+    expect((await metrics.countersOf('b')).stalls).toBe(1);
+    expect(supervisor.status().lastError?.message).toMatch(/^bridge 'b' stalled: 1 message\(s\) in flight and 0 waiting/);
+    await until('running', () => supervisor.status().state === 'running');
+    // Redelivered by the broker (here: by hand) to the new session, it goes through.
+    last().source.deliver(1);
+    await until('forwarded', () => last().source.acked.length === 1);
+    expect(supervisor.readiness().ready).toBe(true);
+  });
+
+  it('messages waiting in the source queue and none delivered is a stall too; an idle bridge is not', async () => {
+    const { supervisor, sessions, last } = setup();
+    await until('running', () => supervisor.status().state === 'running');
+    await tick(400);
+    expect(sessions).toHaveLength(1);
+    last().source.waiting = 7;
+    // The depth is read every 5 s: the stall shows after that plus stall-timeout.
+    await until('stall on waiting messages', () => sessions.length === 2, 8000);
+  }, 15_000);
+
+  it('pause: stops consuming, keeps the session, is ready and never a stall; resume consumes on the same session', async () => {
+    const { supervisor, sessions, last } = setup();
+    await until('running', () => supervisor.status().state === 'running');
+    await supervisor.pause();
+    expect(last().source.consuming).toBe(false);
+    expect(supervisor.status()).toMatchObject({ state: 'paused', paused: true });
+    expect(supervisor.readiness().ready).toBe(true);
+    last().source.waiting = 50;
+    await tick(400);
+    expect(sessions).toHaveLength(1);
+    await supervisor.resume();
+    expect(last().source.consuming).toBe(true);
+    expect(sessions).toHaveLength(1);
+    expect(supervisor.status()).toMatchObject({ state: 'running', paused: false });
+  });
+
+  it('resume of a source that cannot resume on its connection starts a new session; a session opened while paused does not consume', async () => {
+    const { supervisor, sessions, last } = setup({ resumable: false });
+    await until('running', () => supervisor.status().state === 'running');
+    await supervisor.pause();
+    await supervisor.restart();
+    await until('second session', () => sessions.length === 2 && last().target.handlers !== undefined);
+    await tick(50);
+    expect(supervisor.status().state).toBe('paused');
+    expect(last().source.opened).toBe(false);
+    await supervisor.resume();
+    expect(last().source.opened).toBe(true);
+    expect(supervisor.status().state).toBe('running');
+    expect(sessions).toHaveLength(2);
+
+    await supervisor.pause();
+    await supervisor.resume();
+    await until('third session', () => sessions.length === 3 && supervisor.status().state === 'running');
+    expect(last().source.consuming).toBe(true);
+  });
+
+  it('a resume that comes while the session is opening is not lost', async () => {
+    const { supervisor, sessions, last } = setup({ resumable: false });
+    await until('running', () => supervisor.status().state === 'running');
+    await supervisor.pause();
+    void supervisor.restart();
+    // Right after the new session's endpoints exist (it opens paused), before it is running.
+    await until('second session', () => sessions.length === 2);
+    await supervisor.resume();
+    await until('consuming', () => last().source.opened && last().source.consuming && supervisor.status().state === 'running');
+    expect(supervisor.status().paused).toBe(false);
+  });
+
+  it('restart lets in-flight messages finish, then starts a new session', async () => {
+    const { supervisor, sessions, last, metrics } = setup();
+    await until('running', () => supervisor.status().state === 'running');
+    last().source.deliver(1);
+    await supervisor.restart();
+    expect(sessions[0]!.source.acked).toEqual([1]);
+    await until('second session', () => sessions.length === 2 && supervisor.status().state === 'running');
+    expect((await metrics.countersOf('b')).sessions).toBe(2);
+  });
+
+  it('cache-untrusted is shown and stays ready', async () => {
+    const { supervisor } = setup();
+    await until('running', () => supervisor.status().state === 'running');
+    supervisor.setCacheUntrusted(true);
+    expect(supervisor.status().state).toBe('cache-untrusted');
+    expect(supervisor.readiness().ready).toBe(true);
+    supervisor.setCacheUntrusted(false);
+    expect(supervisor.status().state).toBe('running');
+  });
+
+  it('says the source depth is not available over STOMP', async () => {
+    const stomp = { name: 'a', type: 'stomp' as const, urls: ['stomp://x'], heartBeat: [0, 0] as [number, number], connectTimeout: 1000 };
+    const { supervisor } = setup({ over: { source: { connection: stomp, queue: 'q' } } });
+    await until('running', () => supervisor.status().state === 'running');
+    expect(supervisor.status()).toMatchObject({ sourceDepth: null, sourceDepthNote: 'not available over STOMP' });
+  });
+});

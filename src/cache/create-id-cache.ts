@@ -34,6 +34,7 @@ export function createIdCache(config: IdCacheConfig, log: Logger, onLoss?: (repo
     keyPrefix: config.keyPrefix,
     minReplicasAcked: config.minReplicasAcked,
     minReplicasTimeout: config.minReplicasTimeout,
+    lossWindow: config.lossWindow,
     ...(onLoss !== undefined ? { onLoss } : {}),
     log,
     ...(config.password !== undefined ? { password: config.password } : {}),

@@ -22,6 +22,12 @@ export type EpochEvent =
   | 'server-changed'
   | 'no-history';
 
+/**
+ * Why copies are flagged: an event this process saw, or `after-loss`: a marker another process extended after a loss
+ * (a window longer than a first contact's can only come from one).
+ */
+export type FlagReason = EpochEvent | 'after-loss';
+
 export interface EpochReport {
   /** The address (or source) whose cache or stamp records the event concerns. */
   name: string;
@@ -33,6 +39,8 @@ export interface EpochReport {
 interface Seen {
   /** What the scripts are told this process saw: "<marker>|<run_id>". */
   seen: string;
+  /** Why copies are flagged until flagUntil (when they are). */
+  reason: FlagReason;
   generation: string;
   server: string;
   /** Local clock, ms. */
@@ -52,8 +60,14 @@ export class Epochs {
   private readonly settling = new Map<string, Promise<void>>();
 
   constructor(
-    /** How long copies are flagged after an event, ms. */
+    /** How long copies are flagged after a loss (detected, or not ruled out), ms. */
     private readonly window: number,
+    /**
+     * How long after a first contact that finds no marker (a new deployment, or a loss while no bridge ran): the copies
+     * at risk then are those in flight when the bridges stopped, which come back with the first deliveries after a
+     * start (and a stamp made for one meanwhile keeps its flag), so a short window suffices. At most `window`.
+     */
+    private readonly noHistoryWindow: number,
     /** Reads, creates or extends the marker (epoch-1.lua) of one name's hash tag. */
     private readonly mark: (name: string, generation: string, window: number, extend: boolean) => Promise<EpochState>,
     private readonly report: (r: EpochReport) => void,
@@ -70,10 +84,12 @@ export class Epochs {
     return s !== undefined && Date.now() >= s.flagUntil;
   }
 
-  /** Names whose copies are flagged now, with until when (for /health). */
-  untrusted(): { name: string; flagUntil: number }[] {
+  /** Names whose copies are flagged now, with until when and why (for /health). */
+  untrusted(): { name: string; flagUntil: number; reason: FlagReason }[] {
     const now = Date.now();
-    return [...this.known].filter(([, s]) => s.flagUntil > now).map(([name, s]) => ({ name, flagUntil: s.flagUntil }));
+    return [...this.known]
+      .filter(([, s]) => s.flagUntil > now)
+      .map(([name, s]) => ({ name, flagUntil: s.flagUntil, reason: s.reason }));
   }
 
   /**
@@ -105,11 +121,15 @@ export class Epochs {
     } else if (server !== before.server) {
       event = 'server-changed';
     }
-    const state = await this.mark(name, randomBytes(8).toString('hex'), this.window, event === 'server-changed');
-    if (before === undefined && state.created) event = 'no-history';
+    const firstContact = before === undefined;
+    // A first contact creates the marker (if it is still missing) with the short window; a loss, with the full one.
+    const window = firstContact ? Math.min(this.window, this.noHistoryWindow) : this.window;
+    const state = await this.mark(name, randomBytes(8).toString('hex'), window, event === 'server-changed');
+    if (firstContact && state.created) event = 'no-history';
     const flagUntil = Date.now() + Math.max(0, untilOf(state.value) - state.now);
     this.known.set(name, {
       seen: `${state.value}|${state.server}`,
+      reason: event ?? (flagUntil - Date.now() > this.noHistoryWindow ? 'after-loss' : (before?.reason ?? 'no-history')),
       generation: generationOf(state.value),
       server: state.server,
       flagUntil,

@@ -131,6 +131,11 @@ export interface RedisIdCacheOptions extends IdCacheSemantics {
    * Default 24 h: as long as a stamp record lives, so as long as the cache would have vouched for one.
    */
   lossWindow?: number;
+  /**
+   * After a first contact that finds no epoch marker (a new deployment cannot be told from a loss while no bridge ran),
+   * how long redelivered copies the cache cannot vouch for are flagged, ms; at most lossWindow. Default 5 min.
+   */
+  noHistoryWindow?: number;
   /** After each commit, wait for this many replicas to acknowledge it (WAIT); 0 = no wait (default). */
   minReplicasAcked?: number;
   /** Longest that wait lasts, ms (default 1000). */
@@ -195,13 +200,14 @@ export class RedisIdCache implements IdCache {
       commandTimeout: options.commandTimeout ?? 3000,
       connectTimeout: options.connectTimeout ?? 3000,
       lossWindow: options.lossWindow ?? options.stampTtl ?? DAY,
+      noHistoryWindow: options.noHistoryWindow ?? 5 * 60_000,
       minReplicasAcked: options.minReplicasAcked ?? 0,
       minReplicasTimeout: options.minReplicasTimeout ?? 1000,
     };
     if (!(this.o.size >= 1 && this.o.lease > 0 && this.o.ttl >= 0 && this.o.lossWindow >= 0 && this.o.minReplicasAcked >= 0)) {
       throw new TypeError('RedisIdCache needs size >= 1, lease > 0, ttl >= 0, lossWindow >= 0 and minReplicasAcked >= 0');
     }
-    this.epochs = new Epochs(this.o.lossWindow, (name, generation, window, extend) => this.markEpoch(name, generation, window, extend), (r) =>
+    this.epochs = new Epochs(this.o.lossWindow, this.o.noHistoryWindow, (name, generation, window, extend) => this.markEpoch(name, generation, window, extend), (r) =>
       this.reportLoss(r),
     );
     const tls = topologyUrls(topology).some((u) => /^rediss:/i.test(u));
@@ -255,11 +261,15 @@ export class RedisIdCache implements IdCache {
     return this.epochs.vouchesFor(address);
   }
 
-  /** What /health reports: losses since start by event, and the addresses whose copies are flagged now. */
-  trust(): { losses: Record<string, number>; flagging: { address: string; until: string }[] } {
+  /**
+   * What /health reports: losses since start by event, and the addresses whose redelivered copies are flagged now,
+   * until when and why (`data-lost`, `server-changed`, `no-history` on a first contact, `after-loss` from a marker
+   * another process extended).
+   */
+  trust(): { losses: Record<string, number>; flagging: { address: string; until: string; reason: string }[] } {
     return {
       losses: Object.fromEntries(this.lossCounts),
-      flagging: this.epochs.untrusted().map((u) => ({ address: u.name, until: new Date(u.flagUntil).toISOString() })),
+      flagging: this.epochs.untrusted().map((u) => ({ address: u.name, until: new Date(u.flagUntil).toISOString(), reason: u.reason })),
     };
   }
 

@@ -130,6 +130,7 @@ export function resolveConfig(file: ConfigFile, absolutePath: string, files: Con
       redis: redisTopology(ic),
       minReplicasAcked: ic['min-replicas-acked'],
       minReplicasTimeout: ic['min-replicas-timeout'],
+      lossWindow: ic['loss-window'],
       keyPrefix: ic['key-prefix'],
       reservationLease: ic['reservation-lease'],
       replicas: ic.replicas,

@@ -187,6 +187,11 @@ export const idCacheSchema = z
       'min-replicas-timeout': millis()
         .default(1000)
         .describe('Longest a commit waits for min-replicas-acked; a commit not acknowledged in time is retried as a cache outage, ms.'),
+      'loss-window': millis(0)
+        .default(86_400_000)
+        .describe(
+          'After a cache loss is detected (or cannot be ruled out), how long redelivered copies the cache cannot vouch for are flagged as possible duplicates, ms (default 24 h, as long as a stamp record lives). A first contact with an address that has no record at all flags for at most 5 minutes of it.',
+        ),
       'key-prefix': text('a Redis key prefix').default('broker-bridge').describe('Prefix of every Redis key.'),
       'reservation-lease': millis()
         .default(30000)

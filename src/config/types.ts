@@ -118,6 +118,8 @@ export interface IdCacheConfig {
   minReplicasAcked: number;
   /** Longest a commit waits for them (default 1000). */
   minReplicasTimeout: number;
+  /** How long redelivered copies the cache cannot vouch for are flagged after a loss (default 86400000). */
+  lossWindow: number;
   keyPrefix: string; // default broker-bridge
   /** Lease of a reservation / stamp claim; a crashed owner's reservation is taken over after it (default 30000). */
   reservationLease: number;

@@ -42,10 +42,12 @@ export async function runService(config: Config, log: Logger, env: Readonly<Reco
   );
 
   // A bridge whose target address's cache was lost (or may have been) shows `cache-untrusted` (still ready) for as long
-  // as the cache flags redelivered copies there: checked when a loss is reported, and every few seconds for the end.
+  // as the cache flags redelivered copies there after the loss: checked when a loss is reported, and every few seconds
+  // for the end.
   const showTrust = (): void => {
     if (!(cache instanceof RedisIdCache)) return;
-    const flagging = new Set(cache.trust().flagging.map((f) => f.address));
+    // A first contact's short window (a new deployment, most likely) is not a state worth an operator's attention.
+    const flagging = new Set(cache.trust().flagging.filter((f) => f.reason !== 'no-history').map((f) => f.address));
     for (const [i, s] of supervisors.entries()) s.setCacheUntrusted(flagging.has(cacheAddress(config.bridges[i]!.target)));
   };
   onCacheLoss = showTrust;

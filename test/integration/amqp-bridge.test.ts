@@ -298,7 +298,9 @@ describe('AMQP → AMQP bridge', () => {
 
   it('drains on SIGTERM mid-stream: exit 0, and after a restart every message is at the target exactly once', async () => {
     const [src, dst] = await newQueues('src', 'dst');
-    const { yaml } = config({ bridges: [{ sourceQueue: src!, target: `queue: "${dst}"`, extra: { prefetch: 200 } }], idCache: { 'id-cache-size': 10000 } });
+    // loss-window 0: this fresh address's first contact (a new deployment, or a loss while no bridge ran, for all the
+    // bridge can tell) would otherwise flag the redeliveries of the next 5 minutes; this test is about drains.
+    const { yaml } = config({ bridges: [{ sourceQueue: src!, target: `queue: "${dst}"`, extra: { prefetch: 200 } }], idCache: { 'id-cache-size': 10000, 'loss-window': 0 } });
     await amqp.publish(src!, numbered(3000));
     let bridge = await start(yaml);
     await amqp.waitForCount(dst!, (n) => n >= 500);
@@ -365,7 +367,7 @@ describe('AMQP → AMQP: byte-identical messages without IDs, two bridge process
     unflaggedExtra: number;
   }
 
-  async function round(n: number): Promise<RoundResult> {
+  async function round(n: number): Promise<RoundResult | undefined> {
     const [src, dst] = await newQueues(`identical-src-${n}`, `identical-dst-${n}`);
     // A short lease: the killed owners' stamps and reservations are taken over within seconds.
     const { yaml } = config({ bridges: [{ sourceQueue: src!, target: `queue: "${dst}"`, extra: { prefetch: 200 } }], idCache: { 'reservation-lease': 2000, replicas: 2 } });
@@ -375,11 +377,12 @@ describe('AMQP → AMQP: byte-identical messages without IDs, two bridge process
 
     const first = await Promise.all([BridgeProcess.started(file), BridgeProcess.started(file)]);
     running.push(...first);
-    // Kill both while the stream flows: some forwarded, hundreds in flight or still in the sockets. (A higher threshold
-    // let two fast processes finish the whole stream within one poll of the queue depth, 100 ms.)
-    await amqp.waitForCount(dst!, (c) => c >= 100, 60_000);
+    // Kill both while the stream flows: hundreds forwarded, hundreds in flight or still in the sockets.
+    await amqp.waitForCount(dst!, (c) => c >= MESSAGES / 3, 60_000);
     await Promise.all(first.map((p) => p.kill('SIGKILL')));
-    expect(await amqp.count(dst!)).toBeLessThan(MESSAGES);
+    // Two fast processes can finish the whole stream within one poll of the queue depth (100 ms): then this round shows
+    // nothing about a crash, and is played again.
+    if ((await amqp.count(dst!)) >= MESSAGES) return undefined;
 
     running.push(...(await Promise.all([BridgeProcess.started(file), BridgeProcess.started(file)])));
     await amqp.waitForCount(src!, (c) => c === 0, 90_000);
@@ -402,7 +405,12 @@ describe('AMQP → AMQP: byte-identical messages without IDs, two bridge process
 
   it(`loses none of ${MESSAGES} messages and lets no duplicate pass unflagged, in each of ${ROUNDS} rounds`, async () => {
     const results: RoundResult[] = [];
-    for (let n = 1; n <= ROUNDS; n++) results.push(await round(n));
+    for (let n = 1, replays = 0; n <= ROUNDS; n++) {
+      const r = await round(n + replays * 100);
+      if (r !== undefined) results.push(r);
+      else if (++replays <= 3) n--;
+      else throw new Error('the stream finished before the SIGKILL in 4 tries: no round showed a crash mid-stream');
+    }
     // One line per round in the output, so that a failing run shows how many were lost or doubled in each.
     console.log(
       results

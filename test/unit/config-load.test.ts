@@ -20,6 +20,7 @@ describe('loadConfig: defaults and layering', () => {
         redis: { kind: 'standalone', url: 'redis://localhost:6379' },
         minReplicasAcked: 0,
         minReplicasTimeout: 1000,
+        lossWindow: 86_400_000,
         keyPrefix: 'broker-bridge',
         reservationLease: 30000,
         replicas: 1,

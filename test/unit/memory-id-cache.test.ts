@@ -112,6 +112,7 @@ describe('createIdCache', () => {
     redis: { kind: 'standalone', url: 'redis://user:secret@127.0.0.1:6379' },
     minReplicasAcked: 0,
     minReplicasTimeout: 1000,
+    lossWindow: 86_400_000,
     keyPrefix: 'broker-bridge',
     reservationLease: 30_000,
     replicas: 1,

@@ -11,7 +11,7 @@ import { ConfigError, redactUrl } from './shared/errors.js';
 import { renderJsonSchema } from './config/json-schema.js';
 import { loadConfig, warnings } from './config/load.js';
 import type { Config } from './config/types.js';
-import { createLogger } from './shared/log.js';
+import { createLogger, logFormat } from './shared/log.js';
 
 export const EXIT_CONFIG = 2;
 export const EXIT_USAGE = 64;
@@ -92,7 +92,7 @@ function load(file: string, io: CliIo): Config | undefined {
 }
 
 async function run(config: Config, io: CliIo): Promise<number> {
-  const log = createLogger(io.env.LOG_LEVEL ?? config.logLevel);
+  const log = createLogger(io.env.LOG_LEVEL ?? config.logLevel, logFormat(io.env, process.stdout.isTTY));
   // Loaded only here so that `validate` and `schema` never load the broker clients.
   const { runService } = await import('./service/app.js');
   try {

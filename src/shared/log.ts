@@ -2,13 +2,29 @@
  * Logging: one pino root logger, a child per bridge and per endpoint. Every URL that is logged goes through
  * redactUrl first, and pino's redact removes credential-shaped fields as a second line of defence.
  */
-import { pino, type Logger } from 'pino';
+import { pino, type DestinationStream, type Logger } from 'pino';
+import { PinoPretty } from 'pino-pretty';
 import { redactUrl } from './errors.js';
 
 export type { Logger };
 
-export function createLogger(level: string = process.env.LOG_LEVEL ?? 'info'): Logger {
-  return pino({
+export type LogFormat = 'json' | 'pretty';
+
+/**
+ * `json` (one object per line, for collectors) or `pretty` (for a person): LOG_FORMAT when set, else pretty when stdout
+ * is a terminal.
+ */
+export function logFormat(env: Readonly<Record<string, string | undefined>>, isTty: boolean): LogFormat {
+  const v = env.LOG_FORMAT?.toLowerCase();
+  if (v === 'json' || v === 'pretty') return v;
+  return isTty ? 'pretty' : 'json';
+}
+
+export function createLogger(level: string = process.env.LOG_LEVEL ?? 'info', format: LogFormat = 'json'): Logger {
+  // pino's own pretty printer, in process (a synchronous stream), after redaction like the JSON lines.
+  const destination: DestinationStream | undefined =
+    format === 'pretty' ? PinoPretty({ colorize: process.stdout.isTTY, translateTime: 'SYS:HH:MM:ss.l', ignore: 'pid,hostname,service', sync: true }) : undefined;
+  const options = {
     level,
     base: { service: 'broker-bridge' },
     redact: { paths: ['password', '*.password', 'passcode', '*.passcode', 'passphrase', '*.passphrase', 'tls', '*.tls', 'url', '*.url'], censor: '[redacted]' },
@@ -20,7 +36,8 @@ export function createLogger(level: string = process.env.LOG_LEVEL ?? 'info'): L
         return s;
       },
     },
-  });
+  };
+  return destination === undefined ? pino(options) : pino(options, destination);
 }
 
 /** A logger that writes nothing, for tests of pure logic. */

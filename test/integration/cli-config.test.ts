@@ -4,8 +4,9 @@
  * never try to connect (its brokers point at 127.0.0.1:1, where nothing listens).
  */
 import { spawnSync } from 'node:child_process';
-import { existsSync, readFileSync } from 'node:fs';
-import { relative, resolve } from 'node:path';
+import { existsSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join, relative, resolve } from 'node:path';
 import { beforeAll, describe, expect, it } from 'vitest';
 
 const root = resolve(import.meta.dirname, '../..');
@@ -120,5 +121,36 @@ describe('broker-bridge schema, --help, --version, bad usage', () => {
     const opt = cli(['validate', '--bogus']);
     expect(opt.code).toBe(64);
     expect(opt.stderr).toContain("Unknown option '--bogus'");
+  });
+});
+
+describe('broker-bridge run: log lines', () => {
+  // A bridge whose broker does not answer (127.0.0.1:1) logs a few lines and keeps retrying; the test stops it.
+  function runFor(ms: number, env: Record<string, string>): string {
+    const dir = mkdtempSync(join(tmpdir(), 'bb-log-'));
+    const file = join(dir, 'bridges.yaml');
+    writeFileSync(
+      file,
+      [
+        'connections:',
+        '  rabbit: { type: amqp, url: "amqp://guest:guest@127.0.0.1:1" }',
+        'id-cache: { persist-id-cache: false }',
+        'bridges:',
+        '  - { name: b, source: { connection: rabbit, queue: q }, target: { connection: rabbit, queue: r } }',
+        '',
+      ].join('\n'),
+    );
+    const r = spawnSync(process.execPath, [CLI, 'run', '--config', file], { cwd: root, env: { ...process.env, ...env }, encoding: 'utf8', timeout: ms, killSignal: 'SIGKILL' });
+    return r.stdout;
+  }
+
+  it('are JSON when stdout is not a terminal, and for a person with LOG_FORMAT=pretty (pino-pretty), secrets redacted alike', () => {
+    const json = runFor(2500, { LOG_FORMAT: '' }).trim().split('\n');
+    expect(json.length).toBeGreaterThan(0);
+    for (const line of json) expect(() => JSON.parse(line) as unknown).not.toThrow();
+    const pretty = runFor(2500, { LOG_FORMAT: 'pretty' });
+    expect(pretty).toMatch(/^\[\d\d:\d\d:\d\d\.\d{3}\] WARN: id-cache\.persist-id-cache is false/m);
+    expect(pretty.split('\n').filter((l) => l.startsWith('{'))).toEqual([]);
+    expect(pretty).not.toContain('guest:guest');
   });
 });

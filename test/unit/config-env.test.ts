@@ -1,3 +1,4 @@
+import { logFormat } from '../../src/shared/log.js';
 import { describe, expect, it } from 'vitest';
 import { substituteEnv } from '../../src/config/env.js';
 import { parseConfig } from '../../src/config/load.js';
@@ -80,5 +81,15 @@ describe('environment substitution in the configuration', () => {
     expect(() => parseConfig(text, 'e.yaml', { SOURCE_QUEUE: 'q', CACHE_SIZE: 'big' })).toThrow(
       'e.yaml:5:18 id-cache.id-cache-size: expected an integer >= 1, got "big"',
     );
+  });
+});
+
+describe('log format', () => {
+  it('pretty on a terminal, JSON otherwise; LOG_FORMAT decides when set', () => {
+    expect(logFormat({}, true)).toBe('pretty');
+    expect(logFormat({}, false)).toBe('json');
+    expect(logFormat({ LOG_FORMAT: 'json' }, true)).toBe('json');
+    expect(logFormat({ LOG_FORMAT: 'PRETTY' }, false)).toBe('pretty');
+    expect(logFormat({ LOG_FORMAT: 'other' }, false)).toBe('json');
   });
 });

@@ -188,7 +188,13 @@ describe('HTTP API: liveness, readiness, bridges, metrics', () => {
     // Redis goes away: not ready within seconds, and the reason says the cache; alive all along.
     const cutAt = Date.now();
     redisProxy.cut();
-    const down = await until('503', () => http(`${api}/readyz`), (r) => r.status === 503, 15_000);
+    // Each bridge probes the cache on its own timer (every 2 s): wait for the one under test, not the first to notice.
+    const down = await until(
+      '503 with amqp-in cache-down',
+      () => http(`${api}/readyz`),
+      (r) => r.status === 503 && (r.body.bridges as Record<string, string> | undefined)?.['amqp-in'] === 'cache-down',
+      15_000,
+    );
     expect(Date.now() - cutAt).toBeLessThan(10_000);
     expect((down.body.reasons as string[]).join(' ')).toMatch(/duplicate-ID cache \(Redis\) is unreachable/);
     expect(down.body.bridges).toMatchObject({ 'amqp-in': 'cache-down' });

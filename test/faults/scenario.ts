@@ -236,8 +236,19 @@ export async function runScenario(o: ScenarioOptions): Promise<FaultRunReport> {
   const maxMessageSize = o.maxMessageSize ?? 2 * 1024 * 1024;
   let originalMaxSize: number | undefined;
   let lowered = false;
+  // An interrupted run (Ctrl-C, kill) must not leave the shared broker's limit lowered: restore it, then exit.
+  const restoreOnSignal = (signal: NodeJS.Signals): void => {
+    void admin
+      .setMaxMessageSize(originalMaxSize)
+      .catch(() => undefined)
+      .finally(() => process.exit(signal === 'SIGINT' ? 130 : 143));
+  };
   const lowerLimit = async () => {
     await admin.setMaxMessageSize(maxMessageSize);
+    if (!lowered) {
+      process.once('SIGINT', restoreOnSignal);
+      process.once('SIGTERM', restoreOnSignal);
+    }
     lowered = true;
   };
   if (faults['poison-too-large'] > 0 && !targetIsStomp) {
@@ -562,6 +573,8 @@ export async function runScenario(o: ScenarioOptions): Promise<FaultRunReport> {
     await Promise.allSettled([publisher.close(), target.stop(), deadLetter.stop()]);
     await targetProxy.stop().catch(() => undefined);
     if (lowered) {
+      process.off('SIGINT', restoreOnSignal);
+      process.off('SIGTERM', restoreOnSignal);
       await admin.setMaxMessageSize(originalMaxSize).catch((err: unknown) => log(`could not restore max_message_size: ${String(err)}`));
       log(`RabbitMQ max_message_size restored to ${originalMaxSize ?? 'default'}`);
     }

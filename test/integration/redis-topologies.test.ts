@@ -292,32 +292,13 @@ describe('Redis Cluster', () => {
     const [src, dst] = await newQueues('fo-src', 'fo-dst');
     const yaml = bridgesYaml({ kind: 'cluster' }, keyPrefix, [[src!, dst!]]);
     const [home] = await cacheHomes(yaml, keyPrefix);
-    const messages = stream('f', { withId: 4000, withoutId: 2000, identical: 150 });
-    await amqp.publish(src!, messages);
-    const first = await Promise.all([started(yaml, 1), started(yaml, 1)]);
-    await amqp.waitForCount(dst!, (c) => c >= 800, 60_000);
-    // One bridge process dies while the master is down, holding what it forwarded (its commits fail closed).
-    const promoting = killMaster(home!.master);
-    await new Promise((r) => setTimeout(r, 500));
-    await first[0].kill('SIGKILL');
-    const promotion = await promoting;
-    const atPromotion = await amqp.count(dst!);
-    // The flow is back: more messages at the target within 10 s of the promotion.
-    await amqp.waitForCount(dst!, (c) => c >= Math.min(atPromotion + 50, messages.length), 10_000);
-    running.push(await started(yaml, 1));
-    await amqp.waitForCount(src!, (c) => c === 0, 120_000);
-    await amqp.settledCount(dst!, 2000);
-    const got = await amqp.drain(dst!);
-    await restartNode(promotion.killed);
-    const v = judge(messages, got);
-    console.log(`cluster failover: promotion ${promotion.promotionMs} ms, ${got.length} copies of ${messages.length}, ${v.extraCopies} extra, ${v.sameIdUnflaggedExtra} same-ID unflagged extra`);
-    expectPromiseKept(v, 150);
-    expect(v.sameIdUnflaggedExtra, 'redelivered copies forwarded again unflagged').toBe(0);
-    // The loss could not be ruled out, and was said once per process and cache (of the target; of the source's stamps).
-    for (const p of first) {
-      const said = p.logs.filter((l) => l.level >= 50 && /another Redis server now holds the duplicate-ID cache/.test(l.msg));
-      expect(said.length).toBeLessThanOrEqual(2);
-    }
+    let killed = 0;
+    await throughFailover('cluster', yaml, src!, dst!, async () => {
+      const promotion = await killMaster(home!.master);
+      killed = promotion.killed;
+      return promotion.promotionMs;
+    });
+    await restartNode(killed);
   }, 240_000);
 });
 
@@ -326,27 +307,40 @@ describe('Redis Sentinel', () => {
     const keyPrefix = uniqueName('bbsentinel');
     const [src, dst] = await newQueues('sen-src', 'sen-dst');
     const yaml = bridgesYaml({ kind: 'sentinel' }, keyPrefix, [[src!, dst!]]);
-    const messages = stream('s', { withId: 4000, withoutId: 2000, identical: 150 });
-    await amqp.publish(src!, messages);
-    const first = await Promise.all([started(yaml, 1), started(yaml, 1)]);
-    await amqp.waitForCount(dst!, (c) => c >= 800, 60_000);
-    const failingOver = failoverSentinel({ restart: true });
-    await new Promise((r) => setTimeout(r, 500));
-    await first[0].kill('SIGKILL');
-    const failover = await failingOver;
-    const atPromotion = await amqp.count(dst!);
-    await amqp.waitForCount(dst!, (c) => c >= Math.min(atPromotion + 50, messages.length), 10_000);
-    running.push(await started(yaml, 1));
-    await amqp.waitForCount(src!, (c) => c === 0, 120_000);
-    await amqp.settledCount(dst!, 2000);
-    const got = await amqp.drain(dst!);
-    const v = judge(messages, got);
-    console.log(`sentinel failover: promotion ${failover.promotionMs} ms, ${got.length} copies of ${messages.length}, ${v.extraCopies} extra`);
-    expectPromiseKept(v, 150);
-    expect(v.sameIdUnflaggedExtra, 'redelivered copies forwarded again unflagged').toBe(0);
-    expect(first[1].logs.some((l) => l.level >= 50 && /another Redis server now holds the duplicate-ID cache/.test(l.msg))).toBe(true);
+    await throughFailover('sentinel', yaml, src!, dst!, async () => (await failoverSentinel({ restart: true })).promotionMs);
   }, 240_000);
 });
+
+/**
+ * Two bridge processes stream IDs, no IDs and identical messages; `failover` SIGKILLs the master of the cache and
+ * resolves with the promotion time; one bridge process is SIGKILLed while the master is down (holding what it
+ * forwarded: its commits fail closed), and a third starts after. The flow must be back within 10 s of the promotion,
+ * and the promise kept; the survivor said the serving Redis changed.
+ */
+async function throughFailover(label: string, yaml: string, src: string, dst: string, failover: () => Promise<number>): Promise<void> {
+  const messages = stream(label, { withId: 4000, withoutId: 2000, identical: 150 });
+  await amqp.publish(src, messages);
+  const first = await Promise.all([started(yaml, 1), started(yaml, 1)]);
+  await amqp.waitForCount(dst, (c) => c >= 800, 60_000);
+  const failingOver = failover();
+  await new Promise((r) => setTimeout(r, 500));
+  await first[0].kill('SIGKILL');
+  const promotionMs = await failingOver;
+  const atPromotion = await amqp.count(dst);
+  await amqp.waitForCount(dst, (c) => c >= Math.min(atPromotion + 50, messages.length), 10_000);
+  running.push(await started(yaml, 1));
+  await amqp.waitForCount(src, (c) => c === 0, 120_000);
+  await amqp.settledCount(dst, 2000);
+  const got = await amqp.drain(dst);
+  const v = judge(messages, got);
+  console.log(`${label} failover: promotion ${promotionMs} ms, ${got.length} copies of ${messages.length}, ${v.extraCopies} extra`);
+  expectPromiseKept(v, 150);
+  expect(v.sameIdUnflaggedExtra, 'redelivered copies forwarded again unflagged').toBe(0);
+  // Said once per cache (the target's; the source's stamp records) by the process that lived through it.
+  const said = first[1].logs.filter((l) => l.level >= 50 && /another Redis server now holds the duplicate-ID cache/.test(l.msg));
+  expect(said.length).toBeGreaterThanOrEqual(1);
+  expect(said.length).toBeLessThanOrEqual(2);
+}
 
 describe('a standalone Redis that loses its data mid-stream', () => {
   // This file's own redis-server (the machine's Redis on 6379 is shared, and must keep its data).

@@ -113,15 +113,10 @@ export class Epochs {
     const sep = current.lastIndexOf('|');
     const marker = current.slice(0, sep);
     const server = current.slice(sep + 1);
-    let event: EpochEvent | undefined;
-    if (before === undefined) {
-      event = undefined;
-    } else if (marker === '' || generationOf(marker) !== before.generation) {
-      event = 'data-lost';
-    } else if (server !== before.server) {
-      event = 'server-changed';
-    }
     const firstContact = before === undefined;
+    let event: EpochEvent | undefined;
+    if (!firstContact && (marker === '' || generationOf(marker) !== before.generation)) event = 'data-lost';
+    else if (!firstContact && server !== before.server) event = 'server-changed';
     // A first contact creates the marker (if it is still missing) with the short window; a loss, with the full one.
     const window = firstContact ? Math.min(this.window, this.noHistoryWindow) : this.window;
     const state = await this.mark(name, randomBytes(8).toString('hex'), window, event === 'server-changed');

@@ -26,6 +26,7 @@ const stompUrl = process.env.STOMP_URL;
 describe.skipIf(!stompUrl)('regression: a channel closed for one message must not reject the others in flight', () => {
   const admin = new RabbitAdmin(services.rabbitManagementUrl);
   let original: number | undefined;
+  let changed = false;
   let bridge: BridgeProcess | undefined;
   let amqp: AmqpTestClient | undefined;
   let dl: StompCollector | undefined;
@@ -35,7 +36,8 @@ describe.skipIf(!stompUrl)('regression: a channel closed for one message must no
   afterAll(async () => {
     await bridge?.kill('SIGKILL');
     await dl?.stop();
-    if (original !== undefined) await admin.setMaxMessageSize(original);
+    // As found (undefined = RabbitMQ's default, unset again).
+    if (changed) await admin.setMaxMessageSize(original);
     await amqp?.deleteQueues(...queues);
     await amqp?.close();
     const redis = new Redis(services.redisUrl);
@@ -48,15 +50,16 @@ describe.skipIf(!stompUrl)('regression: a channel closed for one message must no
     const src = uniqueName('bbreg-src');
     const tgt = uniqueName('bbreg-tgt');
     const dlQueue = uniqueName('bbreg-dl');
+    // The broker's limit as found (restored after), raised first if something left it below the 3 MiB message (an
+    // interrupted fault run lowers it). RabbitMQ reads it when a channel opens: before the test's client connects.
+    original = await admin.getMaxMessageSize();
+    changed = true;
+    if (original !== undefined && original < 8 * 1024 * 1024) await admin.setMaxMessageSize(undefined);
     amqp = await AmqpTestClient.connect();
     await amqp.queue(src);
     await amqp.queue(tgt);
     queues.push(src, tgt);
 
-    // The broker's limit as found (restored after), raised first if something left it below the 3 MiB message (an
-    // interrupted fault run lowers it).
-    original = await admin.getMaxMessageSize();
-    if (original !== undefined && original < 8 * 1024 * 1024) await admin.setMaxMessageSize(undefined);
     // 1000 small messages, one of 3 MiB, 1000 small: published on a channel opened before the limit is lowered.
     const small = (i: number) => ({ body: Buffer.from(`seq=${i} small`), options: { headers: { [ID]: `${prefix}-${i}` } } });
     await amqp.publish(src, Array.from({ length: 1000 }, (_, i) => small(i)));

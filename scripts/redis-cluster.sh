@@ -26,27 +26,9 @@ for i in 0 1 2 3 4 5; do PORTS+=($((BASE_PORT + i))); done
 NODE_TIMEOUT_MS="${REDIS_CLUSTER_NODE_TIMEOUT:-2000}"
 START_TIMEOUT="${REDIS_CLUSTER_START_TIMEOUT:-30}"
 
-log() { echo "redis-cluster: $*"; }
-die() { echo "redis-cluster: $*" >&2; exit 1; }
-
-command -v redis-server >/dev/null || die "redis-server is not on PATH (apt-get install -y redis-server)"
-command -v redis-cli >/dev/null || die "redis-cli is not on PATH (apt-get install -y redis-tools)"
-
-cli() { local port="$1"; shift; timeout 5 redis-cli -h "$HOST" -p "$port" "$@" 2>/dev/null; }
-node_dir() { echo "$STATE_DIR/$1"; }
-pid_file() { echo "$STATE_DIR/$1/redis.pid"; }
-pings() { [[ "$(cli "$1" ping)" == PONG ]]; }
-port_open() { (exec 3<>"/dev/tcp/$HOST/$1") 2>/dev/null; }
-
-# The pid of this instance's node on the port when it is alive, else nothing.
-running_pid() {
-  local f pid
-  f="$(pid_file "$1")"
-  [[ -f "$f" ]] || return 1
-  pid="$(cat "$f" 2>/dev/null || true)"
-  [[ "$pid" =~ ^[0-9]+$ ]] && kill -0 "$pid" 2>/dev/null || return 1
-  echo "$pid"
-}
+TAG=redis-cluster
+# shellcheck source=redis-local.inc.sh
+source "$SCRIPT_DIR/redis-local.inc.sh"
 
 # True when the Redis answering on the port keeps its data in this instance's directory for that port.
 ours() {
@@ -78,30 +60,6 @@ start_node() {
     --cluster-enabled yes --cluster-config-file "$dir/nodes.conf" --cluster-node-timeout "$NODE_TIMEOUT_MS" \
     --appendonly yes --appendfsync everysec --save "" --dir "$dir" \
     --daemonize yes --pidfile "$dir/redis.pid" --logfile "$dir/redis.log"
-}
-
-wait_ping() {
-  local port="$1" deadline=$((SECONDS + START_TIMEOUT))
-  until pings "$port"; do
-    ((SECONDS < deadline)) || { tail -n 20 "$(node_dir "$port")/redis.log" >&2 2>/dev/null || true; die "node $port did not answer PING within ${START_TIMEOUT}s"; }
-    sleep 0.05
-  done
-}
-
-stop_node() {
-  local port="$1" pid
-  if pid="$(running_pid "$port")"; then
-    kill -KILL "$pid" 2>/dev/null || true
-    while kill -0 "$pid" 2>/dev/null; do sleep 0.05; done
-  elif port_open "$port" && ours "$port"; then
-    cli "$port" shutdown nosave >/dev/null || true
-  fi
-  rm -f "$(pid_file "$port")"
-  local deadline=$((SECONDS + 10))
-  while port_open "$port"; do
-    ((SECONDS < deadline)) || die "port $port is still taken after stopping its node"
-    sleep 0.05
-  done
 }
 
 print_nodes() {
@@ -138,7 +96,7 @@ do_start() {
     fi
   done
   local t0=$SECONDS
-  for p in "${PORTS[@]}"; do stop_node "$p"; done
+  for p in "${PORTS[@]}"; do stop_port "$p"; done
   rm -rf "$STATE_DIR"
   mkdir -p "$STATE_DIR"
   for p in "${PORTS[@]}"; do start_node "$p"; done
@@ -165,7 +123,7 @@ do_stop() {
     log "not running"
     return 0
   fi
-  for p in "${PORTS[@]}"; do stop_node "$p"; done
+  for p in "${PORTS[@]}"; do stop_port "$p"; done
   log "stopped (state kept in $STATE_DIR; the next start creates the cluster afresh)"
 }
 

@@ -28,27 +28,11 @@ DATA_PORTS=("$MASTER_PORT" "$REPLICA_PORT")
 SENTINEL_PORTS=(26379 26380 26381)
 START_TIMEOUT="${REDIS_SENTINEL_START_TIMEOUT:-30}"
 
-log() { echo "redis-sentinel: $*"; }
-die() { echo "redis-sentinel: $*" >&2; exit 1; }
+TAG=redis-sentinel
+# shellcheck source=redis-local.inc.sh
+source "$SCRIPT_DIR/redis-local.inc.sh"
 
-command -v redis-server >/dev/null || die "redis-server is not on PATH (apt-get install -y redis-server)"
-command -v redis-cli >/dev/null || die "redis-cli is not on PATH (apt-get install -y redis-tools)"
-
-cli() { local port="$1"; shift; timeout 5 redis-cli -h "$HOST" -p "$port" "$@" 2>/dev/null; }
-node_dir() { echo "$STATE_DIR/$1"; }
-pid_file() { echo "$STATE_DIR/$1/redis.pid"; }
-pings() { [[ "$(cli "$1" ping)" == PONG ]]; }
-port_open() { (exec 3<>"/dev/tcp/$HOST/$1") 2>/dev/null; }
 all_ports() { echo "${DATA_PORTS[@]}" "${SENTINEL_PORTS[@]}"; }
-
-running_pid() {
-  local f pid
-  f="$(pid_file "$1")"
-  [[ -f "$f" ]] || return 1
-  pid="$(cat "$f" 2>/dev/null || true)"
-  [[ "$pid" =~ ^[0-9]+$ ]] && kill -0 "$pid" 2>/dev/null || return 1
-  echo "$pid"
-}
 
 # True when the process answering on the port was started from this instance's directory (its config file is
 # there); a sentinel refuses CONFIG GET, INFO server names the config file for both kinds.
@@ -123,30 +107,6 @@ write_sentinel_conf() {
     echo "sentinel failover-timeout $NAME 5000"
     echo "sentinel parallel-syncs $NAME 1"
   } >"$dir/sentinel.conf"
-}
-
-wait_ping() {
-  local port="$1" deadline=$((SECONDS + START_TIMEOUT))
-  until pings "$port"; do
-    ((SECONDS < deadline)) || { tail -n 20 "$(node_dir "$port")"/*.log >&2 2>/dev/null || true; die "port $port did not answer PING within ${START_TIMEOUT}s"; }
-    sleep 0.05
-  done
-}
-
-stop_port() {
-  local port="$1" pid
-  if pid="$(running_pid "$port")"; then
-    kill -KILL "$pid" 2>/dev/null || true
-    while kill -0 "$pid" 2>/dev/null; do sleep 0.05; done
-  elif port_open "$port" && ours "$port"; then
-    cli "$port" shutdown nosave >/dev/null || true
-  fi
-  rm -f "$(pid_file "$port")"
-  local deadline=$((SECONDS + 10))
-  while port_open "$port"; do
-    ((SECONDS < deadline)) || die "port $port is still taken after stopping it"
-    sleep 0.05
-  done
 }
 
 print_status() {

@@ -42,6 +42,14 @@ export function describeTopology(topology: RedisTopology): string {
   }
 }
 
+/**
+ * Pace of reconnect attempts, for a node and for a whole Cluster: never give up (the bridge resumes by itself when
+ * Redis is back), unless a failure no retry can fix happened.
+ */
+function reconnectDelay(policy: ClientPolicy): (times: number) => number | null {
+  return (times) => (policy.stopRetrying?.() === true ? null : Math.min(100 * times, 2000));
+}
+
 /** Connection settings shared by every topology; see redis-id-cache.ts for why each is what it is. */
 function baseOptions(policy: ClientPolicy): RedisOptions {
   return {
@@ -55,8 +63,7 @@ function baseOptions(policy: ClientPolicy): RedisOptions {
     // A command waits in the offline queue only until the next failed reconnect attempt: fail closed quickly. A command
     // whose reply was lost gets one resend (the scripts are replay-safe per owner token).
     maxRetriesPerRequest: 1,
-    // Never give up (but after a failure no retry can fix): the bridge resumes by itself when Redis is back.
-    retryStrategy: (times: number) => (policy.stopRetrying?.() === true ? null : Math.min(100 * times, 2000)),
+    retryStrategy: reconnectDelay(policy),
     connectionName: 'broker-bridge-id-cache',
   };
 }
@@ -117,7 +124,7 @@ export function createCacheClient(topology: RedisTopology, policy: ClientPolicy)
         scaleReads: 'master',
         enableAutoPipelining: false,
         // The cluster-level counterpart of retryStrategy: never give up finding the cluster again.
-        clusterRetryStrategy: (times: number) => (policy.stopRetrying?.() === true ? null : Math.min(100 * times, 2000)),
+        clusterRetryStrategy: reconnectDelay(policy),
         // During a failover the slot has no master for a moment (CLUSTERDOWN, TRYAGAIN, a dead node): retry a few
         // times, refreshing the slot map, before the call fails as transient and the bridge holds its messages.
         retryDelayOnFailover: 200,

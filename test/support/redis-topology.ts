@@ -256,9 +256,35 @@ export async function killMaster(port: number, timeoutMs = 20_000): Promise<Prom
         const mine = parseClusterNodes(String(await c.call('CLUSTER', 'NODES'))).find((n) => n.port === r);
         return mine?.slots.some(([a, b]) => slot >= a && slot <= b) ?? false;
       }).catch(() => false);
-      if (ok) return { killed: port, promoted: r, promotionMs: Date.now() - t0 };
+      if (ok) {
+        const promotionMs = Date.now() - t0;
+        // The promoted replica knows first; the other nodes learn it by gossip a moment later. A caller that asks
+        // any node (masterForKey) must get the new answer, so wait until every live node agrees.
+        await untilAllAgree(r, slot, port, t0 + timeoutMs);
+        return { killed: port, promoted: r, promotionMs };
+      }
     }
     if (Date.now() - t0 > timeoutMs) throw new Error(`no replica of ${port} (${replicas.join(', ')}) was promoted within ${timeoutMs} ms`);
+    await sleep(50);
+  }
+}
+
+/** Waits until every node but `dead` sees `master` as a master serving `slot` (when given). */
+async function untilAllAgree(master: number, slot: number | undefined, dead: number, deadline: number): Promise<void> {
+  for (;;) {
+    let agreed = true;
+    for (const port of allClusterPorts()) {
+      if (port === dead) continue;
+      const seen = await withNode(port, async (c) => parseClusterNodes(String(await c.call('CLUSTER', 'NODES'))).find((n) => n.port === master)).catch(
+        () => undefined,
+      );
+      if (!seen || seen.role !== 'master' || (slot !== undefined && !seen.slots.some(([a, b]) => slot >= a && slot <= b))) {
+        agreed = false;
+        break;
+      }
+    }
+    if (agreed) return;
+    if (Date.now() > deadline) throw new Error(`the cluster's nodes do not all see ${master} as the master of slot ${slot ?? '?'} yet`);
     await sleep(50);
   }
 }

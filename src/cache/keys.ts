@@ -23,8 +23,12 @@ export interface AddressKeys {
   readonly uncertain: string;
 }
 
+const SPECIAL = /[%{}]/;
+
 /** Percent-encodes `%`, `{` and `}` so the string can sit inside (or before) a hash tag. */
 export function tagSafe(text: string): string {
+  // Called for every key of every message; almost no prefix or address has these characters.
+  if (!SPECIAL.test(text)) return text;
   return text.replace(/[%{}]/g, (c) => `%${c.charCodeAt(0).toString(16).toUpperCase().padStart(2, '0')}`);
 }
 

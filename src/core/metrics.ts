@@ -2,7 +2,8 @@
  * Prometheus metrics, one set per process, labelled by bridge. The worker and the supervisor only call these; the
  * HTTP exposition lives in src/service/http-server.ts. Names and labels are documented in the README (Operations).
  */
-import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
+import { Counter, Gauge, Registry, collectDefaultMetrics } from 'prom-client';
+import { LightHistogram } from './light-histogram.js';
 
 /**
  * What a bridge is doing. `starting`, `reconnecting`, `stopped` and `failed` come from the supervisor's lifecycle;
@@ -65,8 +66,8 @@ export class Metrics {
   readonly inFlight = new Gauge({ name: 'bridge_in_flight_messages', help: 'Messages received from the source and not settled yet (not acked)', labelNames: ['bridge'], registers: [this.registry] });
   readonly sourceDepth = new Gauge({ name: 'bridge_source_queue_depth_messages', help: 'Messages ready in the source queue (AMQP passive declare); absent for STOMP sources', labelNames: ['bridge'], registers: [this.registry] });
   readonly lastForward = new Gauge({ name: 'bridge_last_forward_timestamp_seconds', help: 'Unix time of the last message forwarded', labelNames: ['bridge'], registers: [this.registry] });
-  readonly forwardLatency = new Histogram({ name: 'bridge_forward_latency_seconds', help: 'From the delivery of a message by the source to the target confirmation', labelNames: ['bridge'], buckets: LATENCY_BUCKETS, registers: [this.registry] });
-  readonly cacheLatency = new Histogram({ name: 'bridge_cache_call_duration_seconds', help: 'Duration of each duplicate-ID cache call (each attempt), by operation and outcome', labelNames: ['bridge', 'op', 'outcome'], buckets: CACHE_BUCKETS, registers: [this.registry] });
+  readonly forwardLatency = new LightHistogram({ name: 'bridge_forward_latency_seconds', help: 'From the delivery of a message by the source to the target confirmation', labelNames: ['bridge'], buckets: LATENCY_BUCKETS, registers: [this.registry] });
+  readonly cacheLatency = new LightHistogram({ name: 'bridge_cache_call_duration_seconds', help: 'Duration of each duplicate-ID cache call (each attempt), by operation and outcome', labelNames: ['bridge', 'op', 'outcome'], buckets: CACHE_BUCKETS, registers: [this.registry] });
   readonly info = new Gauge({ name: 'bridge_info', help: 'Always 1; the version of broker-bridge in its label', labelNames: ['version'], registers: [this.registry] });
 
   private readonly states = new Map<string, BridgeState>();

@@ -1,0 +1,96 @@
+/**
+ * A Prometheus histogram for the per-message hot path. prom-client's Histogram validates and hashes the label object
+ * and allocates on every observe(); with two to four observations per forwarded message that was about 5% of the
+ * bridge's CPU in a profile of the bench (20,000 messages). Here a label set is looked up once by its joined values
+ * and each observation is a bucket search and three additions. Registered in a prom-client Registry like any metric:
+ * the registry asks get() for the same shape prom-client's own Histogram returns, so the exposition is the same.
+ */
+import type { Registry } from 'prom-client';
+
+/** One line of the exposition, as prom-client's registry reads it from get(). */
+export interface HistogramValue {
+  labels: Record<string, string | number>;
+  value: number;
+  metricName: string;
+}
+
+export interface HistogramSnapshot {
+  name: string;
+  help: string;
+  type: 'histogram';
+  aggregator: 'sum';
+  values: HistogramValue[];
+}
+
+interface Series {
+  labels: Record<string, string>;
+  /** Observations per bucket (not cumulative); the last slot is above every bound (+Inf). */
+  counts: Float64Array;
+  sum: number;
+  count: number;
+}
+
+export interface LightHistogramOptions<L extends string> {
+  name: string;
+  help: string;
+  labelNames: readonly L[];
+  /** Upper bounds, ascending. */
+  buckets: readonly number[];
+  registers: Registry[];
+}
+
+export class LightHistogram<L extends string = string> {
+  readonly name: string;
+  readonly help: string;
+  readonly type = 'histogram' as const;
+  readonly aggregator = 'sum' as const;
+  private readonly labelNames: readonly L[];
+  private readonly bounds: readonly number[];
+  private readonly series = new Map<string, Series>();
+
+  constructor(options: LightHistogramOptions<L>) {
+    this.name = options.name;
+    this.help = options.help;
+    this.labelNames = options.labelNames;
+    this.bounds = options.buckets;
+    for (const r of options.registers) r.registerMetric(this as never);
+  }
+
+  observe(labels: Record<L, string>, value: number): void {
+    if (!Number.isFinite(value)) return; // a clock step backwards must not poison the sum
+    let key = '';
+    for (const n of this.labelNames) key += `${labels[n]}\u0000`;
+    let s = this.series.get(key);
+    if (!s) {
+      const copy: Record<string, string> = {};
+      for (const n of this.labelNames) copy[n] = String(labels[n]);
+      s = { labels: copy, counts: new Float64Array(this.bounds.length + 1), sum: 0, count: 0 };
+      this.series.set(key, s);
+    }
+    let i = 0;
+    while (i < this.bounds.length && value > this.bounds[i]!) i++;
+    s.counts[i]! += 1;
+    s.sum += value;
+    s.count += 1;
+  }
+
+  get(): Promise<HistogramSnapshot> {
+    const values: HistogramValue[] = [];
+    const bucket = `${this.name}_bucket`;
+    for (const s of this.series.values()) {
+      let acc = 0;
+      for (let i = 0; i < this.bounds.length; i++) {
+        acc += s.counts[i]!;
+        values.push({ labels: { le: this.bounds[i]!, ...s.labels }, value: acc, metricName: bucket });
+      }
+      values.push({ labels: { le: '+Inf', ...s.labels }, value: s.count, metricName: bucket });
+      values.push({ labels: s.labels, value: s.sum, metricName: `${this.name}_sum` });
+      values.push({ labels: s.labels, value: s.count, metricName: `${this.name}_count` });
+    }
+    return Promise.resolve({ name: this.name, help: this.help, type: this.type, aggregator: this.aggregator, values });
+  }
+
+  reset(): void {
+    this.series.clear();
+  }
+}

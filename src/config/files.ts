@@ -7,6 +7,7 @@
 import { readFileSync } from 'node:fs';
 import { isAbsolute, resolve as resolvePath } from 'node:path';
 import { createSecureContext } from 'node:tls';
+import { camelKeys } from './camel-keys.js';
 import type { ProblemCollector } from './problems.js';
 import type { ConfigFile, ConfigFileTls } from './schema.js';
 import type { TlsConfig } from './types.js';
@@ -173,7 +174,8 @@ function readTls(
   const key = read('key', 'the key file', PEM_KEY, 'PEM private key (-----BEGIN … PRIVATE KEY-----)');
   if (!ok) return undefined;
 
-  const resolved: TlsConfig = { rejectUnauthorized: tls['reject-unauthorized'] };
+  // passphrase and servername as given; the files' paths become their content (and the path, for messages).
+  const resolved: TlsConfig = camelKeys(tls, ['ca', 'cert', 'key']);
   if (ca !== undefined && tls.ca !== undefined) {
     resolved.ca = ca;
     resolved.caFile = full(tls.ca);
@@ -189,14 +191,12 @@ function readTls(
     resolved.certFile = full(tls.cert);
     resolved.key = key;
     resolved.keyFile = full(tls.key);
-    if (tls.passphrase !== undefined) resolved.passphrase = tls.passphrase;
     const problem = keyPairProblem(resolved);
     if (problem !== undefined) {
       out.atValue([...at, problem.key], problem.message);
       return undefined;
     }
   }
-  if (tls.servername !== undefined) resolved.servername = tls.servername;
   return resolved;
 }
 

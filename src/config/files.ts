@@ -9,7 +9,7 @@ import { isAbsolute, resolve as resolvePath } from 'node:path';
 import { createSecureContext } from 'node:tls';
 import { camelKeys } from './camel-keys.js';
 import type { ProblemCollector } from './problems.js';
-import type { ConfigFile, ConfigFileTls } from './schema.js';
+import { DEFAULT_REDIS_URL, type ConfigFile, type ConfigFileTls } from './schema.js';
 import type { TlsConfig } from './types.js';
 
 /** What the files of one connection (or of the cache) held. */
@@ -245,7 +245,7 @@ export function readConfigFiles(data: ConfigFile, baseDir: string, out: ProblemC
   const ic = data['id-cache'];
   // The URLs of the Redis in use (the cross-checks allow one topology): standalone (default), Cluster or Sentinel.
   const redisUrls =
-    ic['redis-cluster'] ?? ic['redis-sentinel']?.urls ?? [ic['redis-url'] ?? 'redis://localhost:6379'];
+    ic['redis-cluster'] ?? ic['redis-sentinel']?.urls ?? [ic['redis-url'] ?? DEFAULT_REDIS_URL];
   const password = readPassword(ic['password-file'], redisUrls, ['id-cache'], undefined, baseDir, out);
   if (password !== undefined) files.idCache.password = password;
   const tls = readTls(ic.tls, redisUrls, 'rediss', ['id-cache'], baseDir, out);

@@ -8,6 +8,7 @@ import { camelKeys } from './camel-keys.js';
 import type { BridgeConfig, Config, ConnectionConfig, ConnectionKeysResolved, RedisTopology, TargetConfig } from './types.js';
 import {
   bridgeSettingDefaults,
+  DEFAULT_REDIS_URL,
   type BridgeSettingValues,
   type ConfigFile,
   type ConfigFileBridge,
@@ -89,8 +90,6 @@ function redisTopology(ic: ConfigFile['id-cache']): RedisTopology {
   if (ic['redis-sentinel'] !== undefined) return { kind: 'sentinel', ...ic['redis-sentinel'] };
   return { kind: 'standalone', url: ic['redis-url'] ?? DEFAULT_REDIS_URL };
 }
-
-const DEFAULT_REDIS_URL = 'redis://localhost:6379';
 
 /** Builds the Config from a file that passed the schema and the cross-checks, and the files it names (./files.ts). */
 export function resolveConfig(file: ConfigFile, absolutePath: string, files: ConfigFiles): Config {

@@ -15,7 +15,7 @@ import type { RedisTopology } from '../config/types.js';
 import type { ClaimRequest, ClaimResult, IdCache, IdCacheSemantics, ReserveResult } from '../core/id-cache.js';
 import { addressKeys, epochKey, hashSlot, stampKey } from './keys.js';
 import { ScriptStatus, ScriptReplyError, decodeRecordedReply, decodeReserveReply, decodeScriptReply } from './script-status.js';
-import { ConfigError, TransientError, redactUrl } from '../shared/errors.js';
+import { ConfigError, TransientError, isProgrammerError, redactUrl } from '../shared/errors.js';
 import type { TlsConfig } from '../config/types.js';
 import { tlsConnectionOptions, tlsFailure } from '../config/tls.js';
 import { coalesceWrites } from '../shared/coalesce-writes.js';
@@ -584,9 +584,9 @@ export class RedisIdCache implements IdCache {
     }
   }
 
-  /** Connection trouble → TransientError with a sentence; a script or argument bug stays a plain error. */
+  /** Connection trouble → TransientError with a sentence; a script or argument bug (TypeError, …) stays a plain error. */
   private translate(err: unknown): Error {
-    if (err instanceof ScriptReplyError) return err;
+    if (err instanceof ScriptReplyError || isProgrammerError(err)) return err;
     if (this.tlsProblem !== undefined) return this.tlsProblem;
     const message = err instanceof Error ? err.message : String(err);
     if (err instanceof Error && err.name === 'ReplyError' && /^(MOVED|ASK)\b/.test(message)) {

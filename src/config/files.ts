@@ -7,8 +7,9 @@
 import { readFileSync } from 'node:fs';
 import { isAbsolute, resolve as resolvePath } from 'node:path';
 import { createSecureContext } from 'node:tls';
+import { camelKeys } from './camel-keys.js';
 import type { ProblemCollector } from './problems.js';
-import type { ConfigFile, ConfigFileTls } from './schema.js';
+import { DEFAULT_REDIS_URL, type ConfigFile, type ConfigFileTls } from './schema.js';
 import type { TlsConfig } from './types.js';
 
 /** What the files of one connection (or of the cache) held. */
@@ -173,7 +174,8 @@ function readTls(
   const key = read('key', 'the key file', PEM_KEY, 'PEM private key (-----BEGIN … PRIVATE KEY-----)');
   if (!ok) return undefined;
 
-  const resolved: TlsConfig = { rejectUnauthorized: tls['reject-unauthorized'] };
+  // passphrase and servername as given; the files' paths become their content (and the path, for messages).
+  const resolved: TlsConfig = camelKeys(tls, ['ca', 'cert', 'key']);
   if (ca !== undefined && tls.ca !== undefined) {
     resolved.ca = ca;
     resolved.caFile = full(tls.ca);
@@ -189,14 +191,12 @@ function readTls(
     resolved.certFile = full(tls.cert);
     resolved.key = key;
     resolved.keyFile = full(tls.key);
-    if (tls.passphrase !== undefined) resolved.passphrase = tls.passphrase;
     const problem = keyPairProblem(resolved);
     if (problem !== undefined) {
       out.atValue([...at, problem.key], problem.message);
       return undefined;
     }
   }
-  if (tls.servername !== undefined) resolved.servername = tls.servername;
   return resolved;
 }
 
@@ -245,7 +245,7 @@ export function readConfigFiles(data: ConfigFile, baseDir: string, out: ProblemC
   const ic = data['id-cache'];
   // The URLs of the Redis in use (the cross-checks allow one topology): standalone (default), Cluster or Sentinel.
   const redisUrls =
-    ic['redis-cluster'] ?? ic['redis-sentinel']?.urls ?? [ic['redis-url'] ?? 'redis://localhost:6379'];
+    ic['redis-cluster'] ?? ic['redis-sentinel']?.urls ?? [ic['redis-url'] ?? DEFAULT_REDIS_URL];
   const password = readPassword(ic['password-file'], redisUrls, ['id-cache'], undefined, baseDir, out);
   if (password !== undefined) files.idCache.password = password;
   const tls = readTls(ic.tls, redisUrls, 'rediss', ['id-cache'], baseDir, out);

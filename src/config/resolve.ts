@@ -4,15 +4,11 @@
  * Nothing here mutates its input; every object in the result is new (connection objects are shared between the
  * endpoints that use the same connection, which lets the core tell them apart by identity).
  */
-import type {
-  BridgeConfig,
-  Config,
-  ConnectionConfig,
-  RedisTopology,
-  TargetConfig,
-} from './types.js';
+import { camelKeys } from './camel-keys.js';
+import type { BridgeConfig, Config, ConnectionConfig, ConnectionKeysResolved, RedisTopology, TargetConfig } from './types.js';
 import {
   bridgeSettingDefaults,
+  DEFAULT_REDIS_URL,
   type BridgeSettingValues,
   type ConfigFile,
   type ConfigFileBridge,
@@ -36,23 +32,22 @@ function parseHeartBeat(value: string | [number, number]): [number, number] {
   return [out, inc];
 }
 
+const CONNECTION_KEYS_RESOLVED: readonly ConnectionKeysResolved[] = ['url', 'urls', 'password-file', 'tls'];
+
 function resolveConnection(name: string, c: ConfigFileConnection, files: ConnectionFiles): ConnectionConfig {
   // The cross-checks guarantee exactly one of url / urls.
   const given = c.urls !== undefined ? [...c.urls] : c.url !== undefined ? [c.url] : [];
   // The password from password-file goes into the URLs, where the clients (and every redaction) expect credentials.
-  const urls = given.map((u) => urlWithPassword(u, files.password));
-  const tls = files.tls !== undefined ? { tls: files.tls } : {};
-  if (c.type === 'amqp') {
-    return { name, type: 'amqp', urls, heartbeat: c.heartbeat, connectTimeout: c['connect-timeout'], ...tls };
-  }
-  return {
+  const resolved = {
     name,
-    type: 'stomp',
-    urls,
+    urls: given.map((u) => urlWithPassword(u, files.password)),
+    ...(files.tls !== undefined ? { tls: files.tls } : {}),
+  };
+  if (c.type === 'amqp') return { ...camelKeys(c, CONNECTION_KEYS_RESOLVED), ...resolved };
+  return {
+    ...camelKeys(c, [...CONNECTION_KEYS_RESOLVED, 'heart-beat']),
     heartBeat: parseHeartBeat(c['heart-beat']),
-    connectTimeout: c['connect-timeout'],
-    ...(c.host !== undefined ? { host: c.host } : {}),
-    ...tls,
+    ...resolved,
   };
 }
 
@@ -65,13 +60,9 @@ function lookup(connections: Record<string, ConnectionConfig>, name: string): Co
 
 function resolveTarget(connections: Record<string, ConnectionConfig>, t: ConfigFileTarget): TargetConfig {
   const connection = lookup(connections, t.connection);
-  const out: TargetConfig = { connection };
-  if (t.queue !== undefined) out.queue = t.queue;
-  if (connection.type === 'amqp') {
-    if (t.exchange !== undefined) out.exchange = t.exchange;
-    out.routingKey = t['routing-key'] ?? t.queue ?? '';
-  }
-  return out;
+  const target: TargetConfig = { ...camelKeys(t, ['connection']), connection };
+  if (connection.type === 'amqp') target.routingKey = t['routing-key'] ?? t.queue ?? '';
+  return target;
 }
 
 function resolveBridge(
@@ -79,42 +70,26 @@ function resolveBridge(
   defaults: ConfigFile['defaults'],
   b: ConfigFileBridge,
 ): BridgeConfig {
-  const s: BridgeSettingValues = {
+  const settings: BridgeSettingValues = {
     ...bridgeSettingDefaults,
     ...settingsSetIn(defaults),
     ...settingsSetIn(b),
   };
-  const bridge: BridgeConfig = {
+  return {
     name: b.name,
     source: { connection: lookup(connections, b.source.connection), queue: b.source.queue },
     target: resolveTarget(connections, b.target),
-    useDuplicateDetection: s['use-duplicate-detection'],
-    duplicateIdHeader: s['duplicate-id-header'],
-    prefetch: s.prefetch,
-    maxDeliveryAttempts: s['max-delivery-attempts'],
-    confirmTimeout: s['confirm-timeout'],
-    maxBatchSize: s['max-batch-size'],
-    maxBatchTime: s['max-batch-time'],
-    stallTimeout: s['stall-timeout'],
-    retryInterval: s['retry-interval'],
-    retryIntervalMultiplier: s['retry-interval-multiplier'],
-    maxRetryInterval: s['max-retry-interval'],
-    reconnectAttempts: s['reconnect-attempts'],
+    ...(b['dead-letter'] !== undefined ? { deadLetter: resolveTarget(connections, b['dead-letter']) } : {}),
+    ...camelKeys(settings),
   };
-  if (b['dead-letter'] !== undefined) bridge.deadLetter = resolveTarget(connections, b['dead-letter']);
-  return bridge;
 }
 
 /** The one Redis topology given (the cross-checks reject two), or the default standalone Redis. */
 function redisTopology(ic: ConfigFile['id-cache']): RedisTopology {
   if (ic['redis-cluster'] !== undefined) return { kind: 'cluster', urls: ic['redis-cluster'] };
-  if (ic['redis-sentinel'] !== undefined) {
-    return { kind: 'sentinel', name: ic['redis-sentinel'].name, urls: ic['redis-sentinel'].urls };
-  }
+  if (ic['redis-sentinel'] !== undefined) return { kind: 'sentinel', ...ic['redis-sentinel'] };
   return { kind: 'standalone', url: ic['redis-url'] ?? DEFAULT_REDIS_URL };
 }
-
-const DEFAULT_REDIS_URL = 'redis://localhost:6379';
 
 /** Builds the Config from a file that passed the schema and the cross-checks, and the files it names (./files.ts). */
 export function resolveConfig(file: ConfigFile, absolutePath: string, files: ConfigFiles): Config {
@@ -123,30 +98,17 @@ export function resolveConfig(file: ConfigFile, absolutePath: string, files: Con
   const ic = file['id-cache'];
   const config: Config = {
     file: absolutePath,
+    ...camelKeys(file, ['connections', 'id-cache', 'defaults', 'bridges']),
     connections,
     idCache: {
-      persistIdCache: ic['persist-id-cache'],
-      idCacheSize: ic['id-cache-size'],
+      ...camelKeys(ic, ['redis-url', 'redis-cluster', 'redis-sentinel', 'password-file', 'tls']),
       redis: redisTopology(ic),
-      minReplicasAcked: ic['min-replicas-acked'],
-      minReplicasTimeout: ic['min-replicas-timeout'],
-      lossWindow: ic['loss-window'],
-      keyPrefix: ic['key-prefix'],
-      reservationLease: ic['reservation-lease'],
-      replicas: ic.replicas,
-      ...(ic['id-cache-ttl'] !== undefined ? { idCacheTtl: ic['id-cache-ttl'] } : {}),
-      ...(files.idCache.password !== undefined ? { password: files.idCache.password } : {}),
-      ...(files.idCache.tls !== undefined ? { tls: files.idCache.tls } : {}),
+      ...files.idCache,
     },
     bridges: file.bridges.map((b) => resolveBridge(connections, file.defaults, b)),
-    shutdownTimeout: file['shutdown-timeout'],
-    logLevel: file['log-level'],
-    httpHost: file['http-host'],
     deprecations: [],
   };
-  if (file['metrics-port'] !== undefined) config.metricsPort = file['metrics-port'];
   const httpPort = file['http-port'] ?? file['metrics-port'];
   if (httpPort !== undefined) config.httpPort = httpPort;
-  if (file['admin-token'] !== undefined) config.adminToken = file['admin-token'];
   return config;
 }

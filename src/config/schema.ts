@@ -149,6 +149,8 @@ export const connectionSchema = z.discriminatedUnion('type', [amqpConnectionSche
 // ---- id-cache ----
 
 export const REDIS_SCHEMES = ['redis', 'rediss'] as const;
+/** The Redis of the cache when the file names none (no redis-url, redis-cluster or redis-sentinel). */
+export const DEFAULT_REDIS_URL = 'redis://localhost:6379';
 
 const redisSentinelSchema = z.strictObject(
   {
@@ -168,10 +170,10 @@ export const idCacheSchema = z
         .describe('Keep duplicate IDs in Redis so they survive restarts; false = in-process (lost on restart).'),
       'id-cache-size': intAtLeast(1).default(2000).describe('IDs remembered per target address (circular).'),
       'id-cache-ttl': millis().optional().describe('Also expire recorded IDs after this many ms; default: never.'),
-      'redis-url': urlOf(REDIS_SCHEMES, 'redis://localhost:6379')
+      'redis-url': urlOf(REDIS_SCHEMES, DEFAULT_REDIS_URL)
         .optional()
         .describe(
-          'A standalone Redis holding the cache (redis:// or rediss://; ACL user and password in the URL). Default redis://localhost:6379 when neither redis-cluster nor redis-sentinel is given.',
+          `A standalone Redis holding the cache (redis:// or rediss://; ACL user and password in the URL). Default ${DEFAULT_REDIS_URL} when neither redis-cluster nor redis-sentinel is given.`,
         ),
       'redis-cluster': urlList(REDIS_SCHEMES, 'redis://127.0.0.1:7000')
         .optional()

@@ -1,17 +1,23 @@
 /**
  * The resolved configuration the rest of the code consumes: every default applied, every `${VAR}` substituted,
- * every cross-reference checked. Produced only by loadConfig() in ./load.ts from the schema in ./schema.ts.
- * Durations are milliseconds.
+ * every cross-reference checked. Produced only by loadConfig() in ./load.ts.
+ *
+ * Each type is the schema's output (./schema.ts: the one place of a key's type, default and description) with its
+ * keys in camelCase; written out here is only what resolving changes: connections named and embedded where they are
+ * referred to, `url`/`urls` as one list carrying the password of `password-file`, `tls:` files read, the Redis
+ * topology as one value, the STOMP heart-beat as a pair. Durations are milliseconds, as in the file.
  */
+import type { CamelKeys } from './camel-keys.js';
+import type { BridgeSettingValues, ConfigFile, ConfigFileBridge, ConfigFileConnection, ConfigFileTarget, ConfigFileTls } from './schema.js';
 
-export type Protocol = 'amqp' | 'stomp';
+export type Protocol = ConfigFileConnection['type'];
 
 /**
  * A `tls:` block with its files read (at load time). Key material and the passphrase are secrets: they go to the TLS
  * socket and nowhere else (never into a log line or an error message). Turned into Node's tls.ConnectionOptions by
  * tlsConnectionOptions() in ./tls.ts.
  */
-export interface TlsConfig {
+export type TlsConfig = CamelKeys<Omit<ConfigFileTls, 'ca' | 'cert' | 'key'>> & {
   /** PEM text of the CA certificate(s) from `ca`, and the path it came from (for messages); default: the system's CAs. */
   ca?: string;
   caFile?: string;
@@ -21,133 +27,80 @@ export interface TlsConfig {
   /** PEM private key from `key` (secret). */
   key?: string;
   keyFile?: string;
-  /** Passphrase of an encrypted key (secret). */
-  passphrase?: string;
-  /** Name the server certificate must be for (and SNI); default: the URL's host. */
-  servername?: string;
-  /** Default true; false accepts any server certificate. */
-  rejectUnauthorized: boolean;
-}
+};
 
-export interface AmqpConnectionConfig {
+/** The file's keys of a connection that resolving replaces. */
+export type ConnectionKeysResolved = 'url' | 'urls' | 'password-file' | 'tls';
+
+interface ResolvedConnection {
+  /** Its key under `connections:`. */
   name: string;
-  type: 'amqp';
-  /** One or more URLs; on a reconnect the next one is tried (failover). */
+  /** `url` or `urls`, with the password of `password-file` in them; a reconnect tries the next one (failover). */
   urls: string[];
-  /** AMQP heartbeat in seconds (default 10). */
-  heartbeat: number;
-  /** TCP connect + AMQP handshake timeout (default 10000). */
-  connectTimeout: number;
-  /** TLS options for amqps:// URLs; undefined = Node's defaults (system CAs, name from the URL). */
+  /** The `tls:` block, files read; undefined = Node's defaults (system CAs, name from the URL). */
   tls?: TlsConfig;
 }
 
-export interface StompConnectionConfig {
-  name: string;
-  type: 'stomp';
-  /** Failover list, tried in order on each connect (stomp://host:port, stomp+ssl://host:port; login:passcode@ allowed). */
-  urls: string[];
-  /** STOMP heart-beat [outgoing, incoming] ms (default [10000, 10000]). */
-  heartBeat: [number, number];
-  /** TCP connect + STOMP CONNECTED timeout (default 10000). */
-  connectTimeout: number;
-  /** STOMP `host` header (virtual host); default: the URL's host. */
-  host?: string;
-  /** TLS options for stomp+ssl:// URLs; undefined = Node's defaults (system CAs, name from the URL). */
-  tls?: TlsConfig;
-}
+export type AmqpConnectionConfig = CamelKeys<Omit<Extract<ConfigFileConnection, { type: 'amqp' }>, ConnectionKeysResolved>> &
+  ResolvedConnection;
+
+export type StompConnectionConfig = CamelKeys<
+  Omit<Extract<ConfigFileConnection, { type: 'stomp' }>, ConnectionKeysResolved | 'heart-beat'>
+> &
+  ResolvedConnection & {
+    /** `heart-beat` as [outgoing, incoming] ms. */
+    heartBeat: [number, number];
+  };
 
 export type ConnectionConfig = AmqpConnectionConfig | StompConnectionConfig;
 
 export interface SourceConfig {
   connection: ConnectionConfig;
-  /** Queue name (AMQP queue; STOMP: `/queue/<queue>` unless it starts with `/`). */
-  queue: string;
+  queue: ConfigFileBridge['source']['queue'];
 }
 
-export interface TargetConfig {
-  connection: ConnectionConfig;
-  /** AMQP: queue name through the default exchange. STOMP: `/queue/<queue>` unless it starts with `/`. */
-  queue?: string;
-  /** AMQP only: exchange to publish to (with routing-key). */
-  exchange?: string;
-  /** AMQP only: routing key (default: queue, or ''). */
-  routingKey?: string;
-}
+/** On an AMQP connection, routingKey is always set: `routing-key`, else the queue, else ''. */
+export type TargetConfig = CamelKeys<Omit<ConfigFileTarget, 'connection'>> & { connection: ConnectionConfig };
 
-export interface RetryConfig {
-  retryInterval: number; // default 2000
-  retryIntervalMultiplier: number; // default 1.0
-  maxRetryInterval: number; // default 2000
-  /** -1 = forever (default). */
-  reconnectAttempts: number;
-}
+/** The per-bridge settings, resolved: schema default < `defaults:` < the bridge. */
+export type BridgeSettings = CamelKeys<BridgeSettingValues>;
 
-export interface BridgeConfig extends RetryConfig {
-  name: string;
+export type RetryConfig = Pick<BridgeSettings, 'retryInterval' | 'retryIntervalMultiplier' | 'maxRetryInterval' | 'reconnectAttempts'>;
+
+export type BridgeConfig = BridgeSettings & {
+  name: ConfigFileBridge['name'];
   source: SourceConfig;
   target: TargetConfig;
-  useDuplicateDetection: boolean; // default true
-  duplicateIdHeader: string; // default _AMQ_DUPL_ID
-  prefetch: number; // default 500
-  maxDeliveryAttempts: number; // default 5
   deadLetter?: TargetConfig;
-  /** How long to wait for a target confirmation before treating the connection as broken (default 15000). */
-  confirmTimeout: number;
-  /** Transactional batches: 1 = no batching (default). */
-  maxBatchSize: number;
-  /** Longest a partial batch waits for more messages (default 100). */
-  maxBatchTime: number;
-  /** Messages waiting or in flight and nothing forwarded for this long = stalled (default 60000). */
-  stallTimeout: number;
-}
+};
 
+type IdCacheFile = ConfigFile['id-cache'];
+
+/** Where the Redis of the cache is: the one of redis-url (default), redis-cluster and redis-sentinel given. */
 export type RedisTopology =
   | { kind: 'standalone'; url: string }
   | { kind: 'cluster'; urls: string[] }
-  | { kind: 'sentinel'; name: string; urls: string[] };
+  | ({ kind: 'sentinel' } & NonNullable<IdCacheFile['redis-sentinel']>);
 
-export interface IdCacheConfig {
-  persistIdCache: boolean; // default true
-  idCacheSize: number; // default 2000
-  /** Optional expiry of recorded IDs by age; undefined = none. */
-  idCacheTtl?: number;
-  /** Where the Redis of the cache is: exactly one of redis-url (default redis://localhost:6379), redis-cluster, redis-sentinel. */
+export type IdCacheConfig = CamelKeys<
+  Omit<IdCacheFile, 'redis-url' | 'redis-cluster' | 'redis-sentinel' | 'password-file' | 'tls'>
+> & {
   redis: RedisTopology;
-  /** After a commit, wait for this many replicas (Redis WAIT); 0 = no wait (default). */
-  minReplicasAcked: number;
-  /** Longest a commit waits for them (default 1000). */
-  minReplicasTimeout: number;
-  /** How long redelivered copies the cache cannot vouch for are flagged after a loss (default 86400000). */
-  lossWindow: number;
-  keyPrefix: string; // default broker-bridge
-  /** Lease of a reservation / stamp claim; a crashed owner's reservation is taken over after it (default 30000). */
-  reservationLease: number;
-  /** How many bridge processes share this Redis; only used for the in-flight vs cache-size warning (default 1). */
-  replicas: number;
   /** From `password-file` (secret); sent with AUTH, never logged. A password in the URL stays in the URL instead. */
   password?: string;
-  /** TLS options for rediss:// URLs. */
   tls?: TlsConfig;
-}
+};
 
-export interface Config {
+/**
+ * httpPort is `http-port`, else the deprecated `metrics-port` (metricsPort keeps its own value); undefined = off,
+ * 0 = any free port.
+ */
+export type Config = CamelKeys<Omit<ConfigFile, 'connections' | 'id-cache' | 'defaults' | 'bridges'>> & {
   /** Absolute path of the file it came from, for messages. */
   file: string;
   connections: Record<string, ConnectionConfig>;
   idCache: IdCacheConfig;
   bridges: BridgeConfig[];
-  /** Drain timeout on SIGTERM/SIGINT (default 10000). */
-  shutdownTimeout: number;
-  logLevel: 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace';
-  /** Port for Prometheus metrics and /health; undefined = off. Deprecated: http-port (httpPort carries its value). */
-  metricsPort?: number;
-  /** Port of the HTTP API (http-port, or the deprecated metrics-port); undefined = off, 0 = any free port. */
-  httpPort?: number;
-  /** Address the HTTP API listens on (default 127.0.0.1). */
-  httpHost: string;
-  /** Bearer token of the admin endpoints; undefined = admin endpoints off (ADMIN_TOKEN_FILE is read by the service). */
-  adminToken?: string;
   /** Located notices about deprecated keys ("bridges.yaml:8:1 metrics-port: deprecated, …"), printed with the warnings. */
   deprecations: string[];
-}
+};

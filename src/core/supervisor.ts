@@ -15,7 +15,7 @@ import type { IdCache } from './id-cache.js';
 import type { Logger } from '../shared/log.js';
 import type { Metrics } from './metrics.js';
 import type { SourceEndpoint, TargetEndpoint } from './ports.js';
-import { BridgeError, FatalBridgeError, TransientError, isTransient, redactUrl } from '../shared/errors.js';
+import { BridgeError, FatalBridgeError, TransientError, isProgrammerError, isTransient, redactUrl } from '../shared/errors.js';
 import { BridgeSession, type SessionEnd, type SessionObserver } from './session.js';
 import type { BridgeState } from './metrics.js';
 
@@ -187,7 +187,11 @@ export class BridgeSupervisor {
     try {
       if (!(await session.resume())) await this.restart();
     } catch (err) {
-      session.end(err instanceof BridgeError ? err : new TransientError(`bridge '${this.bridge.name}': could not resume consuming: ${errorText(err)}`, { cause: err }));
+      const reason = `bridge '${this.bridge.name}': could not resume consuming: ${errorText(err)}`;
+      // A bug is not a broker away: the bridge stops on it instead of reconnecting into it again.
+      session.end(
+        err instanceof BridgeError ? err : isProgrammerError(err) ? new FatalBridgeError(reason, { cause: err }) : new TransientError(reason, { cause: err }),
+      );
     }
     this.refreshState();
   }

@@ -65,7 +65,7 @@ export function isTransient(err: unknown): err is TransientError {
 }
 
 /** A bug in this program (TypeError, RangeError, ReferenceError, SyntaxError): never wrapped as transient, never retried. */
-export function isProgrammerError(err: unknown): boolean {
+export function isProgrammerError(err: unknown): err is TypeError | RangeError | ReferenceError | SyntaxError {
   return err instanceof TypeError || err instanceof RangeError || err instanceof ReferenceError || err instanceof SyntaxError;
 }
 

@@ -231,6 +231,16 @@ describe('BridgeSupervisor: operations', () => {
     expect(last().source.consuming).toBe(true);
   });
 
+  it('a resume that fails on a bug (a TypeError) stops the bridge instead of reconnecting into it', async () => {
+    const { supervisor, sessions, last } = setup();
+    await until('running', () => supervisor.status().state === 'running');
+    await supervisor.pause();
+    last().source.resumeConsuming = () => Promise.reject(new TypeError('a bug'));
+    await supervisor.resume();
+    await until('failed', () => supervisor.status().state === 'failed');
+    expect(sessions).toHaveLength(1);
+  });
+
   it('a resume that comes while the session is opening is not lost', async () => {
     const { supervisor, sessions, last } = setup({ resumable: false });
     await until('running', () => supervisor.status().state === 'running');

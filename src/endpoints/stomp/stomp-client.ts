@@ -19,7 +19,7 @@ import type { Socket } from 'node:net';
 import type { ConnectionOptions } from 'node:tls';
 import type { Readable, Writable } from 'node:stream';
 import type { StompConnectionConfig } from '../../config/types.js';
-import { ConfigError, MessageRejectedError, TransientError, redactUrl } from '../../shared/errors.js';
+import { ConfigError, MessageRejectedError, TransientError, isProgrammerError, redactUrl } from '../../shared/errors.js';
 import type { Logger } from '../../shared/log.js';
 import { describeServer, parseStompUrl, type StompServer } from '../../config/stomp-address.js';
 import type { StompHeaders } from '../../mapping/stomp-mapping.js';
@@ -226,7 +226,7 @@ function connectOne(conn: StompConnectionConfig, server: StompServer, log: Logge
         resolve(new Session(connected, peer, what, log));
       });
     } catch (err) {
-      fail(new TransientError(`${what}: ${redactUrl(err instanceof Error ? err.message : String(err))}`, { cause: err }));
+      fail(isProgrammerError(err) ? err : new TransientError(`${what}: ${redactUrl(err instanceof Error ? err.message : String(err))}`, { cause: err }));
       return;
     }
     // Always an 'error' listener: without one a broken socket would crash the process. Errors during the

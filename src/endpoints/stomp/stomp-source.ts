@@ -10,7 +10,7 @@
  * an AMQP message without `message-id`.
  */
 import type { StompConnectionConfig } from '../../config/types.js';
-import { TransientError } from '../../shared/errors.js';
+import { TransientError, isProgrammerError } from '../../shared/errors.js';
 import type { SourceDelivery } from '../../core/message.js';
 import type { SourceEndpoint, SourceHandlers } from '../../core/ports.js';
 import type { Logger } from '../../shared/log.js';
@@ -50,7 +50,7 @@ export class StompSource extends StompEndpoint implements SourceEndpoint {
       );
     } catch (err) {
       session.destroy();
-      if (err instanceof TransientError) throw err;
+      if (err instanceof TransientError || isProgrammerError(err)) throw err;
       // An ERROR frame answering SUBSCRIBE. Retried, not fatal: ActiveMQ also refuses subscriptions while it starts or
       // stops, and a bridge that stopped for good over that would need an operator. A lasting refusal (bad
       // destination, not authorised) shows as one log line per change of reason.

@@ -5,7 +5,7 @@ import { DUPLICATE_ID_HEADER, POSSIBLE_DUPLICATE_HEADER, parseBody, type PoisonK
 import type { Received } from './harness-clients.js';
 import { text } from '../support/text.js';
 
-/** Dead-letter headers written by the bridge (src/core/session.ts DEAD_LETTER_HEADERS). */
+/** Dead-letter headers written by the bridge (DEAD_LETTER_HEADERS in src/core/session/dead-letter.ts). */
 export const DEAD_LETTER_REASON_HEADER = 'x-bridge-dead-letter-reason';
 export const DEAD_LETTER_DETAIL_HEADER = 'x-bridge-dead-letter-detail';
 

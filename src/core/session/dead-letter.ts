@@ -1,0 +1,74 @@
+/**
+ * A message the target refuses (DESIGN §6): sent again up to max-delivery-attempts, then moved to the dead-letter
+ * destination with headers saying why, and only then acked. With no usable dead-letter destination the bridge stops
+ * instead of dropping it.
+ */
+import type { SessionContext } from './context.js';
+import type { BridgeMessage } from '../message.js';
+import type { Forwarding } from './job.js';
+import { FatalBridgeError, MessageRejectedError } from '../../shared/errors.js';
+import { settle } from './settle.js';
+
+/** Headers added to a dead-lettered message, saying why it is there. */
+export const DEAD_LETTER_HEADERS = {
+  reason: 'x-bridge-dead-letter-reason',
+  detail: 'x-bridge-dead-letter-detail',
+  bridge: 'x-bridge-name',
+  target: 'x-bridge-original-target',
+  attempts: 'x-bridge-delivery-attempts',
+  time: 'x-bridge-dead-lettered-at',
+} as const;
+
+/** Counts a refusal of the message. True: it may be sent again (logged); false: it must be dead-lettered. */
+export function mayResend(ctx: SessionContext, sending: Forwarding, err: MessageRejectedError): boolean {
+  sending.attempts += 1;
+  ctx.deps.metrics.rejections.inc({ bridge: ctx.cfg.name, reason: err.reason });
+  if (sending.attempts < ctx.cfg.maxDeliveryAttempts) {
+    ctx.log.warn({ duplicateId: sending.id, attempt: sending.attempts, reason: err.reason, err }, 'target refused a message: sending it again');
+    return true;
+  }
+  return false;
+}
+
+export async function deadLetter(ctx: SessionContext, sending: Forwarding, err: MessageRejectedError): Promise<void> {
+  const { deadLetter, target } = ctx.deps;
+  const { job, id } = sending;
+  const what = `bridge '${ctx.cfg.name}': the target ${target.description} refused a message${id ? ` (duplicate ID ${id})` : ''} ${sending.attempts} times (${err.reason}: ${err.message})`;
+  if (!deadLetter) {
+    throw new FatalBridgeError(`${what}, and no dead-letter destination is configured: stopping the bridge instead of dropping the message`);
+  }
+  const original = sending.outgoing;
+  const message: BridgeMessage = {
+    ...original,
+    headers: {
+      ...original.headers,
+      [DEAD_LETTER_HEADERS.reason]: err.reason,
+      [DEAD_LETTER_HEADERS.detail]: err.message,
+      [DEAD_LETTER_HEADERS.bridge]: ctx.cfg.name,
+      [DEAD_LETTER_HEADERS.target]: target.description,
+      [DEAD_LETTER_HEADERS.attempts]: sending.attempts,
+      [DEAD_LETTER_HEADERS.time]: new Date().toISOString(),
+    },
+  };
+  try {
+    await deadLetter.send(message);
+  } catch (dlErr) {
+    if (dlErr instanceof MessageRejectedError) {
+      throw new FatalBridgeError(`${what}, and the dead-letter destination ${deadLetter.description} refused it too (${dlErr.message}): stopping the bridge instead of dropping the message`, { cause: dlErr });
+    }
+    throw dlErr;
+  }
+  // The ID never reached the target: give it back so that a later, fixed re-send of it can go through.
+  if (ctx.dedupe && id !== undefined) {
+    await ctx.cacheRetry.call(() => ctx.deps.cache.release(target.address, id, job.token, false), 'release');
+  }
+  job.state = { stage: 'dead-lettered', id };
+  // Handled, though its ID is not recorded at the target: a redelivery that takes this stamp must be dropped.
+  const stamp = job.stamp;
+  if (stamp !== undefined) {
+    await ctx.cacheRetry.call(() => ctx.deps.cache.markStampDone(ctx.deps.source.address, stamp.fingerprint, stamp.id, job.token), 'stamp-done');
+  }
+  ctx.deps.metrics.deadLettered.inc({ bridge: ctx.cfg.name, reason: err.reason });
+  ctx.log.warn({ duplicateId: id, reason: err.reason, deadLetter: deadLetter.description }, 'message moved to the dead-letter destination');
+  settle(ctx, job);
+}

@@ -1,0 +1,32 @@
+/** What a session is built from, and what it tells the supervisor (../supervisor.ts). */
+import type { BridgeConfig } from '../../config/types.js';
+import type { IdCache } from '../id-cache.js';
+import type { Logger } from '../../shared/log.js';
+import type { Metrics } from '../metrics.js';
+import type { SourceEndpoint, TargetEndpoint } from '../ports.js';
+
+/**
+ * What the supervisor hears from a session, synchronously and without awaiting: it keeps the bridge's status (state,
+ * forwarded per second, last forward time) and the stall watchdog from these. Calls must not throw.
+ */
+export interface SessionObserver {
+  /** A message was confirmed by the target and acked at the source. */
+  forwarded(): void;
+  /** A message was settled in any way (forwarded, dropped as a duplicate, dead-lettered): the bridge moves. */
+  progressed(): void;
+  /** blocked, cache-down or paused changed: read them again from the session. */
+  conditionChanged(): void;
+}
+
+export interface SessionDeps {
+  bridge: BridgeConfig;
+  source: SourceEndpoint;
+  target: TargetEndpoint;
+  deadLetter?: TargetEndpoint;
+  cache: IdCache;
+  log: Logger;
+  metrics: Metrics;
+  /** Unique per process and session; prefixes every owner token. */
+  tokenPrefix: string;
+  observer?: SessionObserver;
+}

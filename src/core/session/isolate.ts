@@ -1,0 +1,48 @@
+/**
+ * Suspects: messages the target refused ambiguously (one bad message of several in flight, without saying which). They
+ * are resent one at a time with nothing else in flight on the target, so that a refusal now names its message: the
+ * culprit is counted and dead-lettered, the innocent go through. The send loop waits meanwhile (order is kept for
+ * everything but these messages).
+ */
+import type { SessionContext } from './context.js';
+import type { Forwarding } from './job.js';
+import { MessageRejectedError } from '../../shared/errors.js';
+import { deadLetter, mayResend } from './dead-letter.js';
+import { commitAndAck, confirm } from './settle.js';
+
+/** Resends the suspects one at a time; started again by every new suspect, it runs once at a time. */
+export async function isolate(ctx: SessionContext): Promise<void> {
+  if (ctx.isolating) return;
+  ctx.isolating = true;
+  ctx.log.warn({ suspects: ctx.suspects.length }, 'target refused one of several messages without saying which: resending them one at a time');
+  try {
+    while (ctx.suspects.length > 0 && !ctx.failure) {
+      while (ctx.sendsInFlight > 0 && !ctx.failure) await ctx.sendsIdle.wait();
+      const suspect = ctx.suspects.shift();
+      if (suspect) await sendAlone(ctx, suspect);
+    }
+  } finally {
+    ctx.isolating = false;
+    ctx.sendable.wake();
+  }
+}
+
+async function sendAlone(ctx: SessionContext, sending: Forwarding): Promise<void> {
+  for (;;) {
+    if (ctx.failure) return;
+    ctx.sendStarted();
+    try {
+      await ctx.deps.target.send(sending.outgoing);
+    } catch (err) {
+      ctx.sendSettled();
+      if (!(err instanceof MessageRejectedError)) throw err;
+      if (mayResend(ctx, sending, err)) continue;
+      await deadLetter(ctx, sending, err);
+      return;
+    }
+    ctx.sendSettled();
+    confirm(ctx, sending, performance.now());
+    await commitAndAck(ctx, sending.job, sending.id);
+    return;
+  }
+}

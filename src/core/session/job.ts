@@ -1,0 +1,121 @@
+/**
+ * One source delivery on its way through a session, and the stage it is at:
+ *
+ *   received ──prepare()──▶ forwarding ──confirmed by the target──▶ confirmed ──ID committed──▶ settled (acked)
+ *                 │              └──refused max-delivery-attempts times──▶ dead-lettered ──▶ settled
+ *                 ├──▶ duplicate ──▶ settled
+ *                 └──▶ busy / claim-busy ──parked, prepared again──▶ (any of prepare()'s outcomes)
+ *
+ * A job that never reaches `settled` (the session ended first) stays unacked, and teardown gives back what its stage
+ * says it holds (./teardown.ts).
+ */
+import type { BridgeMessage, SourceDelivery } from '../message.js';
+
+/** Just received: prepare() is resolving its duplicate ID and reserving it. */
+export interface Received {
+  readonly stage: 'received';
+}
+
+/**
+ * A redelivery whose stamp may still be held by an earlier holder (usually a crashed process, until its lease runs
+ * out), so its ID is not known yet (see ../stamp-claim.ts). `claimSince`: the cache's clock at its first busy answer.
+ */
+export interface ClaimBusy {
+  readonly stage: 'claim-busy';
+  readonly claimSince: number;
+}
+
+/** Another owner holds a reservation of its ID (a copy in flight here or in a replica). */
+export interface Busy {
+  readonly stage: 'busy';
+  readonly id: string;
+  /** Its stamp says a handled copy of it may exist (../stamp-claim.ts): its copy will carry the flag. */
+  readonly flagged: boolean;
+}
+
+/** Its ID is already recorded for the target address: acked without being forwarded. */
+export interface Duplicate {
+  readonly stage: 'duplicate';
+  readonly id: string;
+}
+
+/**
+ * Its ID is reserved at the target address (when deduplicating), and its copy is sent or about to be. The send stages
+ * (./send.ts, ./isolate.ts, ./dead-letter.ts) pass this around; it knows its job.
+ */
+export interface Forwarding {
+  readonly stage: 'forwarding';
+  readonly job: Job;
+  /** The reserved ID; undefined without duplicate detection (nothing is reserved then). */
+  readonly id: string | undefined;
+  /** What is sent to the target: the message with its duplicate ID (and flag). */
+  outgoing: BridgeMessage;
+  /** Refusals counted against max-delivery-attempts. */
+  attempts: number;
+  /** It was written to the target at least once: a lost confirmation means the outcome is unknown. */
+  sent: boolean;
+}
+
+/** The target confirmed it; its ID is being committed before the ack. */
+export interface Confirmed {
+  readonly stage: 'confirmed';
+  /** The reserved ID; undefined without duplicate detection. */
+  readonly id: string | undefined;
+}
+
+/** Moved to the dead-letter destination; its reservation given back (the ID never reached the target). */
+export interface DeadLettered {
+  readonly stage: 'dead-lettered';
+  readonly id: string | undefined;
+}
+
+/** Acked at the source: done. */
+export interface Settled {
+  readonly stage: 'settled';
+}
+
+/** What prepare() leaves a job in: the send loop forwards it, drops it as a duplicate, or parks it. */
+export type Prepared = ClaimBusy | Busy | Duplicate | Forwarding;
+
+export type JobState = Received | Prepared | Confirmed | DeadLettered | Settled;
+
+/** The stages that carry no data are shared: a job's way through the session allocates only what it must. */
+export const RECEIVED: Received = Object.freeze({ stage: 'received' });
+export const SETTLED: Settled = Object.freeze({ stage: 'settled' });
+
+/**
+ * The stamp record a job's ID came from (no header, no stable identity): its lease is renewed while the job lives, and
+ * the record is forgotten once the job's ack provably reached the broker (see ./stamps.ts).
+ */
+export interface StampHold {
+  readonly fingerprint: string;
+  readonly id: string;
+  /** When its lease was last set (recorded, claimed or renewed), local clock: renewals skip young leases. */
+  leasedAt: number;
+}
+
+export class Job {
+  state: JobState = RECEIVED;
+  stamp: StampHold | undefined = undefined;
+  /** The latest prepare() of this job; the send loop awaits it in source order. */
+  prepared: Promise<Prepared>;
+
+  /** Starts preparing the job at once: `prepare` runs up to its first await before the constructor returns. */
+  constructor(
+    readonly delivery: SourceDelivery,
+    /** performance.now() at delivery, for the forward-latency histogram. */
+    readonly receivedAt: number,
+    /** The owner token of every reservation and stamp this job holds. */
+    readonly token: string,
+    prepare: (job: Job) => Promise<Prepared>,
+  ) {
+    this.prepared = prepare(this);
+    // The loop awaits `prepared` in order; an early rejection must not surface as unhandled in between.
+    this.prepared.catch(() => undefined);
+  }
+}
+
+/** A job whose ID came from a stamp record. */
+export function hasStamp(job: Job): job is Job & { stamp: StampHold } {
+  return job.stamp !== undefined;
+}

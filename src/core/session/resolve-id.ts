@@ -1,0 +1,74 @@
+/**
+ * The first stage of a job: its duplicate ID — from the header, the source's stable identity, or a stamp (claimed back
+ * for a redelivery, see ../stamp-claim.ts, else a new one) — and its reservation for the target address (DESIGN §3–§4).
+ */
+import type { SessionContext } from './context.js';
+import type { Job, JobState, Prepared } from './job.js';
+import { fingerprint, newStampedId, readDuplicateId, withDuplicateId } from '../duplicate-id.js';
+
+/** Resolves the duplicate ID and reserves it. Never forwards anything. Prepares a parked job again, too. */
+export async function prepare(ctx: SessionContext, job: Job): Promise<Prepared> {
+  const msg = job.delivery.message;
+  if (!ctx.dedupe) return enter(job, { stage: 'forwarding', job, id: undefined, outgoing: msg, attempts: 0, sent: false });
+  const { cache, source, target } = ctx.deps;
+  const before = job.state;
+  // A job parked as busy has its ID (and flag) already: only its reservation is asked for again.
+  let id = before.stage === 'busy' ? before.id : undefined;
+  let flagged = before.stage === 'busy' && before.flagged;
+  if (id === undefined) {
+    id = readDuplicateId(msg, ctx.cfg.duplicateIdHeader) ?? job.delivery.stableId;
+    if (id === undefined) {
+      const fp = fingerprint(msg);
+      if (job.delivery.redelivered) {
+        const claim = await ctx.claims.claim(fp, job.token, before.stage === 'claim-busy' ? before.claimSince : 0);
+        if (claim.status === 'busy') return enter(job, { stage: 'claim-busy', claimSince: claim.since });
+        // A new stamp for a redelivery whose stamp records may have been lost: its first delivery may have been
+        // forwarded under an ID no record remembers now.
+        flagged = claim.possibleDuplicate || (claim.status === 'none' && !cache.vouchesFor(source.address));
+        if (claim.status === 'claimed') {
+          id = claim.id;
+          job.stamp = { fingerprint: fp, id: claim.id, leasedAt: Date.now() };
+          if (ctx.failure) {
+            void cache.releaseStamp(source.address, fp, claim.id, job.token).catch(() => undefined);
+            throw ctx.failure;
+          }
+          // The fingerprint's only stamp, of a message forwarded and committed: this is that message again.
+          if (claim.done) return enter(job, { stage: 'duplicate', id });
+        }
+      }
+      if (id === undefined) {
+        const stamped = newStampedId();
+        const leasedAt = Date.now();
+        const flag = flagged;
+        await ctx.cacheRetry.call(() => cache.recordStamp(source.address, fp, stamped, job.token, flag), 'stamp-record');
+        id = stamped;
+        job.stamp = { fingerprint: fp, id: stamped, leasedAt };
+        if (ctx.failure) {
+          void cache.releaseStamp(source.address, fp, stamped, job.token).catch(() => undefined);
+          throw ctx.failure;
+        }
+      }
+    }
+  }
+  const reserving = id;
+  const result = await ctx.cacheRetry.call(() => cache.reserve(target.address, reserving, job.token), 'reserve');
+  if (ctx.failure) {
+    // The session ended while the reservation was on its way: teardown has already given back what it knew of.
+    if (result.status === 'reserved') void cache.release(target.address, id, job.token, false).catch(() => undefined);
+    if (job.stamp !== undefined) void cache.releaseStamp(source.address, job.stamp.fingerprint, id, job.token).catch(() => undefined);
+    throw ctx.failure;
+  }
+  if (result.status === 'busy') return enter(job, { stage: 'busy', id, flagged });
+  if (result.status === 'duplicate') return enter(job, { stage: 'duplicate', id });
+  // A redelivery the cache lets through while it cannot vouch for the address: the copy forwarded before a loss is
+  // forgotten, so this one may be a second.
+  const possibleDuplicate = result.possibleDuplicate || flagged || (job.delivery.redelivered && !cache.vouchesFor(target.address));
+  const outgoing = withDuplicateId(msg, ctx.cfg.duplicateIdHeader, id, possibleDuplicate);
+  if (possibleDuplicate) ctx.deps.metrics.possibleDuplicates.inc({ bridge: ctx.cfg.name });
+  return enter(job, { stage: 'forwarding', job, id, outgoing, attempts: 0, sent: false });
+}
+
+function enter<S extends JobState>(job: Job, state: S): S {
+  job.state = state;
+  return state;
+}

@@ -1,0 +1,66 @@
+/**
+ * Upkeep of the stamp records held by a session's jobs (see ../stamp-claim.ts): leases renewed while their messages
+ * are in flight, records forgotten once their acks provably reached the broker. Both run on timers (../session.ts).
+ */
+import type { SessionContext } from './context.js';
+import { TransientError } from '../../shared/errors.js';
+import { hasStamp, type Job, type StampHold } from './job.js';
+
+/**
+ * Stamp records are forgotten only once the acks of their messages provably reached the broker; forgetting earlier
+ * would let a redelivery (of an ack lost in a crash) get a new ID.
+ */
+export async function forgetAckedStamps(ctx: SessionContext): Promise<void> {
+  if (ctx.stampsToForget.length === 0) return;
+  const batch = ctx.stampsToForget;
+  ctx.stampsToForget = [];
+  try {
+    await ctx.deps.source.ackBarrier();
+    const { cache, source } = ctx.deps;
+    await Promise.all(batch.map((s) => cache.forgetStamp(source.address, s.fingerprint, s.id)));
+  } catch (err) {
+    // Left behind, the records expire by their TTL; a redelivery of one of these messages is a duplicate anyway.
+    ctx.log.debug({ err, count: batch.length }, 'could not forget stamp records');
+  }
+}
+
+/**
+ * Keeps the stamps of unsettled messages leased, so that a redelivery elsewhere never takes the stamp of a message
+ * this session still works on (see ../stamp-claim.ts). A stamp taken over anyway (the cache was unreachable for most
+ * of a lease) is a stamp two messages may now share: the session ends, and the broker redelivers what it held.
+ */
+export async function renewStamps(ctx: SessionContext): Promise<void> {
+  const started = Date.now();
+  // Only leases at least a third old: a younger one still has two thirds left when the next round comes.
+  const due = started - Math.floor(ctx.deps.cache.lease / 3);
+  const byFingerprint = new Map<string, (Job & { stamp: StampHold })[]>();
+  for (const job of ctx.unsettled) {
+    if (!hasStamp(job) || job.state.stage === 'settled' || job.stamp.leasedAt > due) continue;
+    const list = byFingerprint.get(job.stamp.fingerprint);
+    if (list) list.push(job);
+    else byFingerprint.set(job.stamp.fingerprint, [job]);
+  }
+  const { cache, source } = ctx.deps;
+  for (const [fp, jobs] of byFingerprint) {
+    if (ctx.failure) return;
+    let lost: string[];
+    try {
+      lost = await cache.renewStamps(source.address, fp, jobs.map((j) => ({ id: j.stamp.id, token: j.token })));
+    } catch (err) {
+      // Unreachable: claims elsewhere wait for the cache as well; the next round tries again.
+      ctx.log.debug({ err }, 'could not renew stamp leases');
+      return;
+    }
+    const gone = new Set(lost);
+    for (const j of jobs) if (!gone.has(j.stamp.id)) j.stamp.leasedAt = started;
+    const taken = jobs.filter((j) => j.state.stage !== 'settled' && gone.has(j.stamp.id));
+    if (taken.length > 0) {
+      ctx.fail(
+        new TransientError(
+          `bridge '${ctx.cfg.name}': ${taken.length} stamp(s) of messages in flight were taken over after their lease ran out (the duplicate-ID cache was unreachable too long); reconnecting so that the broker redelivers them`,
+        ),
+      );
+      return;
+    }
+  }
+}

@@ -11,8 +11,8 @@ import amqp, { type ChannelModel, type ConfirmChannel } from 'amqplib';
 import { BIG_HEADER, DUPLICATE_ID_HEADER, ROUTE_HEADER, ROUTE_VALUE, type Outgoing } from './stream.js';
 import { HARNESS_CONNECTION_PREFIX } from './rabbit-admin.js';
 import { connectStomp, readBody, type StompClient, type StompHeaders } from './stomp-wire.js';
+import { sleep } from '../support/wait.js';
 
-const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
 
 /** A message as a collector received it. */
 export interface Received {

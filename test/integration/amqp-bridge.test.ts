@@ -9,6 +9,7 @@ import { BridgeProcess, writeConfig } from '../support/bridge-process.js';
 import { bridgeConfig } from '../support/configs.js';
 import { services, uniqueName } from '../support/services.js';
 import { TcpProxy } from '../support/tcp-proxy.js';
+import { sleep } from '../support/wait.js';
 
 const ID = '_AMQ_DUPL_ID';
 const POSSIBLE_DUP = 'x-bridge-possible-duplicate';
@@ -255,7 +256,7 @@ describe('AMQP → AMQP bridge', () => {
       // The same 500 IDs again, plus 500 new ones, while the cache is away.
       await amqp.publish(src!, [...numbered(500), ...numbered(500, 500)]);
       await bridge.waitForLog((l) => /cache unreachable/.test(l.msg), 30_000);
-      await new Promise((r) => setTimeout(r, 3000));
+      await sleep(3000);
       // Nothing was forwarded without a check: neither the re-sent IDs nor the new ones.
       expect(await amqp.count(dst!)).toBe(500);
       // Counts ready messages only: up to 100 (the prefetch window) are held unacked by the bridge.
@@ -327,7 +328,7 @@ describe('AMQP → AMQP bridge', () => {
     running.push(bridge);
     // The AMQP failure itself (other warnings, e.g. about the test Redis's persistence, may come first).
     await bridge.waitForLog((l) => l.level >= 40 && JSON.stringify(l).includes(`${url.hostname}:${url.port}`), 30_000);
-    await new Promise((r) => setTimeout(r, 500));
+    await sleep(500);
     const everything = JSON.stringify(bridge.logs) + bridge.stderr.join('');
     // The failure is reported, and names the broker (host and port), just not the credentials.
     expect(everything).toContain(`${url.hostname}:${url.port}`);

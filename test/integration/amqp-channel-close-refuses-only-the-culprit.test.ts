@@ -17,6 +17,7 @@ import { services, uniqueName } from '../support/services.js';
 import { RabbitAdmin } from '../faults/rabbit-admin.js';
 import { StompCollector } from '../faults/harness-clients.js';
 import { DEAD_LETTER_REASON_HEADER } from '../faults/report.js';
+import { sleep } from '../support/wait.js';
 
 const ID = '_AMQ_DUPL_ID';
 const FLAG = 'x-bridge-possible-duplicate';
@@ -90,9 +91,9 @@ describe.skipIf(!stompUrl)('an AMQP target channel closed for one message refuse
 
     await amqp.waitForCount(src, (n) => n === 0, 90_000);
     const deadline = Date.now() + 30_000;
-    while (dl.messages.length === 0 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 200));
+    while (dl.messages.length === 0 && Date.now() < deadline) await sleep(200);
     await amqp.settledCount(tgt, 2000);
-    await new Promise((r) => setTimeout(r, 1000));
+    await sleep(1000);
 
     const delivered = await amqp.drain(tgt);
     const seqs = new Map<number, { flagged: number; unflagged: number }>();

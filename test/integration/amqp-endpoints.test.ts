@@ -16,19 +16,12 @@ import { ORIGINAL_USER_ID_HEADER } from '../../src/mapping/amqp-mapping.js';
 import { AmqpTestClient } from '../support/amqp.js';
 import { services, uniqueName } from '../support/services.js';
 import { TcpProxy } from '../support/tcp-proxy.js';
+import { sleep, until } from '../support/wait.js';
 
 const run = promisify(execFile);
 
 function connection(urls = [services.amqpUrl], connectTimeout = 5000): AmqpConnectionConfig {
   return { name: 'rabbit', type: 'amqp', urls, heartbeat: 10, connectTimeout };
-}
-
-async function waitFor(pred: () => boolean, what: string, timeoutMs = 20_000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!pred()) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 20));
-  }
 }
 
 /** Closes one connection from the broker side, found by its connection_name client property. */
@@ -50,7 +43,7 @@ async function closeFromBroker(connectionName: string): Promise<void> {
       c = list.find((x) => x.client_properties?.connection_name === connectionName);
       if (!c) {
         if (Date.now() > deadline) throw new Error(`connection '${connectionName}' not found in the management API`);
-        await new Promise((r) => setTimeout(r, 250));
+        await sleep(250);
       }
     }
     await fetch(new URL(`/api/connections/${encodeURIComponent(c.name)}`, base), {
@@ -174,7 +167,7 @@ describe('AMQP source → AMQP target', () => {
     const t = target({ queue: to });
     await t.open({ onLost: () => undefined });
     const { deliveries } = await consume(s);
-    await waitFor(() => deliveries.length === published.length, 'all deliveries');
+    await until('all deliveries', () => deliveries.length === published.length);
     for (const d of deliveries) {
       await t.send(d.message);
       s.ack(d);
@@ -341,11 +334,11 @@ describe('AMQP target outcomes', () => {
       }
       await Promise.all(inFlight);
     })();
-    await waitFor(() => confirmed > 500, 'some confirmed sends');
+    await until('some confirmed sends', () => confirmed > 500);
     await closeFromBroker(t.connectionName);
     await sender;
 
-    await waitFor(() => lost.length > 0, 'onLost');
+    await until('onLost', () => lost.length > 0);
     expect(lost).toHaveLength(1);
     expect(lost[0]).toBeInstanceOf(TransientError);
     expect(lost[0]!.message).toContain('rabbit');
@@ -391,14 +384,14 @@ describe('AMQP source', () => {
 
     const first = source(q);
     const a = await consume(first);
-    await waitFor(() => a.deliveries.length === 2, 'first deliveries');
+    await until('first deliveries', () => a.deliveries.length === 2);
     expect(a.deliveries.map((d) => d.redelivered)).toEqual([false, false]);
     await first.close();
     expect(a.lost).toEqual([]);
 
     const second = source(q);
     const b = await consume(second);
-    await waitFor(() => b.deliveries.length === 2, 'redeliveries');
+    await until('redeliveries', () => b.deliveries.length === 2);
     expect(b.deliveries.map((d) => [d.message.body.toString(), d.redelivered, d.stableId])).toEqual([
       ['x', true, 'stable-1'],
       ['y', true, undefined],
@@ -414,7 +407,7 @@ describe('AMQP source', () => {
     );
     const s = source(q, 500);
     const { deliveries } = await consume(s);
-    await waitFor(() => deliveries.length === 300, 'deliveries');
+    await until('deliveries', () => deliveries.length === 300);
     for (const d of deliveries.slice(0, 200)) s.ack(d);
     // Acking twice is harmless (RabbitMQ would close the channel on an unknown delivery tag).
     s.ack(deliveries[0]!);
@@ -433,12 +426,12 @@ describe('AMQP source', () => {
     const s = source(q, 10);
     const { deliveries } = await consume(s);
     await client.publish(q, [{ body: Buffer.from('1') }]);
-    await waitFor(() => deliveries.length === 1, 'a delivery');
+    await until('a delivery', () => deliveries.length === 1);
     await s.stopConsuming();
     await client.publish(q, [{ body: Buffer.from('2') }]);
     s.ack(deliveries[0]!);
     await s.ackBarrier();
-    await new Promise((r) => setTimeout(r, 200));
+    await sleep(200);
     expect(deliveries).toHaveLength(1);
     expect(await client.count(q)).toBe(1);
   });
@@ -449,9 +442,9 @@ describe('AMQP source', () => {
     await client.publish(q, [{ body: Buffer.from('a') }, { body: Buffer.from('b') }]);
     const s = source(q);
     const { deliveries, lost } = await consume(s);
-    await waitFor(() => deliveries.length === 2, 'deliveries');
+    await until('deliveries', () => deliveries.length === 2);
     await closeFromBroker(s.connectionName);
-    await waitFor(() => lost.length > 0, 'onLost');
+    await until('onLost', () => lost.length > 0);
     expect(lost).toHaveLength(1);
     expect(lost[0]).toBeInstanceOf(TransientError);
     expect(lost[0]!.message).toMatch(/rabbit \(.*\) was closed by the broker/);

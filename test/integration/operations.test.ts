@@ -16,6 +16,7 @@ import { parsePrometheusText } from '../support/prometheus-text.js';
 import { countOwnDeadLetters, publishStomp, type StompTestMessage } from '../support/stomp.js';
 import { services, uniqueName } from '../support/services.js';
 import { TcpProxy } from '../support/tcp-proxy.js';
+import { sleep, untilValue } from '../support/wait.js';
 
 const ID = '_AMQ_DUPL_ID';
 const run = promisify(execFile);
@@ -100,16 +101,8 @@ async function http(url: string, init: RequestInit = {}): Promise<Reply> {
   return { status: res.status, body, text };
 }
 
-async function until<T>(what: string, get: () => Promise<T>, ok: (v: T) => boolean, timeoutMs = 20_000): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  let last = await get();
-  while (!ok(last)) {
-    if (Date.now() > deadline) throw new Error(`${what}: not reached within ${timeoutMs} ms; last: ${JSON.stringify(last)}`);
-    await new Promise((r) => setTimeout(r, 200));
-    last = await get();
-  }
-  return last;
-}
+/** Polling the HTTP API: a request per 200 ms. */
+const HTTP_POLL = { everyMs: 200 };
 
 describe('HTTP API: liveness, readiness, bridges, metrics', () => {
   it('is ready while flowing, 503 naming the cache within seconds of Redis going away, ready again after; live throughout; /metrics parses and counts', async () => {
@@ -131,12 +124,12 @@ describe('HTTP API: liveness, readiness, bridges, metrics', () => {
     await amqp.waitForCount(src!, (n) => n === 0);
     expect(await amqp.settledCount(dst!)).toBe(200);
 
-    const ready = await until('ready', () => http(`${api}/readyz`), (r) => r.status === 200);
+    const ready = await untilValue('ready', () => http(`${api}/readyz`), (r) => r.status === 200, HTTP_POLL);
     expect(ready.body).toMatchObject({ status: 'ready', reasons: [] });
     expect((await http(`${api}/livez`)).status).toBe(200);
 
     // Per-bridge status: counters, depth over AMQP (read every 5 s), none over STOMP.
-    const status = await until('depth read', () => http(`${api}/bridges/amqp-in`), (r) => typeof r.body.sourceDepth === 'number');
+    const status = await untilValue('depth read', () => http(`${api}/bridges/amqp-in`), (r) => typeof r.body.sourceDepth === 'number', HTTP_POLL);
     expect(status.body).toMatchObject({
       name: 'amqp-in',
       state: 'running',
@@ -189,11 +182,11 @@ describe('HTTP API: liveness, readiness, bridges, metrics', () => {
     const cutAt = Date.now();
     redisProxy.cut();
     // Each bridge probes the cache on its own timer (every 2 s): wait for the one under test, not the first to notice.
-    const down = await until(
+    const down = await untilValue(
       '503 with amqp-in cache-down',
       () => http(`${api}/readyz`),
       (r) => r.status === 503 && (r.body.bridges as Record<string, string> | undefined)?.['amqp-in'] === 'cache-down',
-      15_000,
+      { ...HTTP_POLL, timeoutMs: 15_000 },
     );
     expect(Date.now() - cutAt).toBeLessThan(10_000);
     expect((down.body.reasons as string[]).join(' ')).toMatch(/duplicate-ID cache \(Redis\) is unreachable/);
@@ -201,12 +194,12 @@ describe('HTTP API: liveness, readiness, bridges, metrics', () => {
     expect((await http(`${api}/livez`)).status).toBe(200);
     // Messages published meanwhile are held, not forwarded unchecked.
     await amqp.publish(src!, numbered(20, 200));
-    await new Promise((r) => setTimeout(r, 2000));
+    await sleep(2000);
     expect(await amqp.count(dst!)).toBe(200);
     expect((await http(`${api}/livez`)).status).toBe(200);
 
     redisProxy.resume();
-    await until('ready again', () => http(`${api}/readyz`), (r) => r.status === 200, 30_000);
+    await untilValue('ready again', () => http(`${api}/readyz`), (r) => r.status === 200, { ...HTTP_POLL, timeoutMs: 30_000 });
     expect(await amqp.settledCount(dst!)).toBe(220);
     expect(ids(await amqp.drain(dst!))).toEqual(range(220));
     expect(bridge.count((l) => l.level >= 50)).toBe(0);
@@ -237,11 +230,11 @@ describe('admin endpoints: pause, resume, restart', () => {
     expect(paused.status).toBe(200);
     expect(paused.body).toMatchObject({ state: 'paused', paused: true });
     await amqp.publish(src!, numbered(100));
-    await new Promise((r) => setTimeout(r, 3000));
+    await sleep(3000);
     expect(await amqp.count(src!)).toBe(100);
     expect(await amqp.count(dst!)).toBe(0);
     expect((await http(`${api}/readyz`)).status).toBe(200);
-    const pausedStatus = await until('depth 100', () => http(`${api}/bridges/ops`), (r) => r.body.sourceDepth === 100, 10_000);
+    const pausedStatus = await untilValue('depth 100', () => http(`${api}/bridges/ops`), (r) => r.body.sourceDepth === 100, { ...HTTP_POLL, timeoutMs: 10_000 });
     expect(pausedStatus.body).toMatchObject({ state: 'paused', inFlight: 0 });
 
     // status: a paused bridge is not running → exit 1; the table names it.
@@ -297,11 +290,11 @@ describe('admin endpoints: pause, resume, restart', () => {
     expect(await amqp.settledCount(dst!)).toBe(20);
     expect((await http(`${api}/bridges/from-stomp/pause`, { method: 'POST', headers: auth })).body).toMatchObject({ state: 'paused' });
     await publishStomp(src, stompMessages(50, 20));
-    await new Promise((r) => setTimeout(r, 3000));
+    await sleep(3000);
     expect(await amqp.count(dst!)).toBe(20);
     const resumed = await http(`${api}/bridges/from-stomp/resume`, { method: 'POST', headers: auth });
     expect(resumed.status).toBe(200);
-    await until('running', () => http(`${api}/bridges/from-stomp`), (r) => r.body.state === 'running');
+    await untilValue('running', () => http(`${api}/bridges/from-stomp`), (r) => r.body.state === 'running', HTTP_POLL);
     expect(await amqp.settledCount(dst!)).toBe(70);
     expect(ids(await amqp.drain(dst!))).toEqual(range(70));
     expect(await countOwnDeadLetters([src])).toBe(0);
@@ -366,7 +359,7 @@ describe('stall watchdog', () => {
       .replace(`target: { connection: rabbit, queue: "${dst}" }`, `target: { connection: via-proxy, queue: "${dst}" }`);
     expect(yaml).toContain('connection: via-proxy');
     const { bridge, api } = await start(yaml);
-    await until('ready', () => http(`${api}/readyz`), (r) => r.status === 200);
+    await untilValue('ready', () => http(`${api}/readyz`), (r) => r.status === 200, HTTP_POLL);
 
     targetProxy.stall();
     await amqp.publish(src!, numbered(30));
@@ -380,12 +373,12 @@ describe('stall watchdog', () => {
     expect(status.body).toMatchObject({ state: 'stalled', counters: { stalls: 1 } });
     expect(String((status.body.lastError as { message: string }).message)).toMatch(/stalled: \d+ message\(s\) in flight/);
     // While the target still does not answer, the new session cannot open: no second stall, one error line.
-    await new Promise((r) => setTimeout(r, 4000));
+    await sleep(4000);
     expect(bridge.count((l) => l.level === 50 && /stalled/.test(l.msg))).toBe(1);
     expect(await amqp.count(dst!)).toBe(0);
 
     targetProxy.resume();
-    await until('ready again', () => http(`${api}/readyz`), (r) => r.status === 200, 30_000);
+    await untilValue('ready again', () => http(`${api}/readyz`), (r) => r.status === 200, { ...HTTP_POLL, timeoutMs: 30_000 });
     await amqp.waitForCount(src!, (n) => n === 0, 30_000);
     expect(await amqp.settledCount(dst!)).toBe(30);
     expect(ids(await amqp.drain(dst!))).toEqual(range(30));

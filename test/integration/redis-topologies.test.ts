@@ -25,6 +25,7 @@ import {
   migrateSlot,
   restartNode,
 } from '../support/redis-topology.js';
+import { sleep } from '../support/wait.js';
 
 const ID = '_AMQ_DUPL_ID';
 const POSSIBLE_DUP = 'x-bridge-possible-duplicate';
@@ -325,7 +326,7 @@ async function throughFailover(label: string, yaml: string, src: string, dst: st
   const first = await Promise.all([started(yaml, 1), started(yaml, 1)]);
   await amqp.waitForCount(dst, (c) => c >= 800, 60_000);
   const failingOver = failover();
-  await new Promise((r) => setTimeout(r, 500));
+  await sleep(500);
   await first[0].kill('SIGKILL');
   const promotionMs = await failingOver;
   const atPromotion = await amqp.count(dst);
@@ -402,7 +403,7 @@ describe('a standalone Redis that loses its data mid-stream', () => {
     await run('restart', async (r, a) => {
       // While Redis is away the bridges hold what they forwarded (commits fail closed); A dies holding it.
       await r.stop();
-      await new Promise((res) => setTimeout(res, 1500));
+      await sleep(1500);
       await a.kill();
       await r.start();
     });
@@ -414,7 +415,7 @@ describe('a standalone Redis that loses its data mid-stream', () => {
       // A's link to Redis stalls: what it forwarded meanwhile waits for its commit, unacknowledged. Then the data goes,
       // and A dies: its messages come back, redelivered to B, to a cache that forgot their stamps.
       a.stall();
-      await new Promise((res) => setTimeout(res, 1500));
+      await sleep(1500);
       const admin = new Redis(r.url);
       await admin.flushall();
       admin.disconnect();

@@ -24,6 +24,7 @@ import { ACTIVEMQ_PEER, RABBITMQ_STOMP_PEER, STOMP_PEERS, type StompPeer } from 
 import { TcpProxy } from '../support/tcp-proxy.js';
 import { text } from '../support/text.js';
 import { RabbitAdmin } from '../faults/rabbit-admin.js';
+import { sleep } from '../support/wait.js';
 
 const ID = '_AMQ_DUPL_ID';
 const POSSIBLE_DUP = 'x-bridge-possible-duplicate';
@@ -310,7 +311,7 @@ describe.each(STOMP_PEERS)('STOMP peer $name', (peer) => {
         while (sampling) {
           const c = await admin?.queueCounts('/', src).catch(() => undefined);
           if (c) maxUnacked = Math.max(maxUnacked, c.unacknowledged);
-          await new Promise((r) => setTimeout(r, 250));
+          await sleep(250);
         }
       })();
       try {
@@ -338,14 +339,14 @@ describe.each(STOMP_PEERS)('STOMP peer $name', (peer) => {
           const deadline = Date.now() + 20_000;
           let c = await admin.queueCounts('/', src);
           while (Date.now() < deadline && (c?.unacknowledged ?? 0) < prefetch) {
-            await new Promise((r) => setTimeout(r, 250));
+            await sleep(250);
             c = await admin.queueCounts('/', src);
           }
           mark(`stalled: ${c?.unacknowledged} unacked, ${c?.ready} ready at the source`);
           // Exactly a full window: the peer's prefetch header was understood, and nothing beyond it is held.
           expect(c?.unacknowledged).toBe(prefetch);
         } else {
-          await new Promise((r) => setTimeout(r, 1000));
+          await sleep(1000);
         }
         await bridge.kill('SIGKILL');
         proxy.cut();

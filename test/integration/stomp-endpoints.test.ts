@@ -21,6 +21,7 @@ import { StompTarget } from '../../src/endpoints/stomp/stomp-target.js';
 import { silentLogger as log } from '../../src/shared/log.js';
 import { services, uniqueName } from '../support/services.js';
 import { ACTIVEMQ_PEER, STOMP_PEERS, type StompPeer } from '../support/stomp-peers.js';
+import { sleep, until } from '../support/wait.js';
 
 /** Marks every message these tests send, so the final check can look for them in ActiveMQ.DLQ. */
 const RUN = uniqueName('stomp-run').replace(/-/g, '_');
@@ -88,7 +89,7 @@ async function expectEmpty(destination: string, ms = 1_000, selector?: string): 
   const headers: Record<string, string> = { destination, ack: 'client-individual' };
   if (selector) headers.selector = selector;
   await session.subscribe(headers, (m) => got.push(m));
-  await new Promise((r) => setTimeout(r, ms));
+  await sleep(ms);
   await session.disconnect();
   expect(got.map((m) => m.body.toString())).toEqual([]);
 }
@@ -100,14 +101,6 @@ function openSource(queue: string, prefetch = 100, c = conn()) {
   const source = new StompSource(c, queue, prefetch, log);
   const opened = source.open({ onDelivery: (d) => deliveries.push(d), onLost: (e) => lost.push(e) });
   return { source, deliveries, lost, opened };
-}
-
-async function until(cond: () => boolean, what: string, ms = 15_000): Promise<void> {
-  const end = Date.now() + ms;
-  while (!cond()) {
-    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 10));
-  }
 }
 
 /** A TCP proxy to the broker that can cut the connection when the client writes a given frame. */
@@ -209,7 +202,7 @@ describe('StompTarget → StompSource', () => {
 
     const { source, deliveries, opened } = openSource(queue);
     await opened;
-    await until(() => deliveries.length === 3, '3 deliveries');
+    await until('3 deliveries', () => deliveries.length === 3);
     const [d1, d2, d3] = deliveries as [SourceDelivery, SourceDelivery, SourceDelivery];
     expect(d1.message.body.equals(binary)).toBe(true);
     expect(d1.message.properties).toEqual({
@@ -274,7 +267,7 @@ describe('StompSource', () => {
     for (let round = 0; round < 8; round++) {
       const { source, deliveries, opened } = openSource(queue);
       await opened;
-      await until(() => deliveries.length === 1, `delivery in round ${round}`);
+      await until(`delivery in round ${round}`, () => deliveries.length === 1);
       const d = deliveries[0] as SourceDelivery;
       expect(d.message.body.toString()).toBe('once');
       expect(d.redelivered).toBe(round > 0);
@@ -300,12 +293,12 @@ describe('StompSource', () => {
     try {
       const { source, deliveries, lost, opened } = openSource(queue, 500, conn(proxy.url));
       await opened;
-      await until(() => deliveries.length === 200, '200 deliveries');
+      await until('200 deliveries', () => deliveries.length === 200);
       for (const d of deliveries.slice(0, 150)) source.ack(d);
       await source.ackBarrier();
       await source.ackBarrier(); // nothing new: resolves at once
       proxy.cut();
-      await until(() => lost.length === 1, 'onLost');
+      await until('onLost', () => lost.length === 1);
       expect(lost[0]).toBeInstanceOf(TransientError);
       source.ack(deliveries[199] as SourceDelivery); // a no-op on a lost connection, never a throw
       await expect(source.ackBarrier()).rejects.toBeInstanceOf(TransientError);
@@ -325,10 +318,10 @@ describe('StompSource', () => {
     const { source, deliveries, opened } = openSource(queue, 10);
     await opened;
     await target.send(message('before'));
-    await until(() => deliveries.length === 1, 'first delivery');
+    await until('first delivery', () => deliveries.length === 1);
     await source.stopConsuming();
     await target.send(message('after'));
-    await new Promise((r) => setTimeout(r, 300));
+    await sleep(300);
     expect(deliveries).toHaveLength(1);
     source.ack(deliveries[0] as SourceDelivery); // in-flight deliveries can still be acked
     await source.ackBarrier();
@@ -383,7 +376,7 @@ describe('StompTarget', () => {
       );
       expect(err).toBeInstanceOf(TransientError);
       expect((err as TransientError).outcomeUnknown).toBe(true);
-      await until(() => lost.length === 1, 'onLost');
+      await until('onLost', () => lost.length === 1);
       await target.close();
     } finally {
       await proxy.stop();
@@ -582,7 +575,7 @@ describe.runIf(managedBroker)('broker restart (scripts/activemq.sh)', () => {
     await target.send(message('persistent survives'));
     await target.send(message('non-persistent is gone', { properties: { persistent: false } }));
     await promisify(execFile)('bash', [script, 'restart'], { timeout: 120_000 });
-    await until(() => lost.length === 1, 'onLost after the restart');
+    await until('onLost after the restart', () => lost.length === 1);
     expect(lost[0]).toBeInstanceOf(TransientError);
     await expect(target.send(message('after'))).rejects.toBeInstanceOf(TransientError);
     await target.close();

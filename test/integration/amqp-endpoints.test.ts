@@ -1,6 +1,8 @@
 /**
- * The AMQP source and target against the real RabbitMQ at AMQP_URL. Every test uses its own queues and exchanges
- * and deletes them afterwards; assertions are about what the queues hold.
+ * The AMQP source and target against the real RabbitMQ at AMQP_URL. What every endpoint promises is
+ * test/support/endpoint-contract.ts, run here; this file keeps what is AMQP's own (property mapping, returns, broker
+ * closes, stable IDs, connect errors). Every test uses its own queues and exchanges and deletes them afterwards;
+ * assertions are about what the queues hold.
  */
 import { execFile } from 'node:child_process';
 import { promisify } from 'node:util';
@@ -14,8 +16,10 @@ import { AmqpTarget } from '../../src/endpoints/amqp/amqp-target.js';
 import { silentLogger } from '../../src/shared/log.js';
 import { ORIGINAL_USER_ID_HEADER } from '../../src/mapping/amqp-mapping.js';
 import { AmqpTestClient } from '../support/amqp.js';
+import { endpointContract } from '../support/endpoint-contract.js';
 import { services, uniqueName } from '../support/services.js';
 import { TcpProxy } from '../support/tcp-proxy.js';
+import { text } from '../support/text.js';
 import { sleep, until } from '../support/wait.js';
 
 const run = promisify(execFile);
@@ -118,6 +122,42 @@ afterEach(async () => {
 afterAll(async () => {
   await client.close();
 });
+
+endpointContract('AMQP', () => ({
+  url: services.amqpUrl,
+  pipelined: 5000,
+  queue: async () => {
+    const q = queueName();
+    await client.queue(q);
+    return q;
+  },
+  source: (queue, o = {}) => {
+    const s = new AmqpSource(connection(o.url ? [o.url] : undefined), queue, o.prefetch ?? 100, silentLogger);
+    endpoints.push(s);
+    return s;
+  },
+  target: (queue, o = {}) => target({ queue }, o.confirmTimeout, connection(o.url ? [o.url] : undefined)),
+  publish: (queue, messages) => client.publish(queue, messages.map((m) => ({ body: Buffer.from(m.body), options: { headers: m.headers } }))),
+  take: async (queue, atLeast) => {
+    await client.waitForCount(queue, (n) => n >= atLeast, 20_000);
+    await client.settledCount(queue, 200);
+    return (await client.drain(queue)).map((m) => ({
+      body: m.body.toString(),
+      headers: Object.fromEntries(Object.entries(m.headers).map(([k, v]) => [k, text(v)])),
+    }));
+  },
+  // A headers exchange routes by a header of each message: `route: no` is unroutable, returned by the broker.
+  refusal: async () => {
+    const ex = uniqueName('amqp-ep-contract-hx');
+    exchanges.push(ex);
+    await client.ch.assertExchange(ex, 'headers', { durable: false });
+    const queue = queueName();
+    await client.queue(queue);
+    await client.ch.bindQueue(queue, ex, '', { 'x-match': 'all', route: 'yes' });
+    const route = (value: string) => (m: BridgeMessage): BridgeMessage => ({ ...m, headers: { ...m.headers, route: value } });
+    return { queue, target: target({ exchange: ex, routingKey: '' }), accepted: route('yes'), refused: route('no'), reason: 'unroutable' };
+  },
+}));
 
 describe('AMQP source → AMQP target', () => {
   it('forwards bodies, properties and headers byte for byte (NUL bytes, a 1 MiB body, nested tables)', async () => {
@@ -283,27 +323,6 @@ describe('AMQP target outcomes', () => {
     expect(lost).toEqual([]);
   });
 
-  it('keeps 5,000 concurrent sends in order and confirms them all', async () => {
-    const q = queueName();
-    await client.queue(q);
-    const t = target({ queue: q });
-    await t.open({ onLost: () => undefined });
-    const n = 5000;
-    await Promise.all(Array.from({ length: n }, (_, i) => t.send(msg(String(i), { i }))));
-    const got = await client.drain(q);
-    expect(got).toHaveLength(n);
-    expect(got.every((m, i) => m.body.toString() === String(i))).toBe(true);
-  });
-
-  it('sendBatch resolves when every message is confirmed', async () => {
-    const q = queueName();
-    await client.queue(q);
-    const t = target({ queue: q });
-    await t.open({ onLost: () => undefined });
-    await t.sendBatch([msg('a'), msg('b'), msg('c')]);
-    expect((await client.drain(q)).map((m) => m.body.toString())).toEqual(['a', 'b', 'c']);
-  });
-
   it('fails unconfirmed sends with outcomeUnknown and fires onLost when the broker closes the connection', async () => {
     const q = queueName();
     await client.queue(q);
@@ -353,27 +372,6 @@ describe('AMQP target outcomes', () => {
     expect((late as TransientError).outcomeUnknown).toBe(false);
   });
 
-  it('treats a missing confirm within confirmTimeout as a broken connection', async () => {
-    const q = queueName();
-    await client.queue(q);
-    const proxy = await TcpProxy.forUrl(services.amqpUrl).start();
-    try {
-      const t = target({ queue: q }, 500, connection([proxy.rewrite(services.amqpUrl)]));
-      const lost: TransientError[] = [];
-      await t.open({ onLost: (e) => lost.push(e) });
-      await t.send(msg('before'));
-      proxy.stall();
-      const started = Date.now();
-      const err = await t.send(msg('stalled')).catch((e: unknown) => e);
-      expect(err).toBeInstanceOf(TransientError);
-      expect((err as TransientError).outcomeUnknown).toBe(true);
-      expect(Date.now() - started).toBeLessThan(5000);
-      expect(lost).toHaveLength(1);
-    } finally {
-      proxy.resume();
-      await proxy.stop();
-    }
-  });
 });
 
 describe('AMQP source', () => {
@@ -418,22 +416,6 @@ describe('AMQP source', () => {
     if (total !== undefined) expect(total).toBe(100);
     await s.close();
     expect(await client.waitForCount(q, (n) => n === 100, 5000)).toBe(100);
-  });
-
-  it('stopConsuming stops deliveries; in-flight ones can still be acked', async () => {
-    const q = queueName();
-    await client.queue(q);
-    const s = source(q, 10);
-    const { deliveries } = await consume(s);
-    await client.publish(q, [{ body: Buffer.from('1') }]);
-    await until('a delivery', () => deliveries.length === 1);
-    await s.stopConsuming();
-    await client.publish(q, [{ body: Buffer.from('2') }]);
-    s.ack(deliveries[0]!);
-    await s.ackBarrier();
-    await sleep(200);
-    expect(deliveries).toHaveLength(1);
-    expect(await client.count(q)).toBe(1);
   });
 
   it('fires onLost when the broker closes its connection; unacked messages go back', async () => {

@@ -197,7 +197,7 @@ endpointContract(`STOMP (${p.name})`, () => ({
   },
   publish: (queue, messages) => publishStomp(queue, messages, { url: p.url }),
   take: async (queue, atLeast) =>
-    (await readStomp(queue, { url: p.url, atLeast, quietMs: 500, timeoutMs: 30_000 })).map((m) => ({ body: m.body.toString(), headers: m.headers })),
+    (await readStomp(queue, { url: p.url, atLeast, quietMs: 200, timeoutMs: 30_000 })).map((m) => ({ body: m.body.toString(), headers: m.headers })),
   refusal: () => {
     const queue = uniqueName('stomp-contract-refusal');
     track(queue);

@@ -18,19 +18,19 @@ export interface BridgeFixture {
   /** A RabbitMQ client of this test: a fresh one per test, since another suite may close RabbitMQ connections. */
   readonly amqp: AmqpTestClient;
   /** A unique queue name; on RabbitMQ (over AMQP or its STOMP plugin) declared now and deleted after the file. */
-  queue(prefix: string, on?: ConnectionName): Promise<string>;
+  readonly queue: (prefix: string, on?: ConnectionName) => Promise<string>;
   /** Unique RabbitMQ queues, one per prefix, in order. */
-  queues(...prefixes: string[]): Promise<string[]>;
+  readonly queues: (...prefixes: string[]) => Promise<string[]>;
   /** A bridges.yaml (test/support/configs.ts) whose Redis keys are deleted after the file. */
-  config(opts: ConfigOptions): { yaml: string; keyPrefix: string };
+  readonly config: (opts: ConfigOptions) => { yaml: string; keyPrefix: string };
   /** Starts the bridge and waits until `bridges` bridges run; it is SIGKILLed after the test if still running. */
-  start(yaml: string, bridges?: number, env?: Record<string, string>): Promise<BridgeProcess>;
+  readonly start: (yaml: string, bridges?: number, env?: Record<string, string>) => Promise<BridgeProcess>;
   /** Starts the bridge without waiting for it (a run expected to fail, or to log before it runs). */
-  spawn(yaml: string, env?: Record<string, string>): BridgeProcess;
+  readonly spawn: (yaml: string, env?: Record<string, string>) => BridgeProcess;
   /** Stops (SIGTERM, then SIGKILL) every bridge of this test that still runs. */
-  stopAll(): Promise<void>;
+  readonly stopAll: () => Promise<void>;
   /** A TCP proxy in front of `url`, stopped after the test. */
-  proxy(url: string): Promise<TcpProxy>;
+  readonly proxy: (url: string) => Promise<TcpProxy>;
 }
 
 export function useBridgeFixture(): BridgeFixture {
@@ -81,7 +81,7 @@ export function useBridgeFixture(): BridgeFixture {
     get amqp() {
       return amqp();
     },
-    async queue(prefix, on = 'rabbit') {
+    queue: async (prefix, on = 'rabbit') => {
       const q = uniqueName(prefix);
       if (on !== 'activemq') {
         await amqp().queue(q);
@@ -89,28 +89,26 @@ export function useBridgeFixture(): BridgeFixture {
       }
       return q;
     },
-    async queues(...prefixes) {
+    queues: async (...prefixes) => {
       const out: string[] = [];
       for (const p of prefixes) out.push(await fixture.queue(p));
       return out;
     },
-    config(opts) {
+    config: (opts) => {
       const c = bridgeConfig(opts);
       keyPrefixes.push(c.keyPrefix);
       return c;
     },
-    async start(yaml, bridges = 1, env = {}) {
+    start: async (yaml, bridges = 1, env = {}) => {
       const p = track(BridgeProcess.start(writeConfig(yaml), env));
       await p.waitForLog((l) => l.msg === 'bridge running', 30_000, bridges);
       return p;
     },
-    spawn(yaml, env = {}) {
-      return track(BridgeProcess.start(writeConfig(yaml), env));
-    },
-    async stopAll() {
+    spawn: (yaml, env = {}) => track(BridgeProcess.start(writeConfig(yaml), env)),
+    stopAll: async () => {
       await Promise.all(running.splice(0).map((p) => p.stop()));
     },
-    async proxy(url) {
+    proxy: async (url) => {
       const p = await TcpProxy.forUrl(url).start();
       proxies.push(p);
       return p;

@@ -13,8 +13,8 @@ import { AmqpCollector, AmqpPublisher } from './harness-clients.js';
 import type { OwnRedis } from './own-redis.js';
 import { HARNESS_CONNECTION_PREFIX, type RabbitAdmin } from './rabbit-admin.js';
 import { normalBody, parseBody, type Outgoing } from './stream.js';
+import { sleep } from '../support/wait.js';
 
-const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
 const MB = 1024 * 1024;
 
 export interface BackpressureOptions {

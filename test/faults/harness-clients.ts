@@ -10,9 +10,9 @@
 import amqp, { type ChannelModel, type ConfirmChannel } from 'amqplib';
 import { BIG_HEADER, DUPLICATE_ID_HEADER, ROUTE_HEADER, ROUTE_VALUE, type Outgoing } from './stream.js';
 import { HARNESS_CONNECTION_PREFIX } from './rabbit-admin.js';
-import { connectStomp, readBody, type StompClient, type StompHeaders } from './stomp-wire.js';
-
-const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
+import type { StompSession } from '../../src/endpoints/stomp/stomp-client.js';
+import { openStomp, queueDestination } from '../support/stomp.js';
+import { sleep } from '../support/wait.js';
 
 /** A message as a collector received it. */
 export interface Received {
@@ -164,15 +164,11 @@ export class AmqpCollector implements Collector {
 }
 
 // ---- STOMP ---------------------------------------------------------------------------------------------------
-
-export function stompDest(queue: string): string {
-  return queue.startsWith('/') ? queue : `/queue/${queue}`;
-}
+// Through the tests' one STOMP client (test/support/stomp.ts: the project's typed session, opened plainly, without
+// any endpoint logic of the bridge on top).
 
 export class StompPublisher implements Publisher {
-  private client?: StompClient;
-  private failure?: Error;
-  private failWaiters = new Set<(err: Error) => void>();
+  private session?: StompSession;
 
   constructor(
     private readonly url: string,
@@ -181,57 +177,28 @@ export class StompPublisher implements Publisher {
 
   async open(): Promise<void> {
     await this.close();
-    this.failure = undefined;
-    const client = await connectStomp(this.url);
-    client.on('error', (err) => {
-      this.failure = err;
-      for (const w of this.failWaiters) w(err);
-    });
-    this.client = client;
+    this.session = await openStomp(this.url);
   }
 
   async publish(batch: Outgoing[]): Promise<void> {
-    if (!this.client || this.failure) await this.open();
-    const client = this.client!;
-    let onFail: (err: Error) => void = () => undefined;
-    const failed = new Promise<never>((_, reject) => {
-      onFail = reject;
-      this.failWaiters.add(onFail);
-    });
-    const receipts = batch.map(
-      (m) =>
-        new Promise<void>((resolve) => {
-          const headers: StompHeaders = { destination: stompDest(this.queue), persistent: 'true', ...headersOf(m) };
-          const w = client.send(headers, { onReceipt: resolve });
-          w.write(m.body);
-          w.end();
-        }),
-    );
+    if (!this.session?.isOpen) await this.open();
+    const session = this.session!;
+    const destination = queueDestination(this.queue);
+    // A lost connection fails every outstanding receipt, so the batch fails at once and is published again.
+    const receipts = Promise.all(batch.map((m) => session.send({ destination, persistent: 'true', ...headersOf(m) }, m.body)));
     let timer: NodeJS.Timeout | undefined;
     const timeout = new Promise<never>((_, reject) => (timer = setTimeout(() => reject(new Error('STOMP receipts timed out')), 30_000)));
     try {
-      await Promise.race([Promise.all(receipts), failed, timeout]);
+      await Promise.race([receipts, timeout]);
     } finally {
       clearTimeout(timer);
-      this.failWaiters.delete(onFail);
     }
   }
 
   async close(): Promise<void> {
-    const c = this.client;
-    this.client = undefined;
-    if (c) {
-      await new Promise<void>((r) => {
-        const t = setTimeout(() => {
-          c.destroy();
-          r();
-        }, 2000);
-        c.disconnect(() => {
-          clearTimeout(t);
-          r();
-        });
-      });
-    }
+    const s = this.session;
+    this.session = undefined;
+    if (s) await s.disconnect(2000);
   }
 }
 
@@ -239,7 +206,7 @@ export class StompCollector implements Collector {
   readonly messages: Received[] = [];
   lastArrival = Date.now();
   private running = false;
-  private client?: StompClient;
+  private session?: StompSession;
   private loop?: Promise<void>;
   private readonly seenIds = new Set<string>();
   private gone: Promise<void> = Promise.resolve();
@@ -259,25 +226,19 @@ export class StompCollector implements Collector {
   }
 
   private async connectOnce(): Promise<void> {
-    const client = await connectStomp(this.url);
-    this.client = client;
+    const session = await openStomp(this.url);
+    this.session = session;
     let lost: () => void = () => undefined;
     this.gone = new Promise<void>((r) => (lost = r));
-    client.on('error', () => lost());
-    client.subscribe({ destination: stompDest(this.queue), ack: 'client-individual', 'activemq.prefetchSize': 500 }, (err, message) => {
-      if (err) {
-        lost();
-        return;
+    session.onLost(() => lost());
+    await session.subscribe({ destination: queueDestination(this.queue), ack: 'client-individual', 'activemq.prefetchSize': '500' }, (message) => {
+      const id = message.headers['message-id'] ?? '';
+      if (!this.seenIds.has(id)) {
+        this.seenIds.add(id);
+        this.messages.push({ body: message.body, headers: { ...message.headers } });
+        this.lastArrival = Date.now();
       }
-      void readBody(message).then((body) => {
-        const id = message.headers['message-id'] ?? '';
-        if (!this.seenIds.has(id)) {
-          this.seenIds.add(id);
-          this.messages.push({ body, headers: { ...message.headers } });
-          this.lastArrival = Date.now();
-        }
-        client.ack(message);
-      });
+      session.ack(message);
     });
   }
 
@@ -285,7 +246,7 @@ export class StompCollector implements Collector {
     while (this.running) {
       await Promise.race([this.gone, this.stopped]);
       if (!this.running) break;
-      this.client?.destroy();
+      this.session?.destroy();
       while (this.running) {
         await sleep(1000);
         try {
@@ -301,20 +262,9 @@ export class StompCollector implements Collector {
   async stop(): Promise<void> {
     this.running = false;
     this.stopNow();
-    const c = this.client;
-    this.client = undefined;
-    if (c) {
-      await new Promise<void>((r) => {
-        const t = setTimeout(() => {
-          c.destroy();
-          r();
-        }, 2000);
-        c.disconnect(() => {
-          clearTimeout(t);
-          r();
-        });
-      });
-    }
+    const s = this.session;
+    this.session = undefined;
+    if (s) await s.disconnect(2000);
     await this.loop;
   }
 }

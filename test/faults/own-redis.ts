@@ -8,8 +8,8 @@ import { mkdtempSync, readdirSync, rmSync } from 'node:fs';
 import { connect } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { sleep } from '../support/wait.js';
 
-const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
 
 export class OwnRedis {
   private child?: ChildProcess;

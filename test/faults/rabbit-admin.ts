@@ -5,6 +5,7 @@
  */
 import { execFile } from 'node:child_process';
 import { promisify } from 'node:util';
+import { sleep } from '../support/wait.js';
 
 const run = promisify(execFile);
 
@@ -96,7 +97,7 @@ export class RabbitAdmin {
   /** `rabbitmqctl stop_app && start_app`: durable queues and persistent messages survive. */
   async restartBroker(downMs: number): Promise<void> {
     await run('rabbitmqctl', ['stop_app'], { timeout: 120_000 });
-    await new Promise((r) => setTimeout(r, downMs));
+    await sleep(downMs);
     await run('rabbitmqctl', ['start_app'], { timeout: 120_000 });
     await run('rabbitmqctl', ['await_startup'], { timeout: 120_000 }).catch(() => undefined);
   }

@@ -37,9 +37,9 @@ import { Prng } from './prng.js';
 import { HARNESS_CONNECTION_PREFIX, RabbitAdmin } from './rabbit-admin.js';
 import { analyse, type FaultRunReport, type SentRecord } from './report.js';
 import { DUPLICATE_ID_HEADER, ROUTE_HEADER, ROUTE_VALUE, parseBody, planStream, poisonBody, type Outgoing, type PoisonKind } from './stream.js';
+import { sleep } from '../support/wait.js';
 
 const execFileP = promisify(execFile);
-const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
 const ACTIVEMQ_SCRIPT = resolve(import.meta.dirname, '../../scripts/activemq.sh');
 
 export type PathName = 'amqp-amqp' | 'amqp-stomp' | 'stomp-amqp' | 'stomp-rabbitmq-amqp' | 'amqp-stomp-rabbitmq';

@@ -33,9 +33,9 @@ import {
   sentinelUrls,
   withNode,
 } from '../support/redis-topology.js';
+import { sleep } from '../support/wait.js';
 
 const execFileP = promisify(execFile);
-const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
 
 export type RedisMode = 'standalone' | 'cluster' | 'sentinel';
 export const REDIS_MODES: readonly RedisMode[] = ['standalone', 'cluster', 'sentinel'];

@@ -2,62 +2,17 @@
  * The bridge end to end on AMQP: the real `broker-bridge run` process between queues of the real RabbitMQ, with the
  * duplicate-ID cache in the real Redis. Every test asserts what the target (and dead-letter) queues hold.
  */
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { Redis } from 'ioredis';
-import { AmqpTestClient, type ReceivedMessage, type TestMessage } from '../support/amqp.js';
-import { BridgeProcess, writeConfig } from '../support/bridge-process.js';
-import { bridgeConfig } from '../support/configs.js';
-import { services, uniqueName } from '../support/services.js';
-import { TcpProxy } from '../support/tcp-proxy.js';
+import { describe, expect, it } from 'vitest';
+import type { ReceivedMessage, TestMessage } from '../support/amqp.js';
+import { useBridgeFixture } from '../support/bridge-fixture.js';
+import { services } from '../support/services.js';
+import { sleep } from '../support/wait.js';
 
 const ID = '_AMQ_DUPL_ID';
 const POSSIBLE_DUP = 'x-bridge-possible-duplicate';
 
-let amqp: AmqpTestClient;
-const running: BridgeProcess[] = [];
-const queues: string[] = [];
-const prefixes: string[] = [];
-
-beforeAll(async () => {
-  amqp = await AmqpTestClient.connect();
-});
-
-afterEach(async () => {
-  await Promise.all(running.splice(0).map((p) => p.kill('SIGKILL')));
-});
-
-afterAll(async () => {
-  await amqp.deleteQueues(...queues);
-  const redis = new Redis(services.redisUrl);
-  for (const p of prefixes) {
-    const keys = await redis.keys(`${p}:*`);
-    if (keys.length > 0) await redis.del(...keys);
-  }
-  redis.disconnect();
-  await amqp.close();
-});
-
-async function newQueues(...names: string[]): Promise<string[]> {
-  const out = names.map((n) => uniqueName(n));
-  for (const q of out) {
-    await amqp.queue(q);
-    queues.push(q);
-  }
-  return out;
-}
-
-function start(yaml: string, bridges = 1): Promise<BridgeProcess> {
-  return BridgeProcess.started(writeConfig(yaml), bridges).then((p) => {
-    running.push(p);
-    return p;
-  });
-}
-
-function config(opts: Parameters<typeof bridgeConfig>[0]): { yaml: string; keyPrefix: string } {
-  const c = bridgeConfig(opts);
-  prefixes.push(c.keyPrefix);
-  return c;
-}
+const fx = useBridgeFixture();
+const { queues: newQueues, start, config } = fx;
 
 function numbered(n: number, from = 0, withId = true): TestMessage[] {
   return Array.from({ length: n }, (_, k) => {
@@ -101,12 +56,12 @@ describe('AMQP → AMQP bridge', () => {
         timestamp: 1_700_000_000 + i,
       },
     }));
-    await amqp.publish(src!, original);
-    await amqp.publish(src!, original.slice(0, 1000));
+    await fx.amqp.publish(src!, original);
+    await fx.amqp.publish(src!, original.slice(0, 1000));
 
-    await amqp.waitForCount(src!, (n) => n === 0);
-    expect(await amqp.settledCount(dst!)).toBe(5000);
-    const got = await amqp.drain(dst!);
+    await fx.amqp.waitForCount(src!, (n) => n === 0);
+    expect(await fx.amqp.settledCount(dst!)).toBe(5000);
+    const got = await fx.amqp.drain(dst!);
     expect(got).toHaveLength(5000);
     const ids = got.map(idOf);
     expect(new Set(ids).size).toBe(5000);
@@ -140,16 +95,16 @@ describe('AMQP → AMQP bridge', () => {
     const [src, dst] = await newQueues('src', 'dst');
     const { yaml } = config({ bridges: [{ sourceQueue: src!, target: `queue: "${dst}"`, extra: { prefetch: 200 } }], idCache: { 'reservation-lease': 3000 } });
     const total = 4000;
-    await amqp.publish(src!, numbered(total, 0, false));
+    await fx.amqp.publish(src!, numbered(total, 0, false));
     let bridge = await start(yaml);
-    await amqp.waitForCount(dst!, (n) => n >= 1000);
+    await fx.amqp.waitForCount(dst!, (n) => n >= 1000);
     await bridge.kill('SIGKILL');
-    const atKill = await amqp.count(dst!);
+    const atKill = await fx.amqp.count(dst!);
     expect(atKill).toBeLessThan(total);
     bridge = await start(yaml);
-    await amqp.waitForCount(src!, (n) => n === 0);
-    const delivered = await amqp.settledCount(dst!);
-    const got = await amqp.drain(dst!);
+    await fx.amqp.waitForCount(src!, (n) => n === 0);
+    const delivered = await fx.amqp.settledCount(dst!);
+    const got = await fx.amqp.drain(dst!);
     expect(got.length).toBe(delivered);
 
     const idsBySeq = new Map<number, Set<string>>();
@@ -181,10 +136,10 @@ describe('AMQP → AMQP bridge', () => {
     const { yaml } = config({ bridges: [{ sourceQueue: src!, target: `queue: "${dst}"` }] });
     await start(yaml);
     const same = Buffer.from('the very same bytes');
-    await amqp.publish(src!, Array.from({ length: 1000 }, () => ({ body: same })));
-    await amqp.waitForCount(src!, (n) => n === 0);
-    expect(await amqp.settledCount(dst!)).toBe(1000);
-    const got = await amqp.drain(dst!);
+    await fx.amqp.publish(src!, Array.from({ length: 1000 }, () => ({ body: same })));
+    await fx.amqp.waitForCount(src!, (n) => n === 0);
+    expect(await fx.amqp.settledCount(dst!)).toBe(1000);
+    const got = await fx.amqp.drain(dst!);
     expect(got.every((m) => m.body.equals(same))).toBe(true);
     expect(new Set(got.map(idOf)).size).toBe(1000);
   });
@@ -193,12 +148,12 @@ describe('AMQP → AMQP bridge', () => {
     const [src, dst] = await newQueues('src', 'dst');
     const { yaml } = config({ bridges: [{ sourceQueue: src!, target: `queue: "${dst}"`, extra: { prefetch: 1 } }], idCache: { 'id-cache-size': 10 } });
     await start(yaml);
-    await amqp.publish(src!, numbered(11));
-    await amqp.waitForCount(dst!, (n) => n === 11);
-    await amqp.publish(src!, [numbered(1, 0)[0]!, numbered(1, 10)[0]!]);
-    await amqp.waitForCount(src!, (n) => n === 0);
-    expect(await amqp.settledCount(dst!)).toBe(12);
-    const got = (await amqp.drain(dst!)).map(idOf);
+    await fx.amqp.publish(src!, numbered(11));
+    await fx.amqp.waitForCount(dst!, (n) => n === 11);
+    await fx.amqp.publish(src!, [numbered(1, 0)[0]!, numbered(1, 10)[0]!]);
+    await fx.amqp.waitForCount(src!, (n) => n === 0);
+    expect(await fx.amqp.settledCount(dst!)).toBe(12);
+    const got = (await fx.amqp.drain(dst!)).map(idOf);
     expect(got).toEqual([...Array.from({ length: 11 }, (_, i) => `id-${i}`), 'id-0']);
   });
 
@@ -209,13 +164,13 @@ describe('AMQP → AMQP bridge', () => {
     const [src, dst] = await newQueues('src', 'dst');
     const { yaml } = config({ bridges: [{ sourceQueue: src!, target: `queue: "${dst}"` }], idCache: { 'persist-id-cache': persist } });
     let bridge = await start(yaml);
-    await amqp.publish(src!, numbered(50));
-    await amqp.waitForCount(dst!, (n) => n === 50);
+    await fx.amqp.publish(src!, numbered(50));
+    await fx.amqp.waitForCount(dst!, (n) => n === 50);
     expect(await bridge.stop()).toBe(0);
     bridge = await start(yaml);
-    await amqp.publish(src!, numbered(50));
-    await amqp.waitForCount(src!, (n) => n === 0);
-    expect(await amqp.settledCount(dst!)).toBe(50 + expectedAgain);
+    await fx.amqp.publish(src!, numbered(50));
+    await fx.amqp.waitForCount(src!, (n) => n === 0);
+    expect(await fx.amqp.settledCount(dst!)).toBe(50 + expectedAgain);
     // Warned once at start, not once per layer that notices it.
     expect(bridge.count((l) => l.level === 40 && /in memory/.test(l.msg))).toBe(persist ? 0 : 1);
     // No log line binds a key twice (pino writes both; a JSON reader keeps one of them).
@@ -229,47 +184,40 @@ describe('AMQP → AMQP bridge', () => {
   it('two bridge processes on one source queue and one Redis forward each re-sent ID once', async () => {
     const [src, dst] = await newQueues('src', 'dst');
     const { yaml } = config({ bridges: [{ sourceQueue: src!, target: `queue: "${dst}"`, extra: { prefetch: 50 } }], idCache: { replicas: 2 } });
-    const file = writeConfig(yaml);
-    const a = BridgeProcess.started(file);
-    const b = BridgeProcess.started(file);
-    running.push(await a, await b);
+    await Promise.all([start(yaml), start(yaml)]);
     // Every ID three times, interleaved so both replicas see copies of the same ID at the same time.
     const msgs = numbered(2000);
-    await amqp.publish(src!, msgs.flatMap((m) => [m, m, m]));
-    await amqp.waitForCount(src!, (n) => n === 0);
-    expect(await amqp.settledCount(dst!)).toBe(2000);
-    const ids = (await amqp.drain(dst!)).map(idOf);
+    await fx.amqp.publish(src!, msgs.flatMap((m) => [m, m, m]));
+    await fx.amqp.waitForCount(src!, (n) => n === 0);
+    expect(await fx.amqp.settledCount(dst!)).toBe(2000);
+    const ids = (await fx.amqp.drain(dst!)).map(idOf);
     expect(new Set(ids).size).toBe(2000);
   });
 
   it('holds messages while Redis is unreachable, forwards nothing unchecked, and resumes by itself', async () => {
     const [src, dst] = await newQueues('src', 'dst');
-    const proxy = await TcpProxy.forUrl(services.redisUrl).start();
-    try {
-      const { yaml } = config({ bridges: [{ sourceQueue: src!, target: `queue: "${dst}"`, extra: { prefetch: 100 } }], redisUrl: proxy.rewrite(services.redisUrl) });
-      const bridge = await start(yaml);
-      await amqp.publish(src!, numbered(500));
-      await amqp.waitForCount(dst!, (n) => n === 500);
+    const proxy = await fx.proxy(services.redisUrl);
+    const { yaml } = config({ bridges: [{ sourceQueue: src!, target: `queue: "${dst}"`, extra: { prefetch: 100 } }], redisUrl: proxy.rewrite(services.redisUrl) });
+    const bridge = await start(yaml);
+    await fx.amqp.publish(src!, numbered(500));
+    await fx.amqp.waitForCount(dst!, (n) => n === 500);
 
-      proxy.cut();
-      // The same 500 IDs again, plus 500 new ones, while the cache is away.
-      await amqp.publish(src!, [...numbered(500), ...numbered(500, 500)]);
-      await bridge.waitForLog((l) => /cache unreachable/.test(l.msg), 30_000);
-      await new Promise((r) => setTimeout(r, 3000));
-      // Nothing was forwarded without a check: neither the re-sent IDs nor the new ones.
-      expect(await amqp.count(dst!)).toBe(500);
-      // Counts ready messages only: up to 100 (the prefetch window) are held unacked by the bridge.
-      expect(await amqp.count(src!)).toBeGreaterThanOrEqual(900);
+    proxy.cut();
+    // The same 500 IDs again, plus 500 new ones, while the cache is away.
+    await fx.amqp.publish(src!, [...numbered(500), ...numbered(500, 500)]);
+    await bridge.waitForLog((l) => /cache unreachable/.test(l.msg), 30_000);
+    await sleep(3000);
+    // Nothing was forwarded without a check: neither the re-sent IDs nor the new ones.
+    expect(await fx.amqp.count(dst!)).toBe(500);
+    // Counts ready messages only: up to 100 (the prefetch window) are held unacked by the bridge.
+    expect(await fx.amqp.count(src!)).toBeGreaterThanOrEqual(900);
 
-      proxy.resume();
-      await amqp.waitForCount(src!, (n) => n === 0, 60_000);
-      expect(await amqp.settledCount(dst!)).toBe(1000);
-      const ids = (await amqp.drain(dst!)).map(idOf);
-      expect(new Set(ids)).toEqual(new Set(Array.from({ length: 1000 }, (_, i) => `id-${i}`)));
-      expect(bridge.count((l) => /cache unreachable/.test(l.msg))).toBe(1);
-    } finally {
-      await proxy.stop();
-    }
+    proxy.resume();
+    await fx.amqp.waitForCount(src!, (n) => n === 0, 60_000);
+    expect(await fx.amqp.settledCount(dst!)).toBe(1000);
+    const ids = (await fx.amqp.drain(dst!)).map(idOf);
+    expect(new Set(ids)).toEqual(new Set(Array.from({ length: 1000 }, (_, i) => `id-${i}`)));
+    expect(bridge.count((l) => /cache unreachable/.test(l.msg))).toBe(1);
   });
 
   it.each([
@@ -281,11 +229,11 @@ describe('AMQP → AMQP bridge', () => {
       bridges: [{ sourceQueue: src!, target: target(src!), deadLetter: `connection: rabbit, queue: "${dlq}"`, extra: { 'max-delivery-attempts': 3 } }],
     });
     const bridge = await start(yaml);
-    await amqp.publish(src!, numbered(5));
-    await amqp.waitForCount(dlq!, (n) => n >= 5, 60_000);
-    expect(await amqp.settledCount(dlq!)).toBe(5);
-    expect(await amqp.count(src!)).toBe(0);
-    const dead = await amqp.drain(dlq!);
+    await fx.amqp.publish(src!, numbered(5));
+    await fx.amqp.waitForCount(dlq!, (n) => n >= 5, 60_000);
+    expect(await fx.amqp.settledCount(dlq!)).toBe(5);
+    expect(await fx.amqp.count(src!)).toBe(0);
+    const dead = await fx.amqp.drain(dlq!);
     expect(dead.map(idOf).sort()).toEqual(['id-0', 'id-1', 'id-2', 'id-3', 'id-4']);
     for (const m of dead) {
       expect(m.headers['x-bridge-dead-letter-reason']).toBe(reason);
@@ -301,16 +249,16 @@ describe('AMQP → AMQP bridge', () => {
     // loss-window 0: this fresh address's first contact (a new deployment, or a loss while no bridge ran, for all the
     // bridge can tell) would otherwise flag the redeliveries of the next 5 minutes; this test is about drains.
     const { yaml } = config({ bridges: [{ sourceQueue: src!, target: `queue: "${dst}"`, extra: { prefetch: 200 } }], idCache: { 'id-cache-size': 10000, 'loss-window': 0 } });
-    await amqp.publish(src!, numbered(3000));
+    await fx.amqp.publish(src!, numbered(3000));
     let bridge = await start(yaml);
-    await amqp.waitForCount(dst!, (n) => n >= 500);
+    await fx.amqp.waitForCount(dst!, (n) => n >= 500);
     expect(await bridge.stop()).toBe(0);
     expect(bridge.count((l) => /shutting down/.test(l.msg))).toBe(1);
-    expect(await amqp.count(dst!)).toBeLessThan(3000);
+    expect(await fx.amqp.count(dst!)).toBeLessThan(3000);
     bridge = await start(yaml);
-    await amqp.waitForCount(src!, (n) => n === 0);
-    expect(await amqp.settledCount(dst!)).toBe(3000);
-    const got = await amqp.drain(dst!);
+    await fx.amqp.waitForCount(src!, (n) => n === 0);
+    expect(await fx.amqp.settledCount(dst!)).toBe(3000);
+    const got = await fx.amqp.drain(dst!);
     expect(new Set(got.map(idOf)).size).toBe(3000);
     // Nothing was forwarded twice: a clean drain leaves no send of unknown outcome behind.
     expect(got.filter((m) => m.headers[POSSIBLE_DUP] === true)).toHaveLength(0);
@@ -323,11 +271,10 @@ describe('AMQP → AMQP bridge', () => {
     const url = new URL(services.amqpUrl);
     url.password = secret;
     const { yaml } = config({ bridges: [{ sourceQueue: src!, target: 'queue: nowhere' }], amqpUrl: url.toString() });
-    const bridge = BridgeProcess.start(writeConfig(yaml));
-    running.push(bridge);
+    const bridge = fx.spawn(yaml);
     // The AMQP failure itself (other warnings, e.g. about the test Redis's persistence, may come first).
     await bridge.waitForLog((l) => l.level >= 40 && JSON.stringify(l).includes(`${url.hostname}:${url.port}`), 30_000);
-    await new Promise((r) => setTimeout(r, 500));
+    await sleep(500);
     const everything = JSON.stringify(bridge.logs) + bridge.stderr.join('');
     // The failure is reported, and names the broker (host and port), just not the credentials.
     expect(everything).toContain(`${url.hostname}:${url.port}`);
@@ -339,11 +286,11 @@ describe('AMQP → AMQP bridge', () => {
     const [src] = await newQueues('src');
     const { yaml } = config({ bridges: [{ sourceQueue: src!, target: `exchange: "amq.direct", routing-key: "${src}-nobody"`, extra: { 'max-delivery-attempts': 2 } }] });
     const bridge = await start(yaml);
-    await amqp.publish(src!, numbered(3));
+    await fx.amqp.publish(src!, numbered(3));
     expect(await bridge.waitExit()).toBe(1);
     expect(bridge.count((l) => /no dead-letter destination is configured/.test(l.msg))).toBeGreaterThan(0);
     // Nothing was dropped: every message is back in the source queue.
-    expect(await amqp.waitForCount(src!, (n) => n === 3)).toBe(3);
+    expect(await fx.amqp.waitForCount(src!, (n) => n === 3)).toBe(3);
   });
 });
 
@@ -371,24 +318,22 @@ describe('AMQP → AMQP: byte-identical messages without IDs, two bridge process
     const [src, dst] = await newQueues(`identical-src-${n}`, `identical-dst-${n}`);
     // A short lease: the killed owners' stamps and reservations are taken over within seconds.
     const { yaml } = config({ bridges: [{ sourceQueue: src!, target: `queue: "${dst}"`, extra: { prefetch: 200 } }], idCache: { 'reservation-lease': 2000, replicas: 2 } });
-    const file = writeConfig(yaml);
     const same = Buffer.from(`the very same bytes, round ${n}`);
-    await amqp.publish(src!, Array.from({ length: MESSAGES }, () => ({ body: same })));
+    await fx.amqp.publish(src!, Array.from({ length: MESSAGES }, () => ({ body: same })));
 
-    const first = await Promise.all([BridgeProcess.started(file), BridgeProcess.started(file)]);
-    running.push(...first);
+    const first = await Promise.all([start(yaml), start(yaml)]);
     // Kill both while the stream flows: hundreds forwarded, hundreds in flight or still in the sockets.
-    await amqp.waitForCount(dst!, (c) => c >= MESSAGES / 3, 60_000);
+    await fx.amqp.waitForCount(dst!, (c) => c >= MESSAGES / 3, 60_000);
     await Promise.all(first.map((p) => p.kill('SIGKILL')));
     // Two fast processes can finish the whole stream within one poll of the queue depth (100 ms): then this round shows
     // nothing about a crash, and is played again.
-    if ((await amqp.count(dst!)) >= MESSAGES) return undefined;
+    if ((await fx.amqp.count(dst!)) >= MESSAGES) return undefined;
 
-    running.push(...(await Promise.all([BridgeProcess.started(file), BridgeProcess.started(file)])));
-    await amqp.waitForCount(src!, (c) => c === 0, 90_000);
-    await amqp.settledCount(dst!, 3000);
-    const got = await amqp.drain(dst!);
-    await Promise.all(running.splice(0).map((p) => p.stop()));
+    await Promise.all([start(yaml), start(yaml)]);
+    await fx.amqp.waitForCount(src!, (c) => c === 0, 90_000);
+    await fx.amqp.settledCount(dst!, 3000);
+    const got = await fx.amqp.drain(dst!);
+    await fx.stopAll();
     expect(got.every((m) => m.body.equals(same))).toBe(true);
 
     const byId = new Map<string, ReceivedMessage[]>();

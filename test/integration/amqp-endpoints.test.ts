@@ -1,6 +1,8 @@
 /**
- * The AMQP source and target against the real RabbitMQ at AMQP_URL. Every test uses its own queues and exchanges
- * and deletes them afterwards; assertions are about what the queues hold.
+ * The AMQP source and target against the real RabbitMQ at AMQP_URL. What every endpoint promises is
+ * test/support/endpoint-contract.ts, run here; this file keeps what is AMQP's own (property mapping, returns, broker
+ * closes, stable IDs, connect errors). Every test uses its own queues and exchanges and deletes them afterwards;
+ * assertions are about what the queues hold.
  */
 import { execFile } from 'node:child_process';
 import { promisify } from 'node:util';
@@ -14,21 +16,16 @@ import { AmqpTarget } from '../../src/endpoints/amqp/amqp-target.js';
 import { silentLogger } from '../../src/shared/log.js';
 import { ORIGINAL_USER_ID_HEADER } from '../../src/mapping/amqp-mapping.js';
 import { AmqpTestClient } from '../support/amqp.js';
+import { endpointContract } from '../support/endpoint-contract.js';
 import { services, uniqueName } from '../support/services.js';
 import { TcpProxy } from '../support/tcp-proxy.js';
+import { text } from '../support/text.js';
+import { sleep, until } from '../support/wait.js';
 
 const run = promisify(execFile);
 
 function connection(urls = [services.amqpUrl], connectTimeout = 5000): AmqpConnectionConfig {
   return { name: 'rabbit', type: 'amqp', urls, heartbeat: 10, connectTimeout };
-}
-
-async function waitFor(pred: () => boolean, what: string, timeoutMs = 20_000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!pred()) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 20));
-  }
 }
 
 /** Closes one connection from the broker side, found by its connection_name client property. */
@@ -50,7 +47,7 @@ async function closeFromBroker(connectionName: string): Promise<void> {
       c = list.find((x) => x.client_properties?.connection_name === connectionName);
       if (!c) {
         if (Date.now() > deadline) throw new Error(`connection '${connectionName}' not found in the management API`);
-        await new Promise((r) => setTimeout(r, 250));
+        await sleep(250);
       }
     }
     await fetch(new URL(`/api/connections/${encodeURIComponent(c.name)}`, base), {
@@ -126,6 +123,42 @@ afterAll(async () => {
   await client.close();
 });
 
+endpointContract('AMQP', () => ({
+  url: services.amqpUrl,
+  pipelined: 5000,
+  queue: async () => {
+    const q = queueName();
+    await client.queue(q);
+    return q;
+  },
+  source: (queue, o = {}) => {
+    const s = new AmqpSource(connection(o.url ? [o.url] : undefined), queue, o.prefetch ?? 100, silentLogger);
+    endpoints.push(s);
+    return s;
+  },
+  target: (queue, o = {}) => target({ queue }, o.confirmTimeout, connection(o.url ? [o.url] : undefined)),
+  publish: (queue, messages) => client.publish(queue, messages.map((m) => ({ body: Buffer.from(m.body), options: { headers: m.headers } }))),
+  take: async (queue, atLeast) => {
+    await client.waitForCount(queue, (n) => n >= atLeast, 20_000);
+    await client.settledCount(queue, 200);
+    return (await client.drain(queue)).map((m) => ({
+      body: m.body.toString(),
+      headers: Object.fromEntries(Object.entries(m.headers).map(([k, v]) => [k, text(v)])),
+    }));
+  },
+  // A headers exchange routes by a header of each message: `route: no` is unroutable, returned by the broker.
+  refusal: async () => {
+    const ex = uniqueName('amqp-ep-contract-hx');
+    exchanges.push(ex);
+    await client.ch.assertExchange(ex, 'headers', { durable: false });
+    const queue = queueName();
+    await client.queue(queue);
+    await client.ch.bindQueue(queue, ex, '', { 'x-match': 'all', route: 'yes' });
+    const route = (value: string) => (m: BridgeMessage): BridgeMessage => ({ ...m, headers: { ...m.headers, route: value } });
+    return { queue, target: target({ exchange: ex, routingKey: '' }), accepted: route('yes'), refused: route('no'), reason: 'unroutable' };
+  },
+}));
+
 describe('AMQP source → AMQP target', () => {
   it('forwards bodies, properties and headers byte for byte (NUL bytes, a 1 MiB body, nested tables)', async () => {
     const from = queueName();
@@ -174,7 +207,7 @@ describe('AMQP source → AMQP target', () => {
     const t = target({ queue: to });
     await t.open({ onLost: () => undefined });
     const { deliveries } = await consume(s);
-    await waitFor(() => deliveries.length === published.length, 'all deliveries');
+    await until('all deliveries', () => deliveries.length === published.length);
     for (const d of deliveries) {
       await t.send(d.message);
       s.ack(d);
@@ -290,27 +323,6 @@ describe('AMQP target outcomes', () => {
     expect(lost).toEqual([]);
   });
 
-  it('keeps 5,000 concurrent sends in order and confirms them all', async () => {
-    const q = queueName();
-    await client.queue(q);
-    const t = target({ queue: q });
-    await t.open({ onLost: () => undefined });
-    const n = 5000;
-    await Promise.all(Array.from({ length: n }, (_, i) => t.send(msg(String(i), { i }))));
-    const got = await client.drain(q);
-    expect(got).toHaveLength(n);
-    expect(got.every((m, i) => m.body.toString() === String(i))).toBe(true);
-  });
-
-  it('sendBatch resolves when every message is confirmed', async () => {
-    const q = queueName();
-    await client.queue(q);
-    const t = target({ queue: q });
-    await t.open({ onLost: () => undefined });
-    await t.sendBatch([msg('a'), msg('b'), msg('c')]);
-    expect((await client.drain(q)).map((m) => m.body.toString())).toEqual(['a', 'b', 'c']);
-  });
-
   it('fails unconfirmed sends with outcomeUnknown and fires onLost when the broker closes the connection', async () => {
     const q = queueName();
     await client.queue(q);
@@ -341,11 +353,11 @@ describe('AMQP target outcomes', () => {
       }
       await Promise.all(inFlight);
     })();
-    await waitFor(() => confirmed > 500, 'some confirmed sends');
+    await until('some confirmed sends', () => confirmed > 500);
     await closeFromBroker(t.connectionName);
     await sender;
 
-    await waitFor(() => lost.length > 0, 'onLost');
+    await until('onLost', () => lost.length > 0);
     expect(lost).toHaveLength(1);
     expect(lost[0]).toBeInstanceOf(TransientError);
     expect(lost[0]!.message).toContain('rabbit');
@@ -360,27 +372,6 @@ describe('AMQP target outcomes', () => {
     expect((late as TransientError).outcomeUnknown).toBe(false);
   });
 
-  it('treats a missing confirm within confirmTimeout as a broken connection', async () => {
-    const q = queueName();
-    await client.queue(q);
-    const proxy = await TcpProxy.forUrl(services.amqpUrl).start();
-    try {
-      const t = target({ queue: q }, 500, connection([proxy.rewrite(services.amqpUrl)]));
-      const lost: TransientError[] = [];
-      await t.open({ onLost: (e) => lost.push(e) });
-      await t.send(msg('before'));
-      proxy.stall();
-      const started = Date.now();
-      const err = await t.send(msg('stalled')).catch((e: unknown) => e);
-      expect(err).toBeInstanceOf(TransientError);
-      expect((err as TransientError).outcomeUnknown).toBe(true);
-      expect(Date.now() - started).toBeLessThan(5000);
-      expect(lost).toHaveLength(1);
-    } finally {
-      proxy.resume();
-      await proxy.stop();
-    }
-  });
 });
 
 describe('AMQP source', () => {
@@ -391,14 +382,14 @@ describe('AMQP source', () => {
 
     const first = source(q);
     const a = await consume(first);
-    await waitFor(() => a.deliveries.length === 2, 'first deliveries');
+    await until('first deliveries', () => a.deliveries.length === 2);
     expect(a.deliveries.map((d) => d.redelivered)).toEqual([false, false]);
     await first.close();
     expect(a.lost).toEqual([]);
 
     const second = source(q);
     const b = await consume(second);
-    await waitFor(() => b.deliveries.length === 2, 'redeliveries');
+    await until('redeliveries', () => b.deliveries.length === 2);
     expect(b.deliveries.map((d) => [d.message.body.toString(), d.redelivered, d.stableId])).toEqual([
       ['x', true, 'stable-1'],
       ['y', true, undefined],
@@ -414,7 +405,7 @@ describe('AMQP source', () => {
     );
     const s = source(q, 500);
     const { deliveries } = await consume(s);
-    await waitFor(() => deliveries.length === 300, 'deliveries');
+    await until('deliveries', () => deliveries.length === 300);
     for (const d of deliveries.slice(0, 200)) s.ack(d);
     // Acking twice is harmless (RabbitMQ would close the channel on an unknown delivery tag).
     s.ack(deliveries[0]!);
@@ -427,31 +418,15 @@ describe('AMQP source', () => {
     expect(await client.waitForCount(q, (n) => n === 100, 5000)).toBe(100);
   });
 
-  it('stopConsuming stops deliveries; in-flight ones can still be acked', async () => {
-    const q = queueName();
-    await client.queue(q);
-    const s = source(q, 10);
-    const { deliveries } = await consume(s);
-    await client.publish(q, [{ body: Buffer.from('1') }]);
-    await waitFor(() => deliveries.length === 1, 'a delivery');
-    await s.stopConsuming();
-    await client.publish(q, [{ body: Buffer.from('2') }]);
-    s.ack(deliveries[0]!);
-    await s.ackBarrier();
-    await new Promise((r) => setTimeout(r, 200));
-    expect(deliveries).toHaveLength(1);
-    expect(await client.count(q)).toBe(1);
-  });
-
   it('fires onLost when the broker closes its connection; unacked messages go back', async () => {
     const q = queueName();
     await client.queue(q);
     await client.publish(q, [{ body: Buffer.from('a') }, { body: Buffer.from('b') }]);
     const s = source(q);
     const { deliveries, lost } = await consume(s);
-    await waitFor(() => deliveries.length === 2, 'deliveries');
+    await until('deliveries', () => deliveries.length === 2);
     await closeFromBroker(s.connectionName);
-    await waitFor(() => lost.length > 0, 'onLost');
+    await until('onLost', () => lost.length > 0);
     expect(lost).toHaveLength(1);
     expect(lost[0]).toBeInstanceOf(TransientError);
     expect(lost[0]!.message).toMatch(/rabbit \(.*\) was closed by the broker/);

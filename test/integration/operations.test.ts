@@ -4,67 +4,32 @@
  * where the messages are (which queue, how many, which IDs), not only what the API says.
  */
 import { execFile } from 'node:child_process';
-import { readFileSync, writeFileSync } from 'node:fs';
-import { dirname, join, resolve } from 'node:path';
+import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
 import { promisify } from 'node:util';
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { Redis } from 'ioredis';
-import { AmqpTestClient, type ReceivedMessage, type TestMessage } from '../support/amqp.js';
-import { BridgeProcess, CLI, writeConfig } from '../support/bridge-process.js';
-import { bridgeConfig } from '../support/configs.js';
+import { describe, expect, it } from 'vitest';
+import type { ReceivedMessage, TestMessage } from '../support/amqp.js';
+import { CLI, type BridgeProcess } from '../support/bridge-process.js';
+import { useBridgeFixture } from '../support/bridge-fixture.js';
 import { parsePrometheusText } from '../support/prometheus-text.js';
 import { countOwnDeadLetters, publishStomp, type StompTestMessage } from '../support/stomp.js';
 import { services, uniqueName } from '../support/services.js';
 import { TcpProxy } from '../support/tcp-proxy.js';
+import { sleep, untilValue } from '../support/wait.js';
 
 const ID = '_AMQ_DUPL_ID';
 const run = promisify(execFile);
 
-let amqp: AmqpTestClient;
-const running: BridgeProcess[] = [];
-const proxies: TcpProxy[] = [];
-const queues: string[] = [];
-const prefixes: string[] = [];
+const fx = useBridgeFixture();
 
-beforeAll(async () => {
-  amqp = await AmqpTestClient.connect();
-});
-
-afterEach(async () => {
-  await Promise.all(running.splice(0).map((p) => p.kill('SIGKILL')));
-  await Promise.all(proxies.splice(0).map((p) => p.stop()));
-});
-
-afterAll(async () => {
-  await amqp.deleteQueues(...queues);
-  const redis = new Redis(services.redisUrl);
-  for (const p of prefixes) {
-    const keys = await redis.keys(`${p}:*`);
-    if (keys.length > 0) await redis.del(...keys);
-  }
-  redis.disconnect();
-  await amqp.close();
-});
-
-async function newQueues(...names: string[]): Promise<string[]> {
-  const out = names.map((n) => uniqueName(`ops-${n}`));
-  for (const q of out) {
-    await amqp.queue(q);
-    queues.push(q);
-  }
-  return out;
-}
-
-async function proxyTo(url: string): Promise<TcpProxy> {
-  const p = await TcpProxy.forUrl(url).start();
-  proxies.push(p);
-  return p;
+function newQueues(...names: string[]): Promise<string[]> {
+  return fx.queues(...names.map((n) => `ops-${n}`));
 }
 
 /** Starts the bridge and returns it with the base URL of its HTTP API (http-port 0: the port it logged). */
 async function start(yaml: string, bridges = 1): Promise<{ bridge: BridgeProcess; api: string }> {
-  const bridge = await BridgeProcess.started(writeConfig(yaml), bridges);
-  running.push(bridge);
+  const bridge = await fx.start(yaml, bridges);
   await bridge.waitForLog((l) => l.component === 'http' && typeof l.port === 'number', 10_000);
   const port = bridge.logs.find((l) => l.component === 'http' && typeof l.port === 'number')?.port as number;
   return { bridge, api: `http://127.0.0.1:${port}` };
@@ -100,23 +65,15 @@ async function http(url: string, init: RequestInit = {}): Promise<Reply> {
   return { status: res.status, body, text };
 }
 
-async function until<T>(what: string, get: () => Promise<T>, ok: (v: T) => boolean, timeoutMs = 20_000): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  let last = await get();
-  while (!ok(last)) {
-    if (Date.now() > deadline) throw new Error(`${what}: not reached within ${timeoutMs} ms; last: ${JSON.stringify(last)}`);
-    await new Promise((r) => setTimeout(r, 200));
-    last = await get();
-  }
-  return last;
-}
+/** Polling the HTTP API: a request per 200 ms. */
+const HTTP_POLL = { everyMs: 200 };
 
 describe('HTTP API: liveness, readiness, bridges, metrics', () => {
   it('is ready while flowing, 503 naming the cache within seconds of Redis going away, ready again after; live throughout; /metrics parses and counts', async () => {
     const [src, dst, dst2] = await newQueues('src', 'dst', 'dst2');
     const stompQueue = uniqueName('ops-stomp-src');
-    const redisProxy = await proxyTo(services.redisUrl);
-    const c = bridgeConfig({
+    const redisProxy = await fx.proxy(services.redisUrl);
+    const c = fx.config({
       bridges: [
         { name: 'amqp-in', sourceQueue: src!, target: `queue: "${dst}"`, extra: { prefetch: 50 } },
         { name: 'stomp-in', sourceConnection: 'activemq', sourceQueue: stompQueue, target: `queue: "${dst2}"`, extra: { prefetch: 50 } },
@@ -124,19 +81,18 @@ describe('HTTP API: liveness, readiness, bridges, metrics', () => {
       redisUrl: redisProxy.rewrite(services.redisUrl),
       top: { 'http-port': 0 },
     });
-    prefixes.push(c.keyPrefix);
     const { bridge, api } = await start(c.yaml, 2);
 
-    await amqp.publish(src!, numbered(200));
-    await amqp.waitForCount(src!, (n) => n === 0);
-    expect(await amqp.settledCount(dst!)).toBe(200);
+    await fx.amqp.publish(src!, numbered(200));
+    await fx.amqp.waitForCount(src!, (n) => n === 0);
+    expect(await fx.amqp.settledCount(dst!)).toBe(200);
 
-    const ready = await until('ready', () => http(`${api}/readyz`), (r) => r.status === 200);
+    const ready = await untilValue('ready', () => http(`${api}/readyz`), (r) => r.status === 200, HTTP_POLL);
     expect(ready.body).toMatchObject({ status: 'ready', reasons: [] });
     expect((await http(`${api}/livez`)).status).toBe(200);
 
     // Per-bridge status: counters, depth over AMQP (read every 5 s), none over STOMP.
-    const status = await until('depth read', () => http(`${api}/bridges/amqp-in`), (r) => typeof r.body.sourceDepth === 'number');
+    const status = await untilValue('depth read', () => http(`${api}/bridges/amqp-in`), (r) => typeof r.body.sourceDepth === 'number', HTTP_POLL);
     expect(status.body).toMatchObject({
       name: 'amqp-in',
       state: 'running',
@@ -189,26 +145,26 @@ describe('HTTP API: liveness, readiness, bridges, metrics', () => {
     const cutAt = Date.now();
     redisProxy.cut();
     // Each bridge probes the cache on its own timer (every 2 s): wait for the one under test, not the first to notice.
-    const down = await until(
+    const down = await untilValue(
       '503 with amqp-in cache-down',
       () => http(`${api}/readyz`),
       (r) => r.status === 503 && (r.body.bridges as Record<string, string> | undefined)?.['amqp-in'] === 'cache-down',
-      15_000,
+      { ...HTTP_POLL, timeoutMs: 15_000 },
     );
     expect(Date.now() - cutAt).toBeLessThan(10_000);
     expect((down.body.reasons as string[]).join(' ')).toMatch(/duplicate-ID cache \(Redis\) is unreachable/);
     expect(down.body.bridges).toMatchObject({ 'amqp-in': 'cache-down' });
     expect((await http(`${api}/livez`)).status).toBe(200);
     // Messages published meanwhile are held, not forwarded unchecked.
-    await amqp.publish(src!, numbered(20, 200));
-    await new Promise((r) => setTimeout(r, 2000));
-    expect(await amqp.count(dst!)).toBe(200);
+    await fx.amqp.publish(src!, numbered(20, 200));
+    await sleep(2000);
+    expect(await fx.amqp.count(dst!)).toBe(200);
     expect((await http(`${api}/livez`)).status).toBe(200);
 
     redisProxy.resume();
-    await until('ready again', () => http(`${api}/readyz`), (r) => r.status === 200, 30_000);
-    expect(await amqp.settledCount(dst!)).toBe(220);
-    expect(ids(await amqp.drain(dst!))).toEqual(range(220));
+    await untilValue('ready again', () => http(`${api}/readyz`), (r) => r.status === 200, { ...HTTP_POLL, timeoutMs: 30_000 });
+    expect(await fx.amqp.settledCount(dst!)).toBe(220);
+    expect(ids(await fx.amqp.drain(dst!))).toEqual(range(220));
     expect(bridge.count((l) => l.level >= 50)).toBe(0);
   });
 });
@@ -217,11 +173,10 @@ describe('admin endpoints: pause, resume, restart', () => {
   it('need the bearer token; pause holds messages in the source queue, resume drains it, restart starts a new session losing and doubling nothing; status follows', async () => {
     const [src, dst] = await newQueues('src', 'dst');
     const token = `t-${uniqueName('token')}`;
-    const c = bridgeConfig({
+    const c = fx.config({
       bridges: [{ name: 'ops', sourceQueue: src!, target: `queue: "${dst}"`, extra: { prefetch: 20 } }],
       top: { 'http-port': 0, 'admin-token': token },
     });
-    prefixes.push(c.keyPrefix);
     const { bridge, api } = await start(c.yaml);
     const auth = { authorization: `Bearer ${token}` };
 
@@ -236,12 +191,12 @@ describe('admin endpoints: pause, resume, restart', () => {
     const paused = await http(`${api}/bridges/ops/pause`, { method: 'POST', headers: auth });
     expect(paused.status).toBe(200);
     expect(paused.body).toMatchObject({ state: 'paused', paused: true });
-    await amqp.publish(src!, numbered(100));
-    await new Promise((r) => setTimeout(r, 3000));
-    expect(await amqp.count(src!)).toBe(100);
-    expect(await amqp.count(dst!)).toBe(0);
+    await fx.amqp.publish(src!, numbered(100));
+    await sleep(3000);
+    expect(await fx.amqp.count(src!)).toBe(100);
+    expect(await fx.amqp.count(dst!)).toBe(0);
     expect((await http(`${api}/readyz`)).status).toBe(200);
-    const pausedStatus = await until('depth 100', () => http(`${api}/bridges/ops`), (r) => r.body.sourceDepth === 100, 10_000);
+    const pausedStatus = await untilValue('depth 100', () => http(`${api}/bridges/ops`), (r) => r.body.sourceDepth === 100, { ...HTTP_POLL, timeoutMs: 10_000 });
     expect(pausedStatus.body).toMatchObject({ state: 'paused', inFlight: 0 });
 
     // status: a paused bridge is not running → exit 1; the table names it.
@@ -257,17 +212,17 @@ describe('admin endpoints: pause, resume, restart', () => {
     const resumed = await http(`${api}/bridges/ops/resume`, { method: 'POST', headers: auth });
     expect(resumed.status).toBe(200);
     expect(resumed.body).toMatchObject({ state: 'running', paused: false });
-    await amqp.waitForCount(src!, (n) => n === 0);
-    expect(await amqp.settledCount(dst!)).toBe(100);
+    await fx.amqp.waitForCount(src!, (n) => n === 0);
+    expect(await fx.amqp.settledCount(dst!)).toBe(100);
 
     // Restart mid-stream: a new session, nothing lost, nothing doubled.
-    await amqp.publish(src!, numbered(300, 100));
+    await fx.amqp.publish(src!, numbered(300, 100));
     const restarted = await http(`${api}/bridges/ops/restart`, { method: 'POST', headers: auth });
     expect(restarted.status).toBe(202);
     await bridge.waitForLog((l) => l.msg === 'bridge running', 20_000, 2);
-    await amqp.waitForCount(src!, (n) => n === 0);
-    expect(await amqp.settledCount(dst!)).toBe(400);
-    expect(ids(await amqp.drain(dst!))).toEqual(range(400));
+    await fx.amqp.waitForCount(src!, (n) => n === 0);
+    expect(await fx.amqp.settledCount(dst!)).toBe(400);
+    expect(ids(await fx.amqp.drain(dst!))).toEqual(range(400));
     const after = await http(`${api}/bridges/ops`);
     expect(after.body).toMatchObject({ state: 'running', counters: { forwarded: 400, sessions: 2, duplicatesDropped: 0 } });
 
@@ -283,27 +238,26 @@ describe('admin endpoints: pause, resume, restart', () => {
     const [dst] = await newQueues('dst');
     const src = uniqueName('ops-stomp-src');
     const token = `t-${uniqueName('token')}`;
-    const c = bridgeConfig({
+    const c = fx.config({
       bridges: [{ name: 'from-stomp', sourceConnection: 'activemq', sourceQueue: src, target: `queue: "${dst}"`, extra: { prefetch: 10 } }],
       top: { 'http-port': 0, 'admin-token': token },
     });
-    prefixes.push(c.keyPrefix);
     const { api } = await start(c.yaml);
     const auth = { authorization: `Bearer ${token}` };
     const stompMessages = (n: number, from: number): StompTestMessage[] =>
       Array.from({ length: n }, (_, k) => ({ body: `message ${from + k}`, headers: { [ID]: `id-${from + k}` } }));
 
     await publishStomp(src, stompMessages(20, 0));
-    expect(await amqp.settledCount(dst!)).toBe(20);
+    expect(await fx.amqp.settledCount(dst!)).toBe(20);
     expect((await http(`${api}/bridges/from-stomp/pause`, { method: 'POST', headers: auth })).body).toMatchObject({ state: 'paused' });
     await publishStomp(src, stompMessages(50, 20));
-    await new Promise((r) => setTimeout(r, 3000));
-    expect(await amqp.count(dst!)).toBe(20);
+    await sleep(3000);
+    expect(await fx.amqp.count(dst!)).toBe(20);
     const resumed = await http(`${api}/bridges/from-stomp/resume`, { method: 'POST', headers: auth });
     expect(resumed.status).toBe(200);
-    await until('running', () => http(`${api}/bridges/from-stomp`), (r) => r.body.state === 'running');
-    expect(await amqp.settledCount(dst!)).toBe(70);
-    expect(ids(await amqp.drain(dst!))).toEqual(range(70));
+    await untilValue('running', () => http(`${api}/bridges/from-stomp`), (r) => r.body.state === 'running', HTTP_POLL);
+    expect(await fx.amqp.settledCount(dst!)).toBe(70);
+    expect(ids(await fx.amqp.drain(dst!))).toEqual(range(70));
     expect(await countOwnDeadLetters([src])).toBe(0);
     const after = await http(`${api}/bridges/from-stomp`);
     expect(after.body).toMatchObject({ counters: { forwarded: 70, duplicatesDropped: 0, sessions: 2 } });
@@ -311,13 +265,10 @@ describe('admin endpoints: pause, resume, restart', () => {
 
   it('takes the token from ADMIN_TOKEN_FILE, and refuses to start when that file cannot be read', async () => {
     const [src, dst] = await newQueues('src', 'dst');
-    const c = bridgeConfig({ bridges: [{ name: 'filed', sourceQueue: src!, target: `queue: "${dst}"` }], top: { 'http-port': 0 } });
-    prefixes.push(c.keyPrefix);
-    const configFile = writeConfig(c.yaml);
-    const tokenFile = join(dirname(configFile), 'admin-token');
+    const c = fx.config({ bridges: [{ name: 'filed', sourceQueue: src!, target: `queue: "${dst}"` }], top: { 'http-port': 0 } });
+    const tokenFile = join(mkdtempSync(join(tmpdir(), 'broker-bridge-test-')), 'admin-token');
     writeFileSync(tokenFile, 'from-a-file\n');
-    const bridge = await BridgeProcess.started(configFile, 1, { ADMIN_TOKEN_FILE: tokenFile });
-    running.push(bridge);
+    const bridge = await fx.start(c.yaml, 1, { ADMIN_TOKEN_FILE: tokenFile });
     await bridge.waitForLog((l) => l.component === 'http' && l.admin === true, 10_000);
     const port = bridge.logs.find((l) => l.component === 'http' && typeof l.port === 'number')?.port as number;
     const api = `http://127.0.0.1:${port}`;
@@ -325,8 +276,7 @@ describe('admin endpoints: pause, resume, restart', () => {
     expect((await http(`${api}/bridges/filed/resume`, { method: 'POST', headers: { authorization: 'Bearer from-a-file' } })).body).toMatchObject({ state: 'running' });
     expect((await http(`${api}/bridges/nope/resume`, { method: 'POST', headers: { authorization: 'Bearer from-a-file' } })).status).toBe(404);
 
-    const missing = BridgeProcess.start(configFile, { ADMIN_TOKEN_FILE: `${tokenFile}.missing` });
-    running.push(missing);
+    const missing = fx.spawn(c.yaml, { ADMIN_TOKEN_FILE: `${tokenFile}.missing` });
     expect(await missing.waitExit()).toBe(2);
     expect(missing.stderr.join('')).toMatch(/not started: ADMIN_TOKEN_FILE \S+admin-token\.missing cannot be read: ENOENT/);
   });
@@ -347,8 +297,8 @@ describe('admin endpoints: pause, resume, restart', () => {
 describe('stall watchdog', () => {
   it('fires against a target that accepts TCP and never confirms, restarts the session, and the flow resumes when the target answers again', async () => {
     const [src, dst] = await newQueues('src', 'dst');
-    const targetProxy = await proxyTo(services.amqpUrl);
-    const c = bridgeConfig({
+    const targetProxy = await fx.proxy(services.amqpUrl);
+    const c = fx.config({
       bridges: [
         {
           name: 'stall',
@@ -359,17 +309,16 @@ describe('stall watchdog', () => {
       ],
       top: { 'http-port': 0 },
     });
-    prefixes.push(c.keyPrefix);
     // The target through the proxy on a connection of its own; the source straight to RabbitMQ.
     const yaml = c.yaml
       .replace('connections:\n', `connections:\n  via-proxy: { type: amqp, url: "${targetProxy.rewrite(services.amqpUrl)}", connect-timeout: 2000 }\n`)
       .replace(`target: { connection: rabbit, queue: "${dst}" }`, `target: { connection: via-proxy, queue: "${dst}" }`);
     expect(yaml).toContain('connection: via-proxy');
     const { bridge, api } = await start(yaml);
-    await until('ready', () => http(`${api}/readyz`), (r) => r.status === 200);
+    await untilValue('ready', () => http(`${api}/readyz`), (r) => r.status === 200, HTTP_POLL);
 
     targetProxy.stall();
-    await amqp.publish(src!, numbered(30));
+    await fx.amqp.publish(src!, numbered(30));
     await bridge.waitForLog((l) => l.level === 50 && /stalled/.test(l.msg), 15_000);
     const notReady = await http(`${api}/readyz`);
     expect(notReady.status).toBe(503);
@@ -380,15 +329,15 @@ describe('stall watchdog', () => {
     expect(status.body).toMatchObject({ state: 'stalled', counters: { stalls: 1 } });
     expect(String((status.body.lastError as { message: string }).message)).toMatch(/stalled: \d+ message\(s\) in flight/);
     // While the target still does not answer, the new session cannot open: no second stall, one error line.
-    await new Promise((r) => setTimeout(r, 4000));
+    await sleep(4000);
     expect(bridge.count((l) => l.level === 50 && /stalled/.test(l.msg))).toBe(1);
-    expect(await amqp.count(dst!)).toBe(0);
+    expect(await fx.amqp.count(dst!)).toBe(0);
 
     targetProxy.resume();
-    await until('ready again', () => http(`${api}/readyz`), (r) => r.status === 200, 30_000);
-    await amqp.waitForCount(src!, (n) => n === 0, 30_000);
-    expect(await amqp.settledCount(dst!)).toBe(30);
-    expect(ids(await amqp.drain(dst!))).toEqual(range(30));
+    await untilValue('ready again', () => http(`${api}/readyz`), (r) => r.status === 200, { ...HTTP_POLL, timeoutMs: 30_000 });
+    await fx.amqp.waitForCount(src!, (n) => n === 0, 30_000);
+    expect(await fx.amqp.settledCount(dst!)).toBe(30);
+    expect(ids(await fx.amqp.drain(dst!))).toEqual(range(30));
     expect((await http(`${api}/bridges/stall`)).body).toMatchObject({ state: 'running', counters: { forwarded: 30, stalls: 1 } });
   });
 });

@@ -13,6 +13,7 @@ import type { EpochReport } from '../../src/cache/epochs.js';
 import { TransientError } from '../../src/shared/errors.js';
 import { OwnRedis } from '../faults/own-redis.js';
 import { uniqueName } from '../support/services.js';
+import { sleep } from '../support/wait.js';
 
 // Ports of this file's own instances (the fault suite uses 6390/6391, the machine's Redis 6379).
 const BASE_PORT = Number(process.env.REDIS_DURABILITY_TEST_PORT ?? 6395);
@@ -170,7 +171,7 @@ describe('a cache that lost its data is noticed, and what it can no longer vouch
     for (let i = 0; i < 50 && result === undefined; i++) {
       result = await cache.reserve('orders', 'a', 't2').catch(async (e: unknown) => {
         expect(e).toBeInstanceOf(TransientError);
-        await new Promise((res) => setTimeout(res, 100));
+        await sleep(100);
         return undefined;
       });
     }
@@ -188,7 +189,7 @@ describe('a cache that lost its data is noticed, and what it can no longer vouch
     let result: unknown;
     for (let i = 0; i < 50 && result === undefined; i++) {
       result = await cache.reserve('orders', 'a', 't2').catch(async () => {
-        await new Promise((res) => setTimeout(res, 100));
+        await sleep(100);
         return undefined;
       });
     }

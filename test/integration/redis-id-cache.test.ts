@@ -10,8 +10,8 @@ import { TransientError } from '../../src/shared/errors.js';
 import { idCacheContract, LEASE, type CacheOptions } from '../support/id-cache-contract.js';
 import { services, uniqueName } from '../support/services.js';
 import { TcpProxy } from '../support/tcp-proxy.js';
+import { sleep } from '../support/wait.js';
 
-const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
 
 let admin: Redis | undefined;
 function adminClient(): Redis {

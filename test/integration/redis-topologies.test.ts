@@ -5,10 +5,11 @@
  * byte-identical — and asserts at the target: nothing lost, re-sent IDs dropped (where the cache kept them), and every
  * message that arrives under more than one ID has all its copies but one flagged as a possible duplicate.
  */
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { Cluster } from 'ioredis';
-import { AmqpTestClient, type ReceivedMessage, type TestMessage } from '../support/amqp.js';
-import { BridgeProcess, writeConfig } from '../support/bridge-process.js';
+import type { ReceivedMessage, TestMessage } from '../support/amqp.js';
+import { writeConfig, type BridgeProcess } from '../support/bridge-process.js';
+import { useBridgeFixture } from '../support/bridge-fixture.js';
 import { services, uniqueName } from '../support/services.js';
 import { addressKeys, epochKey, hashSlot } from '../../src/cache/keys.js';
 import { RedisIdCache } from '../../src/cache/redis-id-cache.js';
@@ -25,36 +26,14 @@ import {
   migrateSlot,
   restartNode,
 } from '../support/redis-topology.js';
+import { sleep } from '../support/wait.js';
 
 const ID = '_AMQ_DUPL_ID';
 const POSSIBLE_DUP = 'x-bridge-possible-duplicate';
 const IDENTICAL = 'the very same bytes';
 
-let amqp: AmqpTestClient;
-const running: BridgeProcess[] = [];
-const queues: string[] = [];
-
-beforeAll(async () => {
-  amqp = await AmqpTestClient.connect();
-});
-
-afterEach(async () => {
-  await Promise.all(running.splice(0).map((p) => p.kill('SIGKILL')));
-});
-
-afterAll(async () => {
-  await amqp.deleteQueues(...queues);
-  await amqp.close();
-});
-
-async function newQueues(...names: string[]): Promise<string[]> {
-  const out = names.map((n) => uniqueName(n));
-  for (const q of out) {
-    await amqp.queue(q);
-    queues.push(q);
-  }
-  return out;
-}
+const fx = useBridgeFixture();
+const { queues: newQueues } = fx;
 
 type Topology = { kind: 'cluster' } | { kind: 'sentinel' } | { kind: 'standalone'; url: string };
 
@@ -172,13 +151,6 @@ function expectPromiseKept(v: Verdict, identicalSent: number): void {
   expect(v.identical.unflaggedIds, 'IDs with an unflagged copy among the identical messages').toBeLessThanOrEqual(identicalSent);
 }
 
-function started(yaml: string, bridges: number): Promise<BridgeProcess> {
-  return BridgeProcess.started(writeConfig(yaml), bridges, {}).then((p) => {
-    running.push(p);
-    return p;
-  });
-}
-
 /** The master port and slot of the cache of each bridge's target address. */
 async function cacheHomes(yaml: string, keyPrefix: string): Promise<{ slot: number; master: number }[]> {
   const config = loadConfig(writeConfig(yaml), {});
@@ -231,15 +203,15 @@ describe('Redis Cluster', () => {
     expect(new Set(homes.map((h) => h.master)).size).toBeGreaterThanOrEqual(2);
 
     const sent = pairs.map(([src], i) => ({ src, messages: stream(`c${i}`, { withId: 150, withoutId: 100, identical: 30 }) }));
-    for (const s of sent) await amqp.publish(s.src, s.messages);
-    const procs = await Promise.all([started(finalYaml, 4), started(finalYaml, 4)]);
-    for (const [, dst] of pairs) await amqp.waitForCount(dst, (c) => c >= 280, 60_000);
+    for (const s of sent) await fx.amqp.publish(s.src, s.messages);
+    const procs = await Promise.all([fx.start(finalYaml, 4), fx.start(finalYaml, 4)]);
+    for (const [, dst] of pairs) await fx.amqp.waitForCount(dst, (c) => c >= 280, 60_000);
     // Re-send the first 50 IDs of each source: all dropped.
-    for (const s of sent) await amqp.publish(s.src, s.messages.filter((m) => hasId(m)).slice(0, 50));
-    for (const [src] of pairs) await amqp.waitForCount(src, (c) => c === 0, 60_000);
+    for (const s of sent) await fx.amqp.publish(s.src, s.messages.filter((m) => hasId(m)).slice(0, 50));
+    for (const [src] of pairs) await fx.amqp.waitForCount(src, (c) => c === 0, 60_000);
     for (const [i, [, dst]] of pairs.entries()) {
-      await amqp.settledCount(dst, 1500);
-      const got = await amqp.drain(dst);
+      await fx.amqp.settledCount(dst, 1500);
+      const got = await fx.amqp.drain(dst);
       const v = judge(sent[i]!.messages, got);
       expectPromiseKept(v, 30);
       expect(got, `bridge b${i}: exactly once`).toHaveLength(280);
@@ -267,18 +239,18 @@ describe('Redis Cluster', () => {
     const other = (await clusterNodes()).find((n) => n.role === 'master' && !n.failing && n.port !== home!.master);
     expect(other).toBeDefined();
     const messages = stream('m', { withId: 1500, withoutId: 500, identical: 100 });
-    await amqp.publish(src!, messages);
-    const p = await started(yaml, 1);
-    await amqp.waitForCount(dst!, (c) => c >= 500, 60_000);
+    await fx.amqp.publish(src!, messages);
+    const p = await fx.start(yaml, 1);
+    await fx.amqp.waitForCount(dst!, (c) => c >= 500, 60_000);
     const { keysMoved } = await migrateSlot(home!.slot, other!.port, { batch: 2 });
     expect(keysMoved).toBeGreaterThan(0);
-    await amqp.waitForCount(src!, (c) => c === 0, 90_000);
+    await fx.amqp.waitForCount(src!, (c) => c === 0, 90_000);
     // Re-sends of IDs forwarded before and after the migration: all dropped.
     const withIds = messages.filter((m) => hasId(m));
-    await amqp.publish(src!, [...withIds.slice(0, 100), ...withIds.slice(-100)]);
-    await amqp.waitForCount(src!, (c) => c === 0, 60_000);
-    await amqp.settledCount(dst!, 1500);
-    const got = await amqp.drain(dst!);
+    await fx.amqp.publish(src!, [...withIds.slice(0, 100), ...withIds.slice(-100)]);
+    await fx.amqp.waitForCount(src!, (c) => c === 0, 60_000);
+    await fx.amqp.settledCount(dst!, 1500);
+    const got = await fx.amqp.drain(dst!);
     const v = judge(messages, got);
     expectPromiseKept(v, 100);
     expect(v.sameIdUnflaggedExtra, 're-sent IDs that passed').toBe(0);
@@ -321,19 +293,19 @@ describe('Redis Sentinel', () => {
  */
 async function throughFailover(label: string, yaml: string, src: string, dst: string, failover: () => Promise<number>): Promise<void> {
   const messages = stream(label, { withId: 4000, withoutId: 2000, identical: 150 });
-  await amqp.publish(src, messages);
-  const first = await Promise.all([started(yaml, 1), started(yaml, 1)]);
-  await amqp.waitForCount(dst, (c) => c >= 800, 60_000);
+  await fx.amqp.publish(src, messages);
+  const first = await Promise.all([fx.start(yaml, 1), fx.start(yaml, 1)]);
+  await fx.amqp.waitForCount(dst, (c) => c >= 800, 60_000);
   const failingOver = failover();
-  await new Promise((r) => setTimeout(r, 500));
+  await sleep(500);
   await first[0].kill('SIGKILL');
   const promotionMs = await failingOver;
-  const atPromotion = await amqp.count(dst);
-  await amqp.waitForCount(dst, (c) => c >= Math.min(atPromotion + 50, messages.length), 10_000);
-  running.push(await started(yaml, 1));
-  await amqp.waitForCount(src, (c) => c === 0, 120_000);
-  await amqp.settledCount(dst, 2000);
-  const got = await amqp.drain(dst);
+  const atPromotion = await fx.amqp.count(dst);
+  await fx.amqp.waitForCount(dst, (c) => c >= Math.min(atPromotion + 50, messages.length), 10_000);
+  await fx.start(yaml, 1);
+  await fx.amqp.waitForCount(src, (c) => c === 0, 120_000);
+  await fx.amqp.settledCount(dst, 2000);
+  const got = await fx.amqp.drain(dst);
   const v = judge(messages, got);
   console.log(`${label} failover: promotion ${promotionMs} ms, ${got.length} copies of ${messages.length}, ${v.extraCopies} extra`);
   expectPromiseKept(v, 150);
@@ -365,21 +337,21 @@ describe('a standalone Redis that loses its data mid-stream', () => {
       const yaml = bridgesYaml({ kind: 'standalone', url: redis.url }, keyPrefix, [[src!, dst!]]);
       const yamlB = yaml.replace('log-level: info', `log-level: info\nmetrics-port: ${httpPort}`);
       const messages = stream(label, { withId: 2000, withoutId: 1000, identical: 150 });
-      await amqp.publish(src!, messages);
+      await fx.amqp.publish(src!, messages);
       const yamlA = yaml.replace(JSON.stringify(redis.url), JSON.stringify(proxy.rewrite(redis.url)));
-      const [a, b] = await Promise.all([started(yamlA, 1), started(yamlB, 1)]);
-      await amqp.waitForCount(dst!, (c) => c >= 800, 60_000);
+      const [a, b] = await Promise.all([fx.start(yamlA, 1), fx.start(yamlB, 1)]);
+      await fx.amqp.waitForCount(dst!, (c) => c >= 800, 60_000);
       await loseData(redis, { kill: () => a.kill('SIGKILL'), stall: () => proxy.stall() });
-      await started(yaml, 1);
-      const atLoss = await amqp.count(dst!);
-      await amqp.waitForCount(dst!, (c) => c >= Math.min(atLoss + 100, messages.length), 30_000);
+      await fx.start(yaml, 1);
+      const atLoss = await fx.amqp.count(dst!);
+      await fx.amqp.waitForCount(dst!, (c) => c >= Math.min(atLoss + 100, messages.length), 30_000);
       const health = (await (await fetch(`http://127.0.0.1:${httpPort}/health`)).json()) as { cache?: { losses: Record<string, number>; flagging: { address: string }[] } };
       const metrics = await (await fetch(`http://127.0.0.1:${httpPort}/metrics`)).text();
       await b.kill('SIGKILL');
-      await started(yaml, 1);
-      await amqp.waitForCount(src!, (c) => c === 0, 120_000);
-      await amqp.settledCount(dst!, 2000);
-      const got = await amqp.drain(dst!);
+      await fx.start(yaml, 1);
+      await fx.amqp.waitForCount(src!, (c) => c === 0, 120_000);
+      await fx.amqp.settledCount(dst!, 2000);
+      const got = await fx.amqp.drain(dst!);
       const v = judge(messages, got);
       console.log(`${label}: ${got.length} copies of ${messages.length}, ${v.extraCopies} extra, ${v.sameIdUnflaggedExtra} same-ID unflagged (re-sends after the loss), ${v.identical.ids} IDs for ${150} identical`);
       expectPromiseKept(v, 150);
@@ -402,7 +374,7 @@ describe('a standalone Redis that loses its data mid-stream', () => {
     await run('restart', async (r, a) => {
       // While Redis is away the bridges hold what they forwarded (commits fail closed); A dies holding it.
       await r.stop();
-      await new Promise((res) => setTimeout(res, 1500));
+      await sleep(1500);
       await a.kill();
       await r.start();
     });
@@ -414,7 +386,7 @@ describe('a standalone Redis that loses its data mid-stream', () => {
       // A's link to Redis stalls: what it forwarded meanwhile waits for its commit, unacknowledged. Then the data goes,
       // and A dies: its messages come back, redelivered to B, to a cache that forgot their stamps.
       a.stall();
-      await new Promise((res) => setTimeout(res, 1500));
+      await sleep(1500);
       const admin = new Redis(r.url);
       await admin.flushall();
       admin.disconnect();

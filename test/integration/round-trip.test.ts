@@ -4,14 +4,14 @@
  * of ActiveMQ sees from an AMQP → STOMP bridge (JmsPeek over OpenWire).
  */
 import { randomBytes } from 'node:crypto';
-import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { Redis } from 'ioredis';
+import { beforeAll, describe, expect, it } from 'vitest';
 import type { Options } from 'amqplib';
-import { AmqpTestClient, type ReceivedMessage } from '../support/amqp.js';
-import { BridgeProcess, writeConfig } from '../support/bridge-process.js';
-import { bridgeConfig, type ConfigOptions } from '../support/configs.js';
+import type { ReceivedMessage } from '../support/amqp.js';
+import type { BridgeProcess } from '../support/bridge-process.js';
+import { useBridgeFixture } from '../support/bridge-fixture.js';
+import type { ConfigOptions } from '../support/configs.js';
 import { jmsPeek, jmsPeekAvailability, type Availability, type JmsView } from '../support/jms-peek/jms-peek.js';
-import { services, uniqueName } from '../support/services.js';
+import { uniqueName } from '../support/services.js';
 import { publishStomp, readStomp } from '../support/stomp.js';
 import { text as asText } from '../support/text.js';
 
@@ -20,58 +20,22 @@ const POSSIBLE_DUP = 'x-bridge-possible-duplicate';
 /** The login of AMQP_URL: RabbitMQ accepts (and the bridge forwards) a `user-id` only when it equals it. */
 const AMQP_USER = decodeURIComponent(new URL(process.env.AMQP_URL ?? 'amqp://guest:guest@localhost').username || 'guest');
 
-let amqp: AmqpTestClient;
 let jms: Availability;
-const running: BridgeProcess[] = [];
-const rabbitQueues: string[] = [];
-const prefixes: string[] = [];
+const fx = useBridgeFixture();
 
 beforeAll(async () => {
   jms = await jmsPeekAvailability();
 });
 
-// A client per test: another suite on this machine may close RabbitMQ connections now and then.
-beforeEach(async () => {
-  amqp = await AmqpTestClient.connect();
-});
-
-afterEach(async () => {
-  await Promise.all(running.splice(0).map((p) => p.kill('SIGKILL')));
-  await amqp.close();
-});
-
-afterAll(async () => {
-  const client = await AmqpTestClient.connect();
-  await client.deleteQueues(...rabbitQueues);
-  await client.close();
-  const redis = new Redis(services.redisUrl);
-  for (const p of prefixes) {
-    const keys = await redis.keys(`${p}:*`);
-    if (keys.length > 0) await redis.del(...keys);
-  }
-  redis.disconnect();
-});
-
-async function rabbitQueue(prefix: string): Promise<string> {
-  const q = uniqueName(prefix);
-  await amqp.queue(q);
-  rabbitQueues.push(q);
-  return q;
-}
-
-async function start(opts: ConfigOptions, bridges: number): Promise<BridgeProcess> {
-  const c = bridgeConfig(opts);
-  prefixes.push(c.keyPrefix);
-  const p = await BridgeProcess.started(writeConfig(c.yaml), bridges);
-  running.push(p);
-  return p;
+function start(opts: ConfigOptions, bridges: number): Promise<BridgeProcess> {
+  return fx.start(fx.config(opts).yaml, bridges);
 }
 
 /** Every message in a RabbitMQ queue once `n` arrived, keyed by the `case` header each test message carries. */
 async function receive(queue: string, n: number): Promise<Map<string, ReceivedMessage>> {
-  await amqp.waitForCount(queue, (c) => c >= n, 60_000);
-  expect(await amqp.settledCount(queue, 1000)).toBe(n);
-  const got = await amqp.drain(queue);
+  await fx.amqp.waitForCount(queue, (c) => c >= n, 60_000);
+  expect(await fx.amqp.settledCount(queue, 1000)).toBe(n);
+  const got = await fx.amqp.drain(queue);
   return new Map(got.map((m) => [String(m.headers.case), m]));
 }
 
@@ -83,8 +47,8 @@ const TIMESTAMP_S = 1_700_000_123;
 
 describe('round trip AMQP → STOMP → AMQP (two bridges)', () => {
   it('keeps every mapped property and header as documented, and bodies byte for byte', { timeout: 120_000 }, async () => {
-    const q1 = await rabbitQueue('rt-in');
-    const q2 = await rabbitQueue('rt-out');
+    const q1 = await fx.queue('rt-in');
+    const q2 = await fx.queue('rt-out');
     const qx = uniqueName('rt-mid');
     await start(
       {
@@ -146,7 +110,7 @@ describe('round trip AMQP → STOMP → AMQP (two bridges)', () => {
       // Text-typed, but with a NUL byte (so it must travel as bytes); an AMQP priority above JMS's 9.
       { body: textWithNul, options: { contentType: 'text/plain', priority: 200, persistent: true, headers: { case: 'text-nul' } } },
     ];
-    await amqp.publish(q1, messages.map((m) => ({ body: m.body, options: m.options })));
+    await fx.amqp.publish(q1, messages.map((m) => ({ body: m.body, options: m.options })));
     // A message that enters at the STOMP side with a user-id RabbitMQ would refuse as the property.
     await publishStomp(qx, [{ body: 'from stomp', headers: { 'amqp-user-id': 'alice', case: 'foreign-user' } }]);
     const got = await receive(q2, messages.length + 1);
@@ -243,14 +207,14 @@ describe('round trip AMQP → STOMP → AMQP (two bridges)', () => {
 describe('JMS view of an AMQP → STOMP bridge (JmsPeek over OpenWire)', () => {
   it('text/plain UTF-8 is a TextMessage; octet-stream and text with NUL are BytesMessages; _AMQ_DUPL_ID is a string property', { timeout: 120_000 }, async (ctx) => {
     if (!jms.ok) ctx.skip(`JmsPeek cannot run here: ${jms.reason}`);
-    const q3 = await rabbitQueue('jms-in');
+    const q3 = await fx.queue('jms-in');
     const qj = uniqueName('jms-out');
     await start({ bridges: [{ name: 'to-jms', sourceQueue: q3, targetConnection: 'activemq', target: `queue: "${qj}"` }] }, 1);
 
     const bytes = Buffer.concat([Buffer.from([0, 1, 2, 0, 0xff]), randomBytes(256)]);
     const nulText = Buffer.from('text\u0000with NUL ✓');
     const sentAt = Date.now();
-    await amqp.publish(q3, [
+    await fx.amqp.publish(q3, [
       {
         body: Buffer.from(UTF8_TEXT),
         options: {
@@ -268,7 +232,7 @@ describe('JMS view of an AMQP → STOMP bridge (JmsPeek over OpenWire)', () => {
       { body: bytes, options: { contentType: 'application/octet-stream', persistent: false, headers: { [ID]: 'jms-bytes' } } },
       { body: nulText, options: { contentType: 'text/plain; charset=utf-8', headers: { [ID]: 'jms-nul' } } },
     ]);
-    await amqp.waitForCount(q3, (n) => n === 0, 30_000);
+    await fx.amqp.waitForCount(q3, (n) => n === 0, 30_000);
 
     const seen = await jmsPeek(qj, 3, { brokerUrl: jms.brokerUrl, idleMs: 15_000 });
     expect(seen).toHaveLength(3);
@@ -308,11 +272,11 @@ describe('JMS view of an AMQP → STOMP bridge (JmsPeek over OpenWire)', () => {
   // getText() throws UTFDataFormatException for any character outside the BMP. The README promises "the same text".
   it('a text/plain UTF-8 body with 4-byte characters (emoji) reaches a JMS consumer with the same text', { timeout: 60_000 }, async (ctx) => {
     if (!jms.ok) ctx.skip(`JmsPeek cannot run here: ${jms.reason}`);
-    const q = await rabbitQueue('jms-astral-in');
+    const q = await fx.queue('jms-astral-in');
     const qj = uniqueName('jms-astral-out');
     await start({ bridges: [{ name: 'to-jms', sourceQueue: q, targetConnection: 'activemq', target: `queue: "${qj}"` }] }, 1);
-    await amqp.publish(q, [{ body: Buffer.from(UTF8_ASTRAL), options: { contentType: 'text/plain; charset=utf-8', headers: { [ID]: 'jms-astral' } } }]);
-    await amqp.waitForCount(q, (n) => n === 0, 30_000);
+    await fx.amqp.publish(q, [{ body: Buffer.from(UTF8_ASTRAL), options: { contentType: 'text/plain; charset=utf-8', headers: { [ID]: 'jms-astral' } } }]);
+    await fx.amqp.waitForCount(q, (n) => n === 0, 30_000);
     const [view] = await jmsPeek(qj, 1, { idleMs: 15_000 });
     // Readable by JMS either as the same text or, sent as binary, as the same bytes.
     expect(view?.error).toBeUndefined();

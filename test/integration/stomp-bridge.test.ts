@@ -13,50 +13,26 @@ import { existsSync } from 'node:fs';
 import net from 'node:net';
 import { resolve } from 'node:path';
 import { promisify } from 'node:util';
-import { afterAll, afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { Redis } from 'ioredis';
-import { AmqpTestClient, type ReceivedMessage, type TestMessage } from '../support/amqp.js';
-import { BridgeProcess, writeConfig, type LogLine } from '../support/bridge-process.js';
-import { bridgeConfig, type ConfigOptions } from '../support/configs.js';
-import { services, uniqueName } from '../support/services.js';
+import { describe, expect, it } from 'vitest';
+import type { ReceivedMessage, TestMessage } from '../support/amqp.js';
+import type { LogLine } from '../support/bridge-process.js';
+import { useBridgeFixture } from '../support/bridge-fixture.js';
+import type { ConfigOptions } from '../support/configs.js';
+import { services } from '../support/services.js';
 import { countOwnDeadLetters, publishStomp, readStomp, type ReceivedStompMessage, type StompTestMessage } from '../support/stomp.js';
 import { ACTIVEMQ_PEER, RABBITMQ_STOMP_PEER, STOMP_PEERS, type StompPeer } from '../support/stomp-peers.js';
 import { TcpProxy } from '../support/tcp-proxy.js';
 import { text } from '../support/text.js';
 import { RabbitAdmin } from '../faults/rabbit-admin.js';
+import { sleep } from '../support/wait.js';
 
 const ID = '_AMQ_DUPL_ID';
 const POSSIBLE_DUP = 'x-bridge-possible-duplicate';
 const ACTIVEMQ_SCRIPT = resolve(import.meta.dirname, '../../scripts/activemq.sh');
 
-let amqp: AmqpTestClient;
 const t0 = Date.now();
 const mark = (what: string) => process.env.BRIDGE_TEST_TIMING && console.log(`[${((Date.now() - t0) / 1000).toFixed(1)} s] ${what}`);
-const running: BridgeProcess[] = [];
-const rabbitQueues: string[] = [];
-const prefixes: string[] = [];
-
-// A client per test: another suite on this machine may close RabbitMQ connections now and then.
-beforeEach(async () => {
-  amqp = await AmqpTestClient.connect();
-});
-
-afterEach(async () => {
-  await Promise.all(running.splice(0).map((p) => p.kill('SIGKILL')));
-  await amqp.close();
-});
-
-afterAll(async () => {
-  amqp = await AmqpTestClient.connect();
-  await amqp.deleteQueues(...rabbitQueues);
-  const redis = new Redis(services.redisUrl);
-  for (const p of prefixes) {
-    const keys = await redis.keys(`${p}:*`);
-    if (keys.length > 0) await redis.del(...keys);
-  }
-  redis.disconnect();
-  await amqp.close();
-});
+const fx = useBridgeFixture();
 
 // ---- helpers ----
 
@@ -67,32 +43,14 @@ function peerOf(side: Exclude<Side, 'rabbit'>): StompPeer {
   return side === 'activemq' ? ACTIVEMQ_PEER : RABBITMQ_STOMP_PEER;
 }
 
-/**
- * A unique queue name; RabbitMQ queues (over AMQP or its STOMP plugin) are declared (and deleted after the file),
- * ActiveMQ ones exist on first use.
- */
-async function newQueue(side: Side, prefix: string): Promise<string> {
-  const q = uniqueName(prefix);
-  if (side !== 'activemq') {
-    await amqp.queue(q);
-    rabbitQueues.push(q);
-  }
-  return q;
-}
-
 /** bridges.yaml for the tests; `stompConnection` adds keys to the STOMP connection (e.g. a short connect-timeout). */
 function config(opts: ConfigOptions, stompConnection = ''): string {
-  const c = bridgeConfig(opts);
-  prefixes.push(c.keyPrefix);
+  const c = fx.config(opts);
   if (!stompConnection) return c.yaml;
   return c.yaml.replace(/(activemq: \{ type: stomp, url: "[^"]*")/, `$1, ${stompConnection}`);
 }
 
-async function start(yaml: string, bridges = 1): Promise<BridgeProcess> {
-  const p = await BridgeProcess.started(writeConfig(yaml), bridges);
-  running.push(p);
-  return p;
-}
+const { start } = fx;
 
 const isDrop = (l: LogLine) => l.msg.startsWith('duplicate dropped');
 const body = (i: number) => `message ${i} ${'x'.repeat(64)}`;
@@ -124,7 +82,7 @@ function fromAmqp(m: ReceivedMessage): Arrived {
 async function publish(side: Side, queue: string, items: { seq: number; id?: string }[]): Promise<void> {
   if (side === 'rabbit') {
     const msgs: TestMessage[] = items.map(({ seq, id }) => ({ body: Buffer.from(body(seq)), options: { headers: id === undefined ? { seq } : { [ID]: id } } }));
-    await amqp.publish(queue, msgs);
+    await fx.amqp.publish(queue, msgs);
   } else {
     const msgs: StompTestMessage[] = items.map(({ seq, id }): StompTestMessage => ({
       body: body(seq),
@@ -137,9 +95,9 @@ async function publish(side: Side, queue: string, items: { seq: number; id?: str
 /** Everything in the target queue, once the bridge has gone quiet (at least `atLeast` messages). */
 async function readTarget(side: Side, queue: string, atLeast: number, timeoutMs = 90_000): Promise<Arrived[]> {
   if (side === 'rabbit') {
-    await amqp.waitForCount(queue, (n) => n >= atLeast, timeoutMs).catch(() => undefined);
-    await amqp.settledCount(queue, 1500, timeoutMs);
-    return (await amqp.drain(queue)).map(fromAmqp);
+    await fx.amqp.waitForCount(queue, (n) => n >= atLeast, timeoutMs).catch(() => undefined);
+    await fx.amqp.settledCount(queue, 1500, timeoutMs);
+    return (await fx.amqp.drain(queue)).map(fromAmqp);
   }
   return (await readStomp(queue, { url: peerOf(side).url, atLeast, quietMs: 1500, timeoutMs })).map(fromStomp);
 }
@@ -254,8 +212,8 @@ class CommitTrap {
 
 /** The 2,000 distinct + 500 re-sent IDs test, for any pair of sides. */
 async function forwardsOnceAndDropsResent(from: Side, to: Side): Promise<void> {
-  const src = await newQueue(from, 'src');
-  const dst = await newQueue(to, 'dst');
+  const src = await fx.queue('src', from);
+  const dst = await fx.queue('dst', to);
   // The cache must hold every ID for the re-sends to be recognised (the default 2000 would evict id-0.. first).
   const yaml = config({
     bridges: [{ sourceConnection: from, sourceQueue: src, targetConnection: to, target: `queue: "${dst}"`, extra: { prefetch: 500 } }],
@@ -298,8 +256,8 @@ describe.each(STOMP_PEERS)('STOMP peer $name', (peer) => {
     `STOMP source: ${peer.stableMessageId ? "takes IDs from the broker's message-id" : 'stamps IDs by fingerprint (its message-id is per delivery)'} and keeps them across a SIGKILL mid-stream: nothing lost, nothing under two IDs unflagged, in flight bounded by the prefetch`,
     { timeout: 150_000 },
     async () => {
-      const src = await newQueue(stomp, 'src');
-      const dst = await newQueue('rabbit', 'dst');
+      const src = await fx.queue('src', stomp);
+      const dst = await fx.queue('dst', 'rabbit');
       const prefetch = 200;
       // The AMQP target goes through a proxy: stalled for a while, the bridge holds a full window of unacked messages.
       const proxy = await TcpProxy.forUrl(services.amqpUrl).start();
@@ -310,7 +268,7 @@ describe.each(STOMP_PEERS)('STOMP peer $name', (peer) => {
         while (sampling) {
           const c = await admin?.queueCounts('/', src).catch(() => undefined);
           if (c) maxUnacked = Math.max(maxUnacked, c.unacknowledged);
-          await new Promise((r) => setTimeout(r, 250));
+          await sleep(250);
         }
       })();
       try {
@@ -330,7 +288,7 @@ describe.each(STOMP_PEERS)('STOMP peer $name', (peer) => {
         const total = 4000;
         await publish(stomp, src, Array.from({ length: total }, (_, i) => ({ seq: i })));
         let bridge = await start(yaml);
-        await amqp.waitForCount(dst, (n) => n >= 1000, 60_000);
+        await fx.amqp.waitForCount(dst, (n) => n >= 1000, 60_000);
         // Mid-stream: the target stops answering, so the bridge's window fills up and stays full.
         proxy.stall();
         if (admin) {
@@ -338,19 +296,19 @@ describe.each(STOMP_PEERS)('STOMP peer $name', (peer) => {
           const deadline = Date.now() + 20_000;
           let c = await admin.queueCounts('/', src);
           while (Date.now() < deadline && (c?.unacknowledged ?? 0) < prefetch) {
-            await new Promise((r) => setTimeout(r, 250));
+            await sleep(250);
             c = await admin.queueCounts('/', src);
           }
           mark(`stalled: ${c?.unacknowledged} unacked, ${c?.ready} ready at the source`);
           // Exactly a full window: the peer's prefetch header was understood, and nothing beyond it is held.
           expect(c?.unacknowledged).toBe(prefetch);
         } else {
-          await new Promise((r) => setTimeout(r, 1000));
+          await sleep(1000);
         }
         await bridge.kill('SIGKILL');
         proxy.cut();
         proxy.resume();
-        const atKill = await amqp.count(dst);
+        const atKill = await fx.amqp.count(dst);
         expect(atKill).toBeLessThan(total);
 
         bridge = await start(yaml);
@@ -371,8 +329,8 @@ describe.each(STOMP_PEERS)('STOMP peer $name', (peer) => {
   );
 
   it('STOMP target: AMQP → STOMP with a SIGKILL mid-stream loses nothing; every extra copy is flagged', { timeout: 150_000 }, async () => {
-    const src = await newQueue('rabbit', 'src');
-    const dst = await newQueue(stomp, 'dst');
+    const src = await fx.queue('src', 'rabbit');
+    const dst = await fx.queue('dst', stomp);
     const yaml = config({
       bridges: [{ sourceQueue: src, targetConnection: stomp, target: `queue: "${dst}"`, extra: { prefetch: 200, 'retry-interval': 500, 'max-retry-interval': 500 } }],
       idCache: { 'reservation-lease': 3000 },
@@ -381,11 +339,11 @@ describe.each(STOMP_PEERS)('STOMP peer $name', (peer) => {
     // No duplicate-ID header: the bridge stamps IDs (and must keep them across the redeliveries the kill causes).
     await publish('rabbit', src, Array.from({ length: total }, (_, i) => ({ seq: i })));
     let bridge = await start(yaml);
-    await amqp.waitForCount(src, (n) => n <= total - 1000, 60_000);
+    await fx.amqp.waitForCount(src, (n) => n <= total - 1000, 60_000);
     await bridge.kill('SIGKILL');
-    expect(await amqp.count(src)).toBeGreaterThan(0);
+    expect(await fx.amqp.count(src)).toBeGreaterThan(0);
     bridge = await start(yaml);
-    await amqp.waitForCount(src, (n) => n === 0, 90_000);
+    await fx.amqp.waitForCount(src, (n) => n === 0, 90_000);
     const got = await readTarget(stomp, dst, total);
     const { extraCopies, flagged } = expectDeliveryPromise(got, total);
     mark(`${peer.name} target SIGKILL: ${extraCopies} extra copies, ${flagged} flagged`);
@@ -394,8 +352,8 @@ describe.each(STOMP_PEERS)('STOMP peer $name', (peer) => {
   });
 
   it('transactional batches (max-batch-size 50): re-sent IDs inside and across batches are dropped; exactly the distinct messages arrive', { timeout: 120_000 }, async () => {
-    const src = await newQueue('rabbit', 'src');
-    const dst = await newQueue(stomp, 'dst');
+    const src = await fx.queue('src', 'rabbit');
+    const dst = await fx.queue('dst', stomp);
     const yaml = config({
       bridges: [{ sourceQueue: src, targetConnection: stomp, target: `queue: "${dst}"`, extra: { prefetch: 500, 'max-batch-size': 50, 'max-batch-time': 50 } }],
       idCache: { 'id-cache-size': 10_000 },
@@ -414,7 +372,7 @@ describe.each(STOMP_PEERS)('STOMP peer $name', (peer) => {
     await publish('rabbit', src, items);
 
     await bridge.waitForLog(isDrop, 90_000, resent);
-    await amqp.waitForCount(src, (n) => n === 0, 30_000);
+    await fx.amqp.waitForCount(src, (n) => n === 0, 30_000);
     const got = await readTarget(stomp, dst, total);
     expect(got).toHaveLength(total);
     expect(new Set(got.map((m) => m.id)).size).toBe(total);
@@ -441,8 +399,8 @@ const managedBroker =
 
 describe.runIf(managedBroker)('STOMP target (ActiveMQ restarts: scripts/activemq.sh)', () => {
   it('reconnects by itself when ActiveMQ restarts mid-stream: nothing lost, extra copies flagged', { timeout: 180_000 }, async () => {
-    const src = await newQueue('rabbit', 'src');
-    const dst = await newQueue('activemq', 'dst');
+    const src = await fx.queue('src', 'rabbit');
+    const dst = await fx.queue('dst', 'activemq');
     const yaml = config({
       bridges: [{ sourceQueue: src, targetConnection: 'activemq', target: `queue: "${dst}"`, extra: { prefetch: 500, 'retry-interval': 500, 'max-retry-interval': 1000 } }],
       // Now and then reservations of the session that died are not given back (a bridge bug, not yet fixed): their
@@ -453,7 +411,7 @@ describe.runIf(managedBroker)('STOMP target (ActiveMQ restarts: scripts/activemq
     // No duplicate-ID header: the bridge stamps IDs (and must keep them across the redeliveries the restart causes).
     await publish('rabbit', src, Array.from({ length: total }, (_, i) => ({ seq: i })));
     const bridge = await start(yaml);
-    await amqp.waitForCount(src, (n) => n <= total - 1500, 60_000);
+    await fx.amqp.waitForCount(src, (n) => n <= total - 1500, 60_000);
     mark('restart');
     await activemq('restart');
     mark('restarted');
@@ -461,7 +419,7 @@ describe.runIf(managedBroker)('STOMP target (ActiveMQ restarts: scripts/activemq
     // The same process connects again, without help.
     await bridge.waitForLog((l) => l.msg === 'bridge running', 60_000, 2);
     mark('reconnected');
-    await amqp.waitForCount(src, (n) => n === 0, 90_000);
+    await fx.amqp.waitForCount(src, (n) => n === 0, 90_000);
     mark('source empty');
     const got = await readTarget('activemq', dst, total);
     mark('read');
@@ -476,8 +434,8 @@ describe('ActiveMQ: transactional batches (max-batch-size 50, max-batch-time 50)
   const batching = { 'max-batch-size': 50, 'max-batch-time': 50 };
 
   it('a batch whose COMMIT fails acks nothing of it; after the target is back every message arrives, extra copies flagged', { timeout: 150_000 }, async () => {
-    const src = await newQueue('rabbit', 'src');
-    const dst = await newQueue('activemq', 'dst');
+    const src = await fx.queue('src', 'rabbit');
+    const dst = await fx.queue('dst', 'activemq');
     const proxy = await TcpProxy.forUrl(services.stompUrl).start();
     // bridge → trap → proxy → ActiveMQ: the trap stalls the proxy just before the 11th COMMIT reaches it.
     const trap = await new CommitTrap(proxy, 10).start();
@@ -512,7 +470,7 @@ describe('ActiveMQ: transactional batches (max-batch-size 50, max-batch-time 50)
       // The session is over and the target cannot be reached: the source is closed, every unacked message is back
       // in the queue. What the target holds is exactly what was committed.
       const committed = await readTarget('activemq', dst, 0);
-      const ready = await amqp.settledCount(src, 1000, 30_000);
+      const ready = await fx.amqp.settledCount(src, 1000, 30_000);
       mark(`stalled at ${failed.transaction} (${failed.ids.length} messages): "${lost.msg}"; ${committed.length} committed at the target, ${ready} back in the source`);
       // Nothing of the failed batch is visible at the target…
       const committedIds = new Set(committed.map((m) => m.id));
@@ -525,7 +483,7 @@ describe('ActiveMQ: transactional batches (max-batch-size 50, max-batch-time 50)
       expect(committedIds.size).toBe(committed.length);
 
       proxy.resume();
-      await amqp.waitForCount(src, (n) => n === 0, 90_000);
+      await fx.amqp.waitForCount(src, (n) => n === 0, 90_000);
       const rest = await readTarget('activemq', dst, total - committed.length);
       const all = [...committed, ...rest];
       const { extraCopies, flagged } = expectDeliveryPromise(all, total);

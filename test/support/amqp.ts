@@ -4,6 +4,7 @@
  */
 import amqp, { type ChannelModel, type ConfirmChannel, type GetMessage, type Options } from 'amqplib';
 import { services } from './services.js';
+import { sleep } from './wait.js';
 
 export interface TestMessage {
   body: Buffer;
@@ -65,7 +66,7 @@ export class AmqpTestClient {
     let n = await this.count(queue);
     while (!pred(n)) {
       if (Date.now() > deadline) throw new Error(`queue ${queue}: count ${n} did not reach the expected value within ${timeoutMs} ms`);
-      await new Promise((r) => setTimeout(r, 100));
+      await sleep(100);
       n = await this.count(queue);
     }
     return n;
@@ -78,7 +79,7 @@ export class AmqpTestClient {
     let since = Date.now();
     while (Date.now() - since < quietMs) {
       if (Date.now() > deadline) throw new Error(`queue ${queue} kept changing for ${timeoutMs} ms`);
-      await new Promise((r) => setTimeout(r, 100));
+      await sleep(100);
       const n = await this.count(queue);
       if (n !== last) {
         last = n;

@@ -13,9 +13,9 @@ import { execFile } from 'node:child_process';
 import { resolve } from 'node:path';
 import { promisify } from 'node:util';
 import { Redis } from 'ioredis';
+import { sleep } from './wait.js';
 
 const execFileP = promisify(execFile);
-const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
 
 export const CLUSTER_SCRIPT = resolve(import.meta.dirname, '../../scripts/redis-cluster.sh');
 export const SENTINEL_SCRIPT = resolve(import.meta.dirname, '../../scripts/redis-sentinel.sh');

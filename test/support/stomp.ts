@@ -9,6 +9,7 @@ import type { StompConnectionConfig } from '../../src/config/types.js';
 import { connectStomp, type StompHeaders, type StompMessage, type StompSession } from '../../src/endpoints/stomp/stomp-client.js';
 import { silentLogger } from '../../src/shared/log.js';
 import { services } from './services.js';
+import { sleep } from './wait.js';
 
 /** The vhost the tests use on RabbitMQ's STOMP plugin (RABBITMQ_STOMP_URL). */
 export const RABBITMQ_STOMP_VHOST = '/';
@@ -114,7 +115,7 @@ export async function readStomp(queue: string, opts: ReadOptions = {}): Promise<
       session = await openStomp(opts.url);
     } catch (err) {
       if (Date.now() + 500 >= deadline) throw err;
-      await new Promise((r) => setTimeout(r, 500));
+      await sleep(500);
       continue;
     }
     let reading = true;
@@ -140,7 +141,7 @@ export async function readStomp(queue: string, opts: ReadOptions = {}): Promise<
           session.ack(m);
         },
       );
-      while (!done() && session.isOpen) await new Promise((r) => setTimeout(r, 50));
+      while (!done() && session.isOpen) await sleep(50);
       reading = false;
       // Every ACK written so far has been processed by the broker once this resolves.
       if (session.isOpen) await session.sync();

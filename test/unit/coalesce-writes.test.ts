@@ -5,6 +5,7 @@
 import net from 'node:net';
 import { afterEach, describe, expect, it } from 'vitest';
 import { coalesceWrites } from '../../src/shared/coalesce-writes.js';
+import { until } from '../support/wait.js';
 
 const closers: (() => void)[] = [];
 afterEach(() => {
@@ -23,14 +24,6 @@ async function pair(): Promise<{ client: net.Socket; received: Buffer[]; total: 
     server.close();
   });
   return { client, received, total: () => Buffer.concat(received) };
-}
-
-async function until(pred: () => boolean): Promise<void> {
-  const end = Date.now() + 5000;
-  while (!pred()) {
-    if (Date.now() > end) throw new Error('condition not reached');
-    await new Promise((r) => setTimeout(r, 5));
-  }
 }
 
 describe('coalesceWrites', () => {
@@ -57,7 +50,7 @@ describe('coalesceWrites', () => {
       }
       await new Promise((r) => setImmediate(r));
     }
-    await until(() => total().length === Buffer.byteLength(expected));
+    await until('every byte at the server', () => total().length === Buffer.byteLength(expected), { timeoutMs: 5000, everyMs: 5 });
     expect(total().toString()).toBe(expected);
     // Without coalescing the socket gets a call per write (1,500 here).
     expect(handed).toBe(3);

@@ -15,15 +15,10 @@ import { fingerprint } from '../../src/core/duplicate-id.js';
 import { StampClaims } from '../../src/core/stamp-claim.js';
 import { silentLogger } from '../../src/shared/log.js';
 import { text } from '../support/text.js';
+import { sleep, until } from '../support/wait.js';
 
-const tick = (ms = 5) => new Promise((r) => setTimeout(r, ms));
-async function until(pred: () => boolean, ms = 2000): Promise<void> {
-  const end = Date.now() + ms;
-  while (!pred()) {
-    if (Date.now() > end) throw new Error('condition not reached');
-    await tick();
-  }
-}
+/** Fake endpoints answer within milliseconds: poll often, fail fast. */
+const quick = (timeoutMs = 2000) => ({ timeoutMs, everyMs: 5 });
 
 class FakeSource implements SourceEndpoint {
   readonly description = 'fake source';
@@ -141,11 +136,11 @@ describe('BridgeSession', () => {
     target.outcome = () => 'hold';
     await session.open();
     for (let i = 0; i < 5; i++) source.deliver(msg(i));
-    await until(() => target.sent.length === 5);
+    await until('5 sent', () => target.sent.length === 5, quick());
     expect(target.sent.map((m) => m.headers._AMQ_DUPL_ID)).toEqual(['id-0', 'id-1', 'id-2', 'id-3', 'id-4']);
     expect(source.acked).toEqual([]);
     target.held.splice(0, 2).forEach((r) => r());
-    await until(() => source.acked.length === 2);
+    await until('2 acked', () => source.acked.length === 2, quick());
     expect(source.acked).toEqual([1, 2]);
   });
 
@@ -155,7 +150,7 @@ describe('BridgeSession', () => {
     source.deliver(msg(1));
     source.deliver(msg(1));
     source.deliver(msg(2));
-    await until(() => source.acked.length === 3);
+    await until('3 acked', () => source.acked.length === 3, quick());
     expect(target.sent.map((m) => m.headers._AMQ_DUPL_ID)).toEqual(['id-1', 'id-2']);
   });
 
@@ -164,7 +159,7 @@ describe('BridgeSession', () => {
     await session.open();
     source.deliver(msg(1, null));
     source.deliver(msg(1, null));
-    await until(() => source.acked.length === 2);
+    await until('2 acked', () => source.acked.length === 2, quick());
     const ids = target.sent.map((m) => m.headers._AMQ_DUPL_ID);
     expect(new Set(ids).size).toBe(2);
     expect(text(ids[0])).toMatch(/^bb-/);
@@ -175,7 +170,7 @@ describe('BridgeSession', () => {
     await session.open();
     source.deliver(msg(1, null), false, 'ID:broker-1:1');
     source.deliver(msg(1, null), true, 'ID:broker-1:1');
-    await until(() => source.acked.length === 2);
+    await until('2 acked', () => source.acked.length === 2, quick());
     expect(target.sent.map((m) => m.headers._AMQ_DUPL_ID)).toEqual(['ID:broker-1:1']);
   });
 
@@ -185,7 +180,7 @@ describe('BridgeSession', () => {
     await session.open();
     source.deliver(msg(1));
     source.deliver(msg(2));
-    await until(() => source.acked.length === 2);
+    await until('2 acked', () => source.acked.length === 2, quick());
     expect(target.sent.filter((m) => m.headers._AMQ_DUPL_ID === 'id-1')).toHaveLength(3);
     expect(deadLetter!.sent).toHaveLength(1);
     expect(deadLetter!.sent[0]!.headers).toMatchObject({ 'x-bridge-dead-letter-reason': 'unroutable', 'x-bridge-delivery-attempts': 3, _AMQ_DUPL_ID: 'id-1' });
@@ -198,11 +193,11 @@ describe('BridgeSession', () => {
     source.deliver(msg(1));
     source.deliver(msg(2));
     source.deliver(msg(3));
-    await until(() => target.sent.length === 3);
+    await until('3 sent', () => target.sent.length === 3, quick());
     // The broker closed the channel for one of them without saying which.
     target.outcome = (m) => (m.headers._AMQ_DUPL_ID === 'id-2' ? new MessageRejectedError('precondition-failed', 'too big') : 'confirm');
     target.heldReject.splice(0).forEach((r) => r(new MessageRejectedError('precondition-failed', 'channel closed', { ambiguous: true })));
-    await until(() => source.acked.length === 3);
+    await until('3 acked', () => source.acked.length === 3, quick());
     const resent = target.sent.slice(3);
     expect(resent.filter((m) => m.headers._AMQ_DUPL_ID === 'id-1')).toHaveLength(1);
     expect(resent.filter((m) => m.headers._AMQ_DUPL_ID === 'id-3')).toHaveLength(1);
@@ -237,11 +232,11 @@ describe('BridgeSession', () => {
     const { source, target, session } = setup({}, { cache: flaky });
     await session.open();
     for (let i = 0; i < 3; i++) source.deliver(msg(i));
-    await tick(300);
+    await sleep(300);
     expect(target.sent).toHaveLength(0);
     expect(source.acked).toEqual([]);
     down = false;
-    await until(() => source.acked.length === 3, 5000);
+    await until('3 acked', () => source.acked.length === 3, quick(5000));
     expect(target.sent).toHaveLength(3);
   });
 
@@ -250,7 +245,7 @@ describe('BridgeSession', () => {
     target.outcome = () => 'hold';
     await session.open();
     source.deliver(msg(1));
-    await until(() => target.sent.length === 1);
+    await until('1 sent', () => target.sent.length === 1, quick());
     target.handlers!.onLost(new TransientError('gone', { outcomeUnknown: true }));
     const end = await session.finished;
     expect(end.kind).toBe('failed');
@@ -263,7 +258,7 @@ describe('BridgeSession', () => {
     target.batching = true;
     await session.open();
     for (let i = 0; i < 8; i++) source.deliver(msg(i));
-    await until(() => source.acked.length === 8);
+    await until('8 acked', () => source.acked.length === 8, quick());
     expect(target.batches).toEqual([4, 4]);
 
     const second = setup({ maxBatchSize: 4, maxBatchTime: 50 });
@@ -284,7 +279,7 @@ describe('BridgeSession', () => {
     source.deliver(msg(2));
     source.deliver(msg(1));
     source.deliver(msg(3));
-    await until(() => source.acked.length === 4);
+    await until('4 acked', () => source.acked.length === 4, quick());
     expect(target.sent.map((m) => m.headers._AMQ_DUPL_ID)).toEqual(['id-1', 'id-2', 'id-3']);
   });
 
@@ -293,9 +288,9 @@ describe('BridgeSession', () => {
     target.outcome = () => 'hold';
     await session.open();
     source.deliver(msg(1));
-    await until(() => target.sent.length === 1);
+    await until('1 sent', () => target.sent.length === 1, quick());
     const drained = session.drain(2000);
-    await tick(20);
+    await sleep(20);
     expect(source.consuming).toBe(false);
     target.held.forEach((r) => r());
     expect(await drained).toEqual({ kind: 'stopped' });
@@ -312,10 +307,10 @@ describe('BridgeSession', () => {
     source.deliver(msg(9, null), true);
     source.deliver(msg(1));
     source.deliver(msg(2));
-    await until(() => source.acked.length === 2);
+    await until('2 acked', () => source.acked.length === 2, quick());
     expect(target.sent.map((m) => m.headers._AMQ_DUPL_ID)).toEqual(['id-1', 'id-2']);
     // Once the lease ran out, the redelivery takes that stamp: it was never forwarded.
-    await until(() => source.acked.length === 3, 3000);
+    await until('3 acked', () => source.acked.length === 3, quick(3000));
     expect(target.sent[2]?.headers._AMQ_DUPL_ID).toBe('bb-crashed');
   });
 
@@ -325,11 +320,11 @@ describe('BridgeSession', () => {
     target.outcome = () => 'hold';
     await session.open();
     source.deliver(msg(1, null));
-    await until(() => target.sent.length === 1);
+    await until('1 sent', () => target.sent.length === 1, quick());
     const id = text(target.sent[0]?.headers._AMQ_DUPL_ID);
     const fp = fingerprint(msg(1, null));
     // Held far longer than a lease: still this delivery's, never claimable by a redelivery elsewhere.
-    await tick(500);
+    await sleep(500);
     const other = new StampClaims({ cache, sourceAddress: 'fake://source', targetAddress: 'fake://target', ownPrefix: 'elsewhere.', call: (fn) => fn() });
     expect(await other.claim(fp, 'elsewhere.1', 0)).toEqual(expect.objectContaining({ status: 'busy' }));
     // Taken anyway (as after an outage of the cache longer than the lease): the session ends, nothing is acked.

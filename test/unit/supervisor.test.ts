@@ -12,15 +12,10 @@ import type { SourceEndpoint, SourceHandlers, TargetEndpoint, TargetHandlers } f
 import { BridgeSupervisor } from '../../src/core/supervisor.js';
 import { TransientError } from '../../src/shared/errors.js';
 import { silentLogger } from '../../src/shared/log.js';
+import { sleep, until } from '../support/wait.js';
 
-const tick = (ms = 5) => new Promise((r) => setTimeout(r, ms));
-async function until(what: string, pred: () => boolean, ms = 3000): Promise<void> {
-  const end = Date.now() + ms;
-  while (!pred()) {
-    if (Date.now() > end) throw new Error(`${what}: not reached`);
-    await tick();
-  }
-}
+/** Fake endpoints answer within milliseconds: poll often, fail fast. */
+const quick = (timeoutMs = 3000) => ({ timeoutMs, everyMs: 5 });
 
 class FakeSource implements SourceEndpoint {
   readonly description = 'fake source';
@@ -133,10 +128,10 @@ function setup(opts: { resumable?: boolean; over?: Partial<BridgeConfig> } = {})
 describe('BridgeSupervisor: operations', () => {
   it('is ready while running and forwarding; counts, rate and last forward follow', async () => {
     const { supervisor, last, metrics } = setup();
-    await until('running', () => supervisor.status().state === 'running');
+    await until('running', () => supervisor.status().state === 'running', quick());
     expect(supervisor.readiness()).toEqual({ ready: true, reasons: [] });
     for (let i = 0; i < 5; i++) last().source.deliver(i);
-    await until('acked', () => last().source.acked.length === 5);
+    await until('acked', () => last().source.acked.length === 5, quick());
     const s = supervisor.status();
     expect(s.forwardedPerSecond).toBeGreaterThan(0);
     expect(s.lastForwardAt).not.toBeNull();
@@ -148,62 +143,62 @@ describe('BridgeSupervisor: operations', () => {
 
   it('blocked by the target is ready and no stall; the cache not answering is cache-down and not ready', async () => {
     const { supervisor, last, cache } = setup();
-    await until('running', () => supervisor.status().state === 'running');
+    await until('running', () => supervisor.status().state === 'running', quick());
     last().target.handlers!.onBlocked!(true, 'low on memory');
     last().source.deliver(1);
     expect(supervisor.status().state).toBe('blocked');
-    await tick(400);
+    await sleep(400);
     expect(supervisor.status().state).toBe('blocked');
     expect(supervisor.readiness().ready).toBe(true);
     last().target.handlers!.onBlocked!(false);
-    await until('forwarded', () => last().source.acked.length === 1);
+    await until('forwarded', () => last().source.acked.length === 1, quick());
     expect(supervisor.status().state).toBe('running');
 
     const ping = cache.ping.bind(cache);
     cache.ping = () => Promise.reject(new TransientError('Redis at localhost:6379 refused the connection'));
-    await until('cache-down', () => supervisor.status().state === 'cache-down', 5000);
+    await until('cache-down', () => supervisor.status().state === 'cache-down', quick(5000));
     expect(supervisor.readiness()).toEqual({ ready: false, reasons: [expect.stringMatching(/duplicate-ID cache \(Redis\) is unreachable/)] });
     expect(supervisor.status().lastError?.message).toMatch(/refused the connection/);
     cache.ping = ping;
-    await until('running again', () => supervisor.status().state === 'running', 5000);
+    await until('running again', () => supervisor.status().state === 'running', quick(5000));
   });
 
   it('the stall watchdog fires once on work that forwards nothing, restarts the session, and the new one runs', async () => {
     const { supervisor, sessions, last, metrics } = setup();
-    await until('running', () => supervisor.status().state === 'running');
+    await until('running', () => supervisor.status().state === 'running', quick());
     last().target.confirms = false;
     last().source.deliver(1);
-    await until('stalled', () => sessions.length === 2, 3000);
+    await until('stalled', () => sessions.length === 2, quick(3000));
     expect(sessions[0]!.source.closed).toBe(true);
     expect(sessions[0]!.source.acked).toEqual([]);
     expect((await metrics.countersOf('b')).stalls).toBe(1);
     expect(supervisor.status().lastError?.message).toMatch(/^bridge 'b' stalled: 1 message\(s\) in flight and 0 waiting/);
-    await until('running', () => supervisor.status().state === 'running');
+    await until('running', () => supervisor.status().state === 'running', quick());
     // Redelivered by the broker (here: by hand) to the new session, it goes through.
     last().source.deliver(1);
-    await until('forwarded', () => last().source.acked.length === 1);
+    await until('forwarded', () => last().source.acked.length === 1, quick());
     expect(supervisor.readiness().ready).toBe(true);
   });
 
   it('messages waiting in the source queue and none delivered is a stall too; an idle bridge is not', async () => {
     const { supervisor, sessions, last } = setup();
-    await until('running', () => supervisor.status().state === 'running');
-    await tick(400);
+    await until('running', () => supervisor.status().state === 'running', quick());
+    await sleep(400);
     expect(sessions).toHaveLength(1);
     last().source.waiting = 7;
     // The depth is read every 5 s: the stall shows after that plus stall-timeout.
-    await until('stall on waiting messages', () => sessions.length === 2, 8000);
+    await until('stall on waiting messages', () => sessions.length === 2, quick(8000));
   }, 15_000);
 
   it('pause: stops consuming, keeps the session, is ready and never a stall; resume consumes on the same session', async () => {
     const { supervisor, sessions, last } = setup();
-    await until('running', () => supervisor.status().state === 'running');
+    await until('running', () => supervisor.status().state === 'running', quick());
     await supervisor.pause();
     expect(last().source.consuming).toBe(false);
     expect(supervisor.status()).toMatchObject({ state: 'paused', paused: true });
     expect(supervisor.readiness().ready).toBe(true);
     last().source.waiting = 50;
-    await tick(400);
+    await sleep(400);
     expect(sessions).toHaveLength(1);
     await supervisor.resume();
     expect(last().source.consuming).toBe(true);
@@ -213,11 +208,11 @@ describe('BridgeSupervisor: operations', () => {
 
   it('resume of a source that cannot resume on its connection starts a new session; a session opened while paused does not consume', async () => {
     const { supervisor, sessions, last } = setup({ resumable: false });
-    await until('running', () => supervisor.status().state === 'running');
+    await until('running', () => supervisor.status().state === 'running', quick());
     await supervisor.pause();
     await supervisor.restart();
-    await until('second session', () => sessions.length === 2 && last().target.handlers !== undefined);
-    await tick(50);
+    await until('second session', () => sessions.length === 2 && last().target.handlers !== undefined, quick());
+    await sleep(50);
     expect(supervisor.status().state).toBe('paused');
     expect(last().source.opened).toBe(false);
     await supervisor.resume();
@@ -227,7 +222,7 @@ describe('BridgeSupervisor: operations', () => {
 
     await supervisor.pause();
     await supervisor.resume();
-    await until('third session', () => sessions.length === 3 && supervisor.status().state === 'running');
+    await until('third session', () => sessions.length === 3 && supervisor.status().state === 'running', quick());
     expect(last().source.consuming).toBe(true);
   });
 
@@ -243,29 +238,29 @@ describe('BridgeSupervisor: operations', () => {
 
   it('a resume that comes while the session is opening is not lost', async () => {
     const { supervisor, sessions, last } = setup({ resumable: false });
-    await until('running', () => supervisor.status().state === 'running');
+    await until('running', () => supervisor.status().state === 'running', quick());
     await supervisor.pause();
     void supervisor.restart();
     // Right after the new session's endpoints exist (it opens paused), before it is running.
-    await until('second session', () => sessions.length === 2);
+    await until('second session', () => sessions.length === 2, quick());
     await supervisor.resume();
-    await until('consuming', () => last().source.opened && last().source.consuming && supervisor.status().state === 'running');
+    await until('consuming', () => last().source.opened && last().source.consuming && supervisor.status().state === 'running', quick());
     expect(supervisor.status().paused).toBe(false);
   });
 
   it('restart lets in-flight messages finish, then starts a new session', async () => {
     const { supervisor, sessions, last, metrics } = setup();
-    await until('running', () => supervisor.status().state === 'running');
+    await until('running', () => supervisor.status().state === 'running', quick());
     last().source.deliver(1);
     await supervisor.restart();
     expect(sessions[0]!.source.acked).toEqual([1]);
-    await until('second session', () => sessions.length === 2 && supervisor.status().state === 'running');
+    await until('second session', () => sessions.length === 2 && supervisor.status().state === 'running', quick());
     expect((await metrics.countersOf('b')).sessions).toBe(2);
   });
 
   it('cache-untrusted is shown and stays ready', async () => {
     const { supervisor } = setup();
-    await until('running', () => supervisor.status().state === 'running');
+    await until('running', () => supervisor.status().state === 'running', quick());
     supervisor.setCacheUntrusted(true);
     expect(supervisor.status().state).toBe('cache-untrusted');
     expect(supervisor.readiness().ready).toBe(true);
@@ -276,7 +271,7 @@ describe('BridgeSupervisor: operations', () => {
   it('says the source depth is not available over STOMP', async () => {
     const stomp = { name: 'a', type: 'stomp' as const, urls: ['stomp://x'], heartBeat: [0, 0] as [number, number], connectTimeout: 1000 };
     const { supervisor } = setup({ over: { source: { connection: stomp, queue: 'q' } } });
-    await until('running', () => supervisor.status().state === 'running');
+    await until('running', () => supervisor.status().state === 'running', quick());
     expect(supervisor.status()).toMatchObject({ sourceDepth: null, sourceDepthNote: 'not available over STOMP' });
   });
 });

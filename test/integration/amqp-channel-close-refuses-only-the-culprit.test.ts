@@ -1,11 +1,10 @@
 /**
- * Regression (found by the fault suite, test/faults): when RabbitMQ closes the target's publish channel because of ONE
- * message (406 PRECONDITION_FAILED "message size … is larger than configured max size"), the AMQP target rejects
- * EVERY unconfirmed send on that channel as refused by the broker (MessageRejectedError 'precondition-failed'). The
- * other messages in flight are innocent: those published before the culprit may already be in the target queue, those
- * after it were discarded. Counted as refusals, they are dead-lettered (after max-delivery-attempts) or resent without
- * the possible-duplicate flag. Expected: only the oversized message is dead-lettered; every other message reaches the
- * target, and any extra copy is flagged.
+ * When RabbitMQ closes the target's publish channel because of ONE message (406 PRECONDITION_FAILED "message size … is
+ * larger than configured max size"), the other messages in flight on that channel are innocent: those published before
+ * the culprit may already be in the target queue, those after it were discarded. Taken as refusals by the broker, they
+ * would be dead-lettered (after max-delivery-attempts) or resent without the possible-duplicate flag (the AMQP target
+ * once did that: the fault suite, test/faults, found it). Proved here: only the oversized message is dead-lettered;
+ * every other message reaches the target, and any extra copy is flagged.
  *
  * Needs ActiveMQ for the dead-letter destination: a message too large for RabbitMQ is too large for every RabbitMQ
  * channel opened after the limit was lowered, the dead-letter one included.
@@ -18,12 +17,13 @@ import { services, uniqueName } from '../support/services.js';
 import { RabbitAdmin } from '../faults/rabbit-admin.js';
 import { StompCollector } from '../faults/harness-clients.js';
 import { DEAD_LETTER_REASON_HEADER } from '../faults/report.js';
+import { sleep } from '../support/wait.js';
 
 const ID = '_AMQ_DUPL_ID';
 const FLAG = 'x-bridge-possible-duplicate';
 const stompUrl = process.env.STOMP_URL;
 
-describe.skipIf(!stompUrl)('regression: a channel closed for one message must not reject the others in flight', () => {
+describe.skipIf(!stompUrl)('an AMQP target channel closed for one message refuses that message only, not the others in flight', () => {
   const admin = new RabbitAdmin(services.rabbitManagementUrl);
   let original: number | undefined;
   let changed = false;
@@ -91,9 +91,9 @@ describe.skipIf(!stompUrl)('regression: a channel closed for one message must no
 
     await amqp.waitForCount(src, (n) => n === 0, 90_000);
     const deadline = Date.now() + 30_000;
-    while (dl.messages.length === 0 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 200));
+    while (dl.messages.length === 0 && Date.now() < deadline) await sleep(200);
     await amqp.settledCount(tgt, 2000);
-    await new Promise((r) => setTimeout(r, 1000));
+    await sleep(1000);
 
     const delivered = await amqp.drain(tgt);
     const seqs = new Map<number, { flagged: number; unflagged: number }>();

@@ -1,0 +1,318 @@
+/**
+ * What every source and target endpoint promises the core (src/core/ports.ts), as one suite run against each
+ * implementation on its real broker, the way test/support/id-cache-contract.ts serves both caches. A protocol's own
+ * test file keeps what only that protocol does (stable IDs, property mapping, broker-side closes, transactions).
+ *
+ * Every claim is checked on the broker: which messages the queue holds afterwards, how many, in which order, with
+ * which headers; never only that a call resolved.
+ */
+import { describe, expect, it } from 'vitest';
+import type { BridgeMessage, SourceDelivery } from '../../src/core/message.js';
+import type { SourceEndpoint, TargetEndpoint } from '../../src/core/ports.js';
+import { MessageRejectedError, TransientError } from '../../src/shared/errors.js';
+import { TcpProxy } from './tcp-proxy.js';
+import { text } from './text.js';
+import { sleep, until } from './wait.js';
+
+/** A message as a test client read it from the broker: the body as text, every header as text. */
+export interface QueuedMessage {
+  body: string;
+  headers: Record<string, string>;
+}
+
+export interface EndpointOptions {
+  /** Connect here instead of the broker (a TcpProxy in front of it). */
+  url?: string;
+  prefetch?: number;
+  confirmTimeout?: number;
+}
+
+/** A target set up so that the broker refuses some messages and accepts the others, into `queue`. */
+export interface Refusal {
+  queue: string;
+  target: TargetEndpoint;
+  accepted(m: BridgeMessage): BridgeMessage;
+  refused(m: BridgeMessage): BridgeMessage;
+  /** The MessageRejectedError reason the refusal carries. */
+  reason: string;
+}
+
+export interface EndpointsUnderTest {
+  /** The broker URL the endpoints connect to (what a proxy stands in front of). */
+  readonly url: string;
+  /** A new, empty queue of this test, removed by the implementation's own cleanup. */
+  queue(): Promise<string>;
+  source(queue: string, opts?: EndpointOptions): SourceEndpoint;
+  target(queue: string, opts?: EndpointOptions): TargetEndpoint;
+  /** Puts messages into a queue with a plain test client (persistent, confirmed). */
+  publish(queue: string, messages: readonly QueuedMessage[]): Promise<void>;
+  /**
+   * Takes every message the queue holds once at least `atLeast` arrived and it is quiet: a claim that the queue holds
+   * exactly these messages.
+   */
+  take(queue: string, atLeast: number): Promise<QueuedMessage[]>;
+  /** A target with messages the broker refuses (AMQP: unroutable; STOMP: too large for the broker). */
+  refusal(): Promise<Refusal>;
+  /** Headers every message of the suite carries (e.g. a run marker to find strays in a dead-letter queue). */
+  readonly headers?: Record<string, string>;
+  /** How many overlapping sends the pipelining claim makes (default 2,000). */
+  readonly pipelined?: number;
+}
+
+interface Collected {
+  deliveries: SourceDelivery[];
+  lost: TransientError[];
+}
+
+export function endpointContract(name: string, make: () => EndpointsUnderTest): void {
+  let ep: EndpointsUnderTest;
+  const message = (body: string, headers: Record<string, string> = {}): BridgeMessage => ({
+    body: Buffer.from(body),
+    properties: { persistent: true },
+    headers: { ...ep.headers, ...headers },
+  });
+  const queued = (body: string, headers: Record<string, string> = {}): QueuedMessage => ({ body, headers: { ...ep.headers, ...headers } });
+  const bodies = (ms: readonly { body: string }[]) => ms.map((m) => m.body);
+  const deliveredBodies = (ds: readonly SourceDelivery[]) => ds.map((d) => d.message.body.toString());
+  const numbered = (n: number, prefix: string) => Array.from({ length: n }, (_, i) => `${prefix}${i}`);
+
+  async function consume(source: SourceEndpoint): Promise<Collected> {
+    const c: Collected = { deliveries: [], lost: [] };
+    await source.open({ onDelivery: (d) => c.deliveries.push(d), onLost: (e) => c.lost.push(e) });
+    return c;
+  }
+
+  async function openTarget(queue: string, opts?: EndpointOptions): Promise<{ target: TargetEndpoint; lost: TransientError[] }> {
+    const lost: TransientError[] = [];
+    const target = ep.target(queue, opts);
+    await target.open({ onLost: (e) => lost.push(e) });
+    return { target, lost };
+  }
+
+  describe(`endpoint contract: ${name}`, () => {
+    describe('source', () => {
+      it('delivers what the queue holds, in order, each once, not flagged as redelivered, with its headers', async () => {
+        ep = make();
+        const q = await ep.queue();
+        await ep.publish(
+          q,
+          numbered(20, 'm').map((b, i) => queued(b, { seq: String(i) })),
+        );
+        const source = ep.source(q);
+        const { deliveries, lost } = await consume(source);
+        await until('20 deliveries', () => deliveries.length === 20);
+        expect(deliveredBodies(deliveries)).toEqual(numbered(20, 'm'));
+        expect(deliveries.map((d) => text(d.message.headers.seq))).toEqual(numbered(20, ''));
+        expect(deliveries.every((d) => !d.redelivered)).toBe(true);
+        const seqs = deliveries.map((d) => d.seq);
+        expect([...seqs].sort((a, b) => a - b)).toEqual(seqs);
+        expect(new Set(seqs).size).toBe(20);
+        for (const d of deliveries) source.ack(d);
+        await source.ackBarrier();
+        await source.close();
+        expect(lost).toEqual([]);
+        expect(await ep.take(q, 0)).toEqual([]);
+      });
+
+      it('acks exactly once: acked messages never come back (an ack twice is harmless), unacked ones come back after close, flagged', async () => {
+        ep = make();
+        const q = await ep.queue();
+        await ep.publish(q, numbered(30, 'a').map((b) => queued(b)));
+        const first = ep.source(q);
+        const a = await consume(first);
+        await until('30 deliveries', () => a.deliveries.length === 30);
+        for (const d of a.deliveries.slice(0, 20)) first.ack(d);
+        first.ack(a.deliveries[0]!);
+        await first.ackBarrier();
+        await first.ackBarrier(); // nothing new: resolves at once
+        await first.close();
+        expect(a.lost).toEqual([]);
+
+        const second = ep.source(q);
+        const b = await consume(second);
+        await until('10 redeliveries', () => b.deliveries.length === 10);
+        // A moment for anything that should not come (an acked message) to show up.
+        await sleep(300);
+        expect(deliveredBodies(b.deliveries)).toEqual(numbered(30, 'a').slice(20));
+        expect(b.deliveries.every((d) => d.redelivered)).toBe(true);
+        for (const d of b.deliveries) second.ack(d);
+        await second.ackBarrier();
+        await second.close();
+        expect(await ep.take(q, 0)).toEqual([]);
+      });
+
+      it('stopConsuming hands out nothing new; a delivery in flight can still be acked; what was held back stays in the queue', async () => {
+        ep = make();
+        const q = await ep.queue();
+        const source = ep.source(q, { prefetch: 10 });
+        const { deliveries } = await consume(source);
+        await ep.publish(q, [queued('before')]);
+        await until('a delivery', () => deliveries.length === 1);
+        await source.stopConsuming();
+        await ep.publish(q, [queued('after')]);
+        await sleep(300);
+        expect(deliveredBodies(deliveries)).toEqual(['before']);
+        source.ack(deliveries[0]!);
+        await source.ackBarrier();
+        await source.close();
+        expect(bodies(await ep.take(q, 1))).toEqual(['after']);
+      });
+
+      it('reports a lost connection once; acks after it are no-ops, the barrier rejects, and every unacked message goes back', async () => {
+        ep = make();
+        const q = await ep.queue();
+        await ep.publish(q, numbered(5, 'l').map((b) => queued(b)));
+        const proxy = await TcpProxy.forUrl(ep.url).start();
+        try {
+          const source = ep.source(q, { url: proxy.rewrite(ep.url) });
+          const { deliveries, lost } = await consume(source);
+          await until('5 deliveries', () => deliveries.length === 5);
+          source.ack(deliveries[0]!);
+          source.ack(deliveries[1]!);
+          await source.ackBarrier();
+          proxy.cut();
+          await until('onLost', () => lost.length > 0);
+          await sleep(200);
+          expect(lost).toHaveLength(1);
+          expect(lost[0]).toBeInstanceOf(TransientError);
+          source.ack(deliveries[2]!); // never a throw
+          await expect(source.ackBarrier()).rejects.toBeInstanceOf(TransientError);
+          await source.close();
+        } finally {
+          await proxy.stop();
+        }
+        expect(bodies(await ep.take(q, 3))).toEqual(['l2', 'l3', 'l4']);
+      });
+    });
+
+    describe('target', () => {
+      it('confirms thousands of overlapping sends; the queue holds each once, in order, with its headers', async () => {
+        ep = make();
+        const n = ep.pipelined ?? 2000;
+        const q = await ep.queue();
+        const { target, lost } = await openTarget(q);
+        await Promise.all(numbered(n, 's').map((b, i) => target.send(message(b, { seq: String(i) }))));
+        await target.close();
+        const got = await ep.take(q, n);
+        expect(bodies(got)).toEqual(numbered(n, 's'));
+        expect(got.map((m) => m.headers.seq)).toEqual(numbered(n, ''));
+        expect(lost).toEqual([]);
+      });
+
+      it('sendBatch resolves once the whole batch is confirmed; the queue holds it in order', async () => {
+        ep = make();
+        const q = await ep.queue();
+        const { target } = await openTarget(q);
+        expect(typeof target.sendBatch).toBe('function');
+        await target.sendBatch!(numbered(10, 'b').map((b) => message(b)));
+        await target.close();
+        expect(bodies(await ep.take(q, 10))).toEqual(numbered(10, 'b'));
+      });
+
+      it('a refused message rejects with MessageRejectedError and its reason, is not delivered, and the target stays usable (no loss)', async () => {
+        ep = make();
+        const r = await ep.refusal();
+        const lost: TransientError[] = [];
+        await r.target.open({ onLost: (e) => lost.push(e) });
+        await r.target.send(r.accepted(message('first')));
+        const err = await r.target.send(r.refused(message('refused'))).catch((e: unknown) => e);
+        expect(err).toBeInstanceOf(MessageRejectedError);
+        expect((err as MessageRejectedError).reason).toBe(r.reason);
+        await r.target.send(r.accepted(message('second')));
+        await r.target.close();
+        expect(lost).toEqual([]);
+        expect(bodies(await ep.take(r.queue, 2))).toEqual(['first', 'second']);
+      });
+
+      it('no confirm within confirmTimeout: the send fails as outcome unknown within seconds, the loss is reported once, later sends fail', async () => {
+        ep = make();
+        const q = await ep.queue();
+        const proxy = await TcpProxy.forUrl(ep.url).start();
+        try {
+          const { target, lost } = await openTarget(q, { url: proxy.rewrite(ep.url), confirmTimeout: 500 });
+          await target.send(message('before'));
+          proxy.stall();
+          const started = Date.now();
+          const err = await target.send(message('stalled')).catch((e: unknown) => e);
+          expect(err).toBeInstanceOf(TransientError);
+          expect((err as TransientError).outcomeUnknown).toBe(true);
+          expect(Date.now() - started).toBeLessThan(3000);
+          // Reported by the time the send failed, and once only.
+          expect(lost).toHaveLength(1);
+          await expect(target.send(message('later'))).rejects.toBeInstanceOf(TransientError);
+          await sleep(200);
+          expect(lost).toHaveLength(1);
+          await target.close();
+        } finally {
+          await proxy.stop();
+        }
+        // The stalled proxy discarded the second send: only the confirmed one reached the broker.
+        expect(bodies(await ep.take(q, 1))).toEqual(['before']);
+      });
+
+      it('a connection cut with sends in flight: onLost once, the unconfirmed fail as TransientError, every confirmed send is in the queue once', async () => {
+        ep = make();
+        const q = await ep.queue();
+        const proxy = await TcpProxy.forUrl(ep.url).start();
+        const confirmed: string[] = [];
+        const failures: unknown[] = [];
+        let lost: TransientError[] = [];
+        try {
+          const opened = await openTarget(q, { url: proxy.rewrite(ep.url) });
+          const target = opened.target;
+          lost = opened.lost;
+          let stop = false;
+          const sender = (async () => {
+            const inFlight = new Set<Promise<void>>();
+            for (let i = 0; !stop; i++) {
+              const body = `c${i}`;
+              const p: Promise<void> = target.send(message(body)).then(
+                () => void confirmed.push(body),
+                (e: unknown) => {
+                  failures.push(e);
+                  stop = true;
+                },
+              );
+              inFlight.add(p);
+              void p.finally(() => inFlight.delete(p));
+              if (inFlight.size >= 100) await Promise.race(inFlight);
+            }
+            await Promise.all(inFlight);
+          })();
+          await until('200 confirmed sends', () => confirmed.length >= 200);
+          proxy.cut();
+          await sender;
+          await until('onLost', () => lost.length > 0);
+          await sleep(200);
+          expect(lost).toHaveLength(1);
+          expect(lost[0]).toBeInstanceOf(TransientError);
+          expect(failures.length).toBeGreaterThan(0);
+          for (const f of failures) expect(f).toBeInstanceOf(TransientError);
+          const late = await target.send(message('late')).catch((e: unknown) => e);
+          expect(late).toBeInstanceOf(TransientError);
+          expect((late as TransientError).outcomeUnknown).toBe(false);
+          await target.close();
+        } finally {
+          await proxy.stop();
+        }
+        const got = bodies(await ep.take(q, confirmed.length));
+        expect(new Set(got).size, 'a message in the queue twice').toBe(got.length);
+        expect(confirmed.filter((b) => !got.includes(b)), 'confirmed sends missing from the queue').toEqual([]);
+        expect(got).not.toContain('late');
+      });
+
+      it('after close, a send fails at once as not sent (outcome known) and nothing more reaches the queue', async () => {
+        ep = make();
+        const q = await ep.queue();
+        const { target, lost } = await openTarget(q);
+        await target.send(message('open'));
+        await target.close();
+        const err = await target.send(message('closed')).catch((e: unknown) => e);
+        expect(err).toBeInstanceOf(TransientError);
+        expect((err as TransientError).outcomeUnknown).toBe(false);
+        expect(lost).toEqual([]);
+        expect(bodies(await ep.take(q, 1))).toEqual(['open']);
+      });
+    });
+  });
+}

@@ -207,20 +207,6 @@ function destroySocket(model: ChannelModel): void {
   if (stream && typeof stream.destroy === 'function') stream.destroy();
 }
 
-/**
- * What an endpoint does once it lost its connection or channel: log it once, tell the session (a throwing handler is
- * logged, never passed on), and close the connection, which may still be up and is not trusted any more.
- */
-export function reportLoss(log: Logger, message: string, err: TransientError, onLost: (err: TransientError) => void, model: ChannelModel | undefined): void {
-  log.warn({ err }, message);
-  try {
-    onLost(err);
-  } catch (e) {
-    log.error({ err: e }, 'onLost handler threw');
-  }
-  if (model) void closeModel(model);
-}
-
 /** An AMQP reply code carried by an amqplib error (channel or connection close), if any. */
 export function replyCode(err: unknown): number | undefined {
   const code = (err as { code?: unknown } | null)?.code;

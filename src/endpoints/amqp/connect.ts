@@ -11,7 +11,8 @@ import { ConfigError, isProgrammerError, redactUrl, TransientError, type BridgeE
 import type { Logger } from '../../shared/log.js';
 import { describeBroker, parseBroker, type AmqpBroker } from '../../config/amqp-address.js';
 import { SOCKET_WRITE_BUFFER, coalesceWrites } from '../../shared/coalesce-writes.js';
-import { tlsConnectionOptions, tlsFailure } from '../../config/tls.js';
+import { tlsConnectionOptions } from '../../config/tls.js';
+import { socketFailure, socketSentence, tlsFailure } from '../../shared/error-sentences.js';
 
 /** An open connection, with what the adapters need to know about it. */
 export interface AmqpSession {
@@ -140,23 +141,8 @@ export function classifyConnectError(err: unknown, where: string, timeoutMs: num
   const e = err as NodeJS.ErrnoException;
   const message = redactUrl(typeof e?.message === 'string' ? e.message : String(err));
   const options = { cause: err };
-  switch (e?.code) {
-    case 'ECONNREFUSED':
-      return new TransientError(`connection to ${where} was refused`, options);
-    case 'ENOTFOUND':
-    case 'EAI_AGAIN':
-      return new TransientError(`connection to ${where} failed: the host name could not be resolved`, options);
-    case 'ETIMEDOUT':
-      return new TransientError(`connection to ${where} timed out after ${timeoutMs} ms`, options);
-    case 'EHOSTUNREACH':
-    case 'ENETUNREACH':
-      return new TransientError(`connection to ${where} failed: the host is unreachable`, options);
-    case 'ECONNRESET':
-    case 'EPIPE':
-      return new TransientError(`connection to ${where} was reset during the AMQP handshake`, options);
-    default:
-      break;
-  }
+  const socket = socketSentence(err, 'predicate', timeoutMs);
+  if (socket !== undefined) return new TransientError(`connection to ${where} ${socket}`, options);
   if (message === 'connect ETIMEDOUT') {
     return new TransientError(`connection to ${where} timed out after ${timeoutMs} ms (no data from the broker)`, options);
   }
@@ -224,9 +210,10 @@ export function replyText(err: unknown): string {
 export function lostError(where: string, err: unknown, what = 'connection to'): TransientError {
   const code = replyCode(err);
   const e = err as NodeJS.ErrnoException | undefined;
+  const socket = socketFailure(err);
   let detail: string;
   if (code !== undefined) detail = `was closed by the broker (${code}: ${replyText(err)})`;
-  else if (e?.code === 'ECONNRESET' || e?.code === 'EPIPE') detail = 'was reset';
+  else if (socket === 'reset' || socket === 'broken') detail = 'was reset';
   else if (e instanceof Error && /heartbeat/i.test(e.message)) detail = 'missed its heartbeats (the broker or the network is not answering)';
   else if (e instanceof Error && e.message === 'Unexpected close') detail = 'was closed by the peer';
   else if (e instanceof Error) detail = `was lost (${redactUrl(e.message)})`;

@@ -24,7 +24,8 @@ import type { Logger } from '../../shared/log.js';
 import { describeServer, parseStompUrl, type StompServer } from '../../config/stomp-address.js';
 import type { StompHeaders } from '../../mapping/stomp-mapping.js';
 import { coalesceWrites } from '../../shared/coalesce-writes.js';
-import { defaultServername, tlsConnectionOptions, tlsFailure } from '../../config/tls.js';
+import { defaultServername, tlsConnectionOptions } from '../../config/tls.js';
+import { socketSentence, tlsFailure } from '../../shared/error-sentences.js';
 
 /** Frame headers as sent: strings only. */
 export type { StompHeaders };
@@ -280,24 +281,8 @@ function classifyConnectError(error: StompitError, what: string, timeoutMs: numb
 }
 
 function transportSentence(error: StompitError, timeoutMs?: number): string {
-  switch (error.code) {
-    case 'ECONNREFUSED':
-      return 'the connection was refused (is the broker running?)';
-    case 'ENOTFOUND':
-    case 'EAI_AGAIN':
-      return 'the host name could not be resolved';
-    case 'ETIMEDOUT':
-      return 'the TCP connection timed out';
-    case 'ECONNRESET':
-      return 'the connection was reset by the broker';
-    case 'EPIPE':
-      return 'the connection was closed by the broker while writing';
-    case 'EHOSTUNREACH':
-    case 'ENETUNREACH':
-      return 'the host is unreachable';
-    default:
-      break;
-  }
+  const socket = socketSentence(error, 'clause', timeoutMs);
+  if (socket !== undefined) return socket;
   const msg = redactUrl(error.message);
   if (msg === 'connect timed out') return `the TCP connection was not established within ${timeoutMs ?? '?'} ms`;
   if (msg === 'connection timed out') return 'the broker stopped sending heart-beats (connection timed out)';

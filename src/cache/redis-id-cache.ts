@@ -217,7 +217,7 @@ export class RedisIdCache implements IdCache {
       connectTimeout: this.o.connectTimeout,
       ...(options.password !== undefined ? { password: options.password } : {}),
       ...(tls ? { tls: tlsConnectionOptions(options.tls) } : {}),
-      // A TLS failure that no retry can fix ends the retries (see config/tls.ts); every call then fails with it.
+      // A TLS failure that no retry can fix ends the retries (see tlsFailure in shared/error-sentences.ts); every call then fails with it.
       stopRetrying: () => this.tlsProblem !== undefined,
     });
     defineScripts(this.redis);

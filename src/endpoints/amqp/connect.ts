@@ -7,7 +7,8 @@
  */
 import { connect, type ChannelModel } from 'amqplib';
 import type { AmqpConnectionConfig } from '../../config/types.js';
-import { ConfigError, isProgrammerError, redactUrl, TransientError, type BridgeError } from '../../shared/errors.js';
+import { ConfigError, redactUrl, TransientError, type BridgeError } from '../../shared/errors.js';
+import { connectFirst } from '../failover.js';
 import type { Logger } from '../../shared/log.js';
 import { describeBroker, parseBroker, type AmqpBroker } from '../../config/amqp-address.js';
 import { SOCKET_WRITE_BUFFER, coalesceWrites } from '../../shared/coalesce-writes.js';
@@ -37,35 +38,21 @@ export const PRECONDITION_FAILED = 406;
 const NOT_ALLOWED = 530;
 
 /**
- * Connects to the first URL of `conn.urls` that answers, trying them in order (failover).
+ * Connects to the first URL of `conn.urls` that answers, trying them in order (the failover of ../failover.ts).
  * Each attempt is bounded by `conn.connectTimeout`, which covers TCP connect *and* the AMQP handshake: amqplib's
  * `timeout` socket option is an idle timer only, so a broker that trickles bytes or stalls after `connection.start`
  * is caught by a timer of our own.
  *
  * @throws ConfigError when the broker refuses the login or vhost access (403), the URL is malformed, or TLS fails
- *   for good (certificate not trusted or for another name, client certificate refused: see config/tls.ts): retrying
+ *   for good (certificate not trusted or for another name, client certificate refused: see shared/error-sentences.ts): retrying
  *   cannot help. TransientError for everything else (refused, unreachable, timed out, vhost missing).
  */
-export async function connectAmqp(conn: AmqpConnectionConfig, opts: ConnectOptions): Promise<AmqpSession> {
-  if (conn.urls.length === 0) throw new ConfigError(`connection '${conn.name}' has no URL`);
-  const failures: BridgeError[] = [];
-  for (const url of conn.urls) {
-    try {
-      return await connectOne(conn, url, opts);
-    } catch (err) {
-      if (isProgrammerError(err)) throw err;
-      const classified = err instanceof TransientError || err instanceof ConfigError ? err : new TransientError(String(err));
-      failures.push(classified);
-      if (conn.urls.length > 1) opts.log.debug({ err: classified }, 'AMQP connect attempt failed, trying the next URL');
-    }
-  }
-  // An authentication failure on any URL is a configuration problem, even if another URL was merely down.
-  const fatal = failures.find((f) => f instanceof ConfigError);
-  if (fatal) throw fatal;
-  if (failures.length === 1) throw failures[0]!;
-  throw new TransientError(`could not connect to ${conn.name}: ${failures.map((f) => f.message).join('; ')}`, {
-    cause: failures[0],
-  });
+export function connectAmqp(conn: AmqpConnectionConfig, opts: ConnectOptions): Promise<AmqpSession> {
+  return connectFirst(conn.urls, (url) => connectOne(conn, url, opts), {
+    noUrl: `connection '${conn.name}' has no URL`,
+    allFailed: (reasons) => `could not connect to ${conn.name}: ${reasons}`,
+    peer: (session) => describeBroker(session.broker),
+  }, opts.log);
 }
 
 async function connectOne(conn: AmqpConnectionConfig, url: string, opts: ConnectOptions): Promise<AmqpSession> {

@@ -24,6 +24,7 @@ import type { Logger } from '../../shared/log.js';
 import { describeServer, parseStompUrl, type StompServer } from '../../config/stomp-address.js';
 import type { StompHeaders } from '../../mapping/stomp-mapping.js';
 import { coalesceWrites } from '../../shared/coalesce-writes.js';
+import { connectFirst } from '../failover.js';
 import { defaultServername, tlsConnectionOptions } from '../../config/tls.js';
 import { socketSentence, tlsFailure } from '../../shared/error-sentences.js';
 
@@ -143,30 +144,17 @@ const DEFAULT_DISCONNECT_TIMEOUT = 2000;
 const NUL = Buffer.from([0]);
 
 /**
- * Connects to the first URL of `conn.urls` that answers, in order. Resolves with an open session; rejects with
- * TransientError when none answered (unreachable, refused, timed out), ConfigError when a broker refused the login or
- * TLS failed for good (certificate not trusted or for another name, client certificate refused: see config/tls.ts).
+ * Connects to the first URL of `conn.urls` that answers, in order (the failover of ../failover.ts). Resolves with an
+ * open session; rejects with TransientError when none answered (unreachable, refused, timed out), ConfigError when a
+ * broker refused the login or TLS failed for good (certificate not trusted or for another name, client certificate
+ * refused: see tlsFailure in shared/error-sentences.ts).
  */
-export async function connectStomp(conn: StompConnectionConfig, log: Logger): Promise<StompSession> {
-  const failures: string[] = [];
-  let lastError: TransientError | undefined;
-  for (const url of conn.urls) {
-    const server = parseStompUrl(url);
-    try {
-      const session = await connectOne(conn, server, log);
-      if (failures.length > 0) log.info({ peer: session.peer }, `connected to ${session.peer} after ${failures.length} failed URL(s)`);
-      return session;
-    } catch (err) {
-      if (!(err instanceof TransientError)) throw err;
-      lastError = err;
-      failures.push(err.message);
-    }
-  }
-  if (lastError === undefined) throw new ConfigError(`STOMP connection '${conn.name}' has no URL`);
-  if (failures.length === 1) throw lastError;
-  throw new TransientError(`no broker of STOMP connection '${conn.name}' could be reached: ${failures.join('; ')}`, {
-    cause: lastError,
-  });
+export function connectStomp(conn: StompConnectionConfig, log: Logger): Promise<StompSession> {
+  return connectFirst(conn.urls, (url) => connectOne(conn, parseStompUrl(url), log), {
+    noUrl: `STOMP connection '${conn.name}' has no URL`,
+    allFailed: (reasons) => `no broker of STOMP connection '${conn.name}' could be reached: ${reasons}`,
+    peer: (session) => session.peer,
+  }, log);
 }
 
 function connectOne(conn: StompConnectionConfig, server: StompServer, log: Logger): Promise<StompSession> {

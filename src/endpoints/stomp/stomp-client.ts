@@ -309,7 +309,10 @@ class Session implements StompSession {
     const headers = client.headers ?? {};
     this.version = String(headers.version ?? '1.0');
     this.server = headers.server === undefined ? undefined : String(headers.server);
-    client.getTransportSocket().setNoDelay(true);
+    const socket = client.getTransportSocket();
+    socket.setNoDelay(true);
+    // Frames written in one tick leave in one writev (shared/coalesce-writes.ts), as on the AMQP and Redis sockets.
+    coalesceWrites(socket);
     client.on('error', (error: StompitError) => this.ended(error));
     client.on('end', () => this.ended(undefined));
     // Our own RECEIPT and ERROR handlers replace stompit's (which destroy the connection on any ERROR and on a
@@ -450,8 +453,6 @@ class Session implements StompSession {
   private write(command: string, headers: StompHeaders, body?: Buffer): void {
     const socket = this.client.getTransportSocket();
     if (socket.destroyed || !socket.writable) return;
-    // Frames written in one tick leave in one writev (idempotent per socket).
-    coalesceWrites(socket);
     let head = command;
     for (const [name, value] of Object.entries(headers)) head += `\n${escapeHeader(name, this.version)}:${escapeHeader(value, this.version)}`;
     head += '\n\n';

@@ -17,7 +17,8 @@ import { addressKeys, epochKey, hashSlot, stampKey } from './keys.js';
 import { ScriptStatus, ScriptReplyError, decodeRecordedReply, decodeReserveReply, decodeScriptReply } from './script-status.js';
 import { ConfigError, TransientError, isProgrammerError, redactUrl } from '../shared/errors.js';
 import type { TlsConfig } from '../config/types.js';
-import { tlsConnectionOptions, tlsFailure } from '../config/tls.js';
+import { tlsConnectionOptions } from '../config/tls.js';
+import { socketSentence, tlsFailure } from '../shared/error-sentences.js';
 import { coalesceWrites } from '../shared/coalesce-writes.js';
 import { silentLogger, type Logger } from '../shared/log.js';
 import { createCacheClient, describeTopology, topologyUrls, type CacheClient } from './redis-client.js';
@@ -216,7 +217,7 @@ export class RedisIdCache implements IdCache {
       connectTimeout: this.o.connectTimeout,
       ...(options.password !== undefined ? { password: options.password } : {}),
       ...(tls ? { tls: tlsConnectionOptions(options.tls) } : {}),
-      // A TLS failure that no retry can fix ends the retries (see config/tls.ts); every call then fails with it.
+      // A TLS failure that no retry can fix ends the retries (see tlsFailure in shared/error-sentences.ts); every call then fails with it.
       stopRetrying: () => this.tlsProblem !== undefined,
     });
     defineScripts(this.redis);
@@ -615,25 +616,8 @@ export class RedisIdCache implements IdCache {
 
 /** A low-level connection error as a few words ("connection refused"), without credentials. */
 function connectionReason(err: unknown): string {
-  const code = typeof err === 'object' && err !== null && 'code' in err ? String(err.code) : undefined;
-  switch (code) {
-    case 'ECONNREFUSED':
-      return 'connection refused';
-    case 'ECONNRESET':
-      return 'connection reset';
-    case 'EPIPE':
-      return 'connection broken';
-    case 'ETIMEDOUT':
-      return 'connection timed out';
-    case 'ENOTFOUND':
-    case 'EAI_AGAIN':
-      return 'host not found';
-    case 'EHOSTUNREACH':
-    case 'ENETUNREACH':
-      return 'host unreachable';
-    default:
-      break;
-  }
+  const socket = socketSentence(err, 'reason');
+  if (socket !== undefined) return socket;
   const message = err instanceof Error ? err.message : String(err);
   if (/^(NOAUTH|WRONGPASS)/.test(message)) return 'authentication failed';
   if (message === 'Connection is closed.') return 'connection closed';

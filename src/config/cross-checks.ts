@@ -5,6 +5,8 @@
  */
 import type { ProblemCollector } from './problems.js';
 import { suggestion } from './suggest.js';
+import { resolveTarget } from './amqp-address.js';
+import { stompDestination } from './stomp-address.js';
 
 type Data = Record<string, unknown>;
 
@@ -22,16 +24,21 @@ function has(obj: Data, key: string): boolean {
 
 type ConnectionType = 'amqp' | 'stomp';
 
-/** The address a queue name stands for on a connection, so that `orders` and `/queue/orders` compare equal on STOMP. */
-export function queueAddress(type: ConnectionType, queue: string): string {
-  return type === 'stomp' && !queue.startsWith('/') ? `/queue/${queue}` : queue;
+/**
+ * The queue a name stands for on a connection, by the rule the endpoints use (stompDestination), so that `orders` and
+ * `/queue/orders` compare equal on STOMP.
+ */
+function queueAddress(type: ConnectionType, queue: string): string {
+  return type === 'stomp' && queue !== '' ? stompDestination(queue) : queue;
 }
 
-/** The queue an AMQP target publishes to, when it goes through the default exchange; else undefined. */
+/** The queue an AMQP target publishes to (resolveTarget, as the endpoint does), when it goes through the default exchange; else undefined. */
 function amqpTargetQueue(target: Data): string | undefined {
-  const exchange = asString(target.exchange);
-  if (exchange !== undefined && exchange !== '') return undefined;
-  return asString(target.queue) ?? asString(target['routing-key']);
+  const queue = asString(target.queue);
+  const routingKey = asString(target['routing-key']);
+  if (queue === undefined && routingKey === undefined) return undefined;
+  const resolved = resolveTarget({ exchange: asString(target.exchange), queue, routingKey });
+  return resolved.exchange === '' ? resolved.routingKey : undefined;
 }
 
 function checkConnections(raw: Data, out: ProblemCollector): Map<string, ConnectionType | undefined> {

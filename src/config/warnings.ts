@@ -1,20 +1,8 @@
 /**
  * Non-fatal findings about a valid configuration, printed by `validate` and logged by `run` at start.
  */
-import { targetAddress } from './amqp-address.js';
-import { stompAddress, stompDestination } from './stomp-address.js';
-import type { Config, TargetConfig } from './types.js';
-
-/**
- * The address that keys a target's duplicate-ID cache — the very function the endpoints use (broker from the
- * connection's first URL, destination), so bridges that share a cache are grouped together whatever their
- * connections are called.
- */
-export function cacheAddress(target: TargetConfig): string {
-  const c = target.connection;
-  if (c.type === 'stomp') return stompAddress(c, stompDestination(target.queue ?? ''));
-  return targetAddress(c, target);
-}
+import { cacheAddress } from './target-address.js';
+import type { Config } from './types.js';
 
 export function warnings(config: Config): string[] {
   const out: string[] = [...config.deprecations];

@@ -3,8 +3,9 @@
  *
  * Adapters only connect, read, write and close. They never reconnect by themselves and never retry:
  * the supervisor owns reconnects with backoff, the worker owns retries and dead-lettering.
- * One endpoint object lives for one session: `open` once, `close` once. After a loss, the supervisor
- * builds new endpoint objects.
+ * One endpoint object lives for one session: `open` once (a second call throws TypeError), `close` once. After a
+ * loss, the supervisor builds new endpoint objects. A handler that throws is logged by the adapter and goes no further
+ * (a delivery whose handler threw stays unacked).
  */
 import type { BridgeMessage, SourceDelivery } from './message.js';
 import type { TransientError } from '../shared/errors.js';

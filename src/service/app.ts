@@ -12,7 +12,7 @@ import { createIdCache } from '../cache/create-id-cache.js';
 import { RedisIdCache } from '../cache/redis-id-cache.js';
 import { ConfigError, isTransient } from '../shared/errors.js';
 import { warnings } from '../config/load.js';
-import { cacheAddress } from '../config/warnings.js';
+import { cacheAddress } from '../config/target-address.js';
 import { createEndpoints } from '../endpoints/create-endpoints.js';
 import { startHttpServer } from './http-server.js';
 import { Metrics } from '../core/metrics.js';

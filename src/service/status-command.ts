@@ -4,6 +4,7 @@
  * 3 the API could not be asked (not running, wrong URL, HTTP API off).
  */
 import type { BridgeReport } from './http-server.js';
+import { socketFailure } from '../shared/error-sentences.js';
 
 export const EXIT_NOT_RUNNING = 1;
 export const EXIT_UNREACHABLE = 3;
@@ -26,8 +27,8 @@ export async function statusCommand(baseUrl: string, asJson: boolean, io: Status
     if (!Array.isArray(body.bridges)) throw new Error('its answer has no bridges list');
     bridges = body.bridges;
   } catch (err) {
-    const cause = (err as { cause?: { code?: string } }).cause?.code;
-    const why = cause === 'ECONNREFUSED' ? 'connection refused (is the bridge running, with http-port set?)' : (err as Error).message;
+    const refused = socketFailure((err as { cause?: unknown }).cause) === 'refused';
+    const why = refused ? 'connection refused (is the bridge running, with http-port set?)' : (err as Error).message;
     io.stderr(`broker-bridge status: cannot ask ${url.origin}: ${why}\n`);
     return EXIT_UNREACHABLE;
   }

@@ -14,7 +14,7 @@ import { services, uniqueName } from '../support/services.js';
 import { addressKeys, epochKey, hashSlot } from '../../src/cache/keys.js';
 import { RedisIdCache } from '../../src/cache/redis-id-cache.js';
 import { TransientError } from '../../src/shared/errors.js';
-import { cacheAddress } from '../../src/config/warnings.js';
+import { cacheAddress } from '../../src/config/target-address.js';
 import { loadConfig } from '../../src/config/load.js';
 import { OwnRedis } from '../faults/own-redis.js';
 import { TcpProxy } from '../support/tcp-proxy.js';

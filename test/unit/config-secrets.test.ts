@@ -9,7 +9,8 @@ import { join, relative, resolve } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ConfigFileError, loadConfig, parseConfig, warnings } from '../../src/config/load.js';
 import { substituteEnv } from '../../src/config/env.js';
-import { tlsConnectionOptions, tlsFailure } from '../../src/config/tls.js';
+import { tlsConnectionOptions } from '../../src/config/tls.js';
+import { tlsFailure } from '../../src/shared/error-sentences.js';
 import type { AmqpConnectionConfig, StompConnectionConfig } from '../../src/config/types.js';
 import { makeTlsFiles, removeTlsFiles, type TlsFiles } from '../support/tls-fixtures.js';
 

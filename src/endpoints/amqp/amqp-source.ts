@@ -14,81 +14,67 @@ import type { Logger } from '../../shared/log.js';
 import { fromAmqp } from '../../mapping/amqp-mapping.js';
 import { AckCoalescer, type OutstandingDelivery } from './ack-coalescer.js';
 import { describeSource, sourceAddress } from '../../config/amqp-address.js';
-import { ACCESS_REFUSED, NOT_FOUND, closeModel, connectAmqp, lostError, replyCode, replyText, reportLoss, type AmqpSession } from './connect.js';
+import { deliver } from '../endpoint-handlers.js';
+import { AmqpEndpoint } from './amqp-endpoint.js';
+import { ACCESS_REFUSED, NOT_FOUND, replyCode, replyText, type AmqpSession } from './connect.js';
 
-type State = 'new' | 'opening' | 'open' | 'lost' | 'closed';
+export class AmqpSource extends AmqpEndpoint<SourceHandlers> implements SourceEndpoint {
+  protected readonly setUpWhat = 'start consuming';
+  protected readonly lossMessage = 'source lost; unacked messages go back to the queue';
 
-let instances = 0;
-
-export class AmqpSource implements SourceEndpoint {
-  readonly description: string;
-  readonly address: string;
-  /** The `connection_name` client property, unique per session (find it in `rabbitmqctl list_connections`). */
-  readonly connectionName: string;
-
-  private readonly log: Logger;
-  private state: State = 'new';
-  private session?: AmqpSession;
   private channel?: Channel;
   private channelOpen = false;
   private channelError?: Error;
   private consumerTag?: string;
   /** For depth(): passive declares on a channel apart from the consuming one. */
   private depthChannel?: Channel;
-  private handlers?: SourceHandlers;
-  private lostReason?: TransientError;
   private seq = 0;
   /** Unacked deliveries of this session. Acking a tag twice (or a foreign one) would make RabbitMQ close the channel. */
   private readonly unacked = new WeakMap<SourceDelivery, OutstandingDelivery<ConsumeMessage>>();
   private readonly acks = new AckCoalescer<ConsumeMessage>((m, multiple) => this.sendAck(m, multiple));
 
   constructor(
-    private readonly conn: AmqpConnectionConfig,
+    conn: AmqpConnectionConfig,
     private readonly queue: string,
     private readonly prefetch: number,
     log: Logger,
   ) {
-    this.description = describeSource(conn, queue);
-    this.address = sourceAddress(conn, queue);
-    instances += 1;
-    this.connectionName = `broker-bridge ${conn.name} source ${queue} #${process.pid}.${instances}`;
-    this.log = log.child({ endpoint: this.description });
+    super(conn, describeSource(conn, queue), sourceAddress(conn, queue), 'source', queue, log);
   }
 
-  async open(handlers: SourceHandlers): Promise<void> {
-    if (this.state !== 'new') throw new Error(`${this.description}: open() called twice; build a new endpoint per session`);
-    this.state = 'opening';
-    this.handlers = handlers;
-    const session = await connectAmqp(this.conn, { connectionName: this.connectionName, log: this.log });
-    this.session = session;
-    const { model, where } = session;
-    model.on('error', (err: Error) => this.log.debug({ err }, 'AMQP connection error'));
-    model.on('close', (err?: Error) => this.lost(lostError(where, err)));
+  protected async setUp({ model, where }: AmqpSession): Promise<void> {
+    const ch = await model.createChannel();
+    this.channel = ch;
+    this.channelOpen = true;
+    ch.on('error', (err: Error) => {
+      this.channelError = err;
+    });
+    ch.on('close', () => {
+      this.channelOpen = false;
+      this.channelClosed(this.channelError);
+    });
+    await ch.prefetch(this.prefetch);
     try {
-      const ch = await model.createChannel();
-      this.channel = ch;
-      this.channelOpen = true;
-      ch.on('error', (err: Error) => {
-        this.channelError = err;
-      });
-      ch.on('close', () => this.onChannelClose());
-      await ch.prefetch(this.prefetch);
-      try {
-        await ch.checkQueue(this.queue);
-      } catch (err) {
-        throw this.queueError(err, where);
-      }
-      const { consumerTag } = await ch.consume(this.queue, (m) => this.onMessage(m), { noAck: false });
-      this.consumerTag = consumerTag;
-      if (this.state !== 'opening') throw this.lostReason ?? new TransientError(`${this.description}: closed while opening`);
-      this.state = 'open';
-      this.log.info({ prefetch: this.prefetch }, 'consuming');
+      await ch.checkQueue(this.queue);
     } catch (err) {
-      const state = this.state as State;
-      if (state === 'opening' || state === 'lost') this.state = 'closed';
-      await closeModel(model);
-      throw toBridgeError(err, `${this.description}: could not start consuming on ${where}`);
+      throw this.queueError(err, where);
     }
+    const { consumerTag } = await ch.consume(this.queue, (m) => this.onMessage(m), { noAck: false });
+    this.consumerTag = consumerTag;
+  }
+
+  protected opened(): void {
+    this.log.info({ prefetch: this.prefetch }, 'consuming');
+  }
+
+  protected settleOnLoss(): void {
+    // Nothing waits on a source: unacked messages go back to the queue with the connection.
+  }
+
+  protected settleOnClose(): void {
+    // Acks of messages settled in this same turn are still waiting for their nextTick flush (ack-coalescer.ts): write
+    // them before the connection closes, or a drained message is redelivered (and dropped as a duplicate).
+    if (this.channelOpen) this.acks.flush();
   }
 
   ack(delivery: SourceDelivery): void {
@@ -110,9 +96,7 @@ export class AmqpSource implements SourceEndpoint {
 
   async ackBarrier(): Promise<void> {
     const ch = this.channel;
-    if (!this.channelOpen || ch === undefined || (this.state !== 'open' && this.state !== 'opening')) {
-      throw this.lostReason ?? new TransientError(`${this.description} is not connected`);
-    }
+    if (!this.channelOpen || ch === undefined || (this.state !== 'open' && this.state !== 'opening')) throw this.notConnected();
     this.acks.flush();
     try {
       // The channel handles methods in order: the reply to this synchronous method proves the earlier acks arrived.
@@ -136,9 +120,7 @@ export class AmqpSource implements SourceEndpoint {
   async resumeConsuming(): Promise<void> {
     const ch = this.channel;
     if (this.consumerTag !== undefined) return;
-    if (!this.channelOpen || ch === undefined || this.state !== 'open') {
-      throw this.lostReason ?? new TransientError(`${this.description} is not connected`);
-    }
+    if (!this.channelOpen || ch === undefined || this.state !== 'open') throw this.notConnected();
     try {
       const { consumerTag } = await ch.consume(this.queue, (m) => this.onMessage(m), { noAck: false });
       this.consumerTag = consumerTag;
@@ -149,7 +131,7 @@ export class AmqpSource implements SourceEndpoint {
 
   async depth(): Promise<number> {
     const model = this.session?.model;
-    if (model === undefined || this.state !== 'open') throw this.lostReason ?? new TransientError(`${this.description} is not connected`);
+    if (model === undefined || this.state !== 'open') throw this.notConnected();
     // A channel of its own: a failed passive declare closes its channel, and that must never be the consuming one.
     if (this.depthChannel === undefined) {
       const ch = await model.createChannel();
@@ -164,16 +146,6 @@ export class AmqpSource implements SourceEndpoint {
     } catch (err) {
       throw new TransientError(`${this.description}: the queue depth could not be read: ${replyText(err)}`, { cause: err });
     }
-  }
-
-  async close(): Promise<void> {
-    if (this.state === 'closed') return;
-    // Acks of messages settled in this same turn are still waiting for their nextTick flush (ack-coalescer.ts): write
-    // them before the connection closes, or a drained message is redelivered (and dropped as a duplicate).
-    if (this.channelOpen) this.acks.flush();
-    this.state = 'closed';
-    const model = this.session?.model;
-    if (model) await closeModel(model);
   }
 
   private onMessage(m: ConsumeMessage | null): void {
@@ -191,33 +163,7 @@ export class AmqpSource implements SourceEndpoint {
     const messageId: unknown = m.properties.messageId;
     if (typeof messageId === 'string' && messageId !== '') delivery.stableId = messageId;
     this.unacked.set(delivery, this.acks.delivered(m));
-    try {
-      this.handlers?.onDelivery(delivery);
-    } catch (err) {
-      this.log.error({ err, seq: delivery.seq }, 'the delivery handler threw; the message stays unacked');
-    }
-  }
-
-  private onChannelClose(): void {
-    this.channelOpen = false;
-    const where = this.session?.where ?? this.conn.name;
-    if (this.channelError) {
-      this.lost(lostError(where, this.channelError, 'the channel on'));
-      return;
-    }
-    // A channel closing without an error of its own means the connection is going down; its 'close' event follows
-    // in the same tick with the reason, so let it speak first.
-    queueMicrotask(() => this.lost(new TransientError(`the channel on ${where} was closed`, { outcomeUnknown: true })));
-  }
-
-  private lost(err: TransientError): void {
-    if (this.state !== 'open' && this.state !== 'opening') return;
-    const wasOpen = this.state === 'open';
-    this.state = 'lost';
-    this.lostReason = err;
-    if (!wasOpen) return;
-    // The connection may still be up (a channel error, a cancelled consumer): closing it makes the broker requeue now.
-    reportLoss(this.log, 'source lost; unacked messages go back to the queue', err, (e) => this.handlers?.onLost(e), this.session?.model);
+    deliver(this.handlers, delivery, this.log);
   }
 
   private queueError(err: unknown, where: string): BridgeError {
@@ -233,10 +179,4 @@ export class AmqpSource implements SourceEndpoint {
     }
     return new TransientError(`source queue '${this.queue}' on ${where} could not be checked: ${replyText(err)}`, { cause: err });
   }
-}
-
-function toBridgeError(err: unknown, context: string): BridgeError {
-  if (err instanceof TransientError || err instanceof ConfigError) return err;
-  if (err instanceof Error && (err instanceof TypeError || err instanceof RangeError)) throw err;
-  return new TransientError(`${context}: ${replyText(err)}`, { cause: err });
 }

@@ -29,20 +29,8 @@ import type { Logger } from '../../shared/log.js';
 import { isTypedValue, toAmqp, type AmqpPublish } from '../../mapping/amqp-mapping.js';
 import { describeTarget, resolveTarget, targetAddress, type AmqpTargetSpec } from '../../config/amqp-address.js';
 import { publishConfirmed } from './publish-confirmed.js';
-import {
-  ACCESS_REFUSED,
-  NOT_FOUND,
-  PRECONDITION_FAILED,
-  closeModel,
-  connectAmqp,
-  lostError,
-  replyCode,
-  replyText,
-  reportLoss,
-  type AmqpSession,
-} from './connect.js';
-
-type State = 'new' | 'opening' | 'open' | 'lost' | 'closed';
+import { AmqpEndpoint } from './amqp-endpoint.js';
+import { ACCESS_REFUSED, NOT_FOUND, PRECONDITION_FAILED, replyCode, replyText, type AmqpSession } from './connect.js';
 
 interface Outcome {
   resolve: () => void;
@@ -74,20 +62,12 @@ const CHANNEL_REJECTIONS: Record<number, string> = {
   [PRECONDITION_FAILED]: 'precondition-failed',
 };
 
-let instances = 0;
+export class AmqpTarget extends AmqpEndpoint<TargetHandlers> implements TargetEndpoint {
+  protected readonly setUpWhat = 'open a confirm channel';
+  protected readonly lossMessage = 'target lost';
 
-export class AmqpTarget implements TargetEndpoint {
-  readonly description: string;
-  readonly address: string;
-  /** The `connection_name` client property, unique per session. */
-  readonly connectionName: string;
-
-  private readonly log: Logger;
   private readonly exchange: string;
   private readonly routingKey: string;
-  private state: State = 'new';
-  private session?: AmqpSession;
-  private handlers?: TargetHandlers;
   private channel?: PublishChannel;
   private reopening = false;
   private draining = false;
@@ -95,22 +75,17 @@ export class AmqpTarget implements TargetEndpoint {
   private readonly waiting: Waiting[] = [];
   private seq = 0;
   private sweeper?: NodeJS.Timeout;
-  private lostReason?: TransientError;
 
   constructor(
-    private readonly conn: AmqpConnectionConfig,
+    conn: AmqpConnectionConfig,
     target: AmqpTargetSpec,
     private readonly confirmTimeout: number,
     log: Logger,
   ) {
     const { exchange, routingKey } = resolveTarget(target);
+    super(conn, describeTarget(conn, target), targetAddress(conn, target), 'target', `${exchange}/${routingKey}`, log);
     this.exchange = exchange;
     this.routingKey = routingKey;
-    this.description = describeTarget(conn, target);
-    this.address = targetAddress(conn, target);
-    instances += 1;
-    this.connectionName = `broker-bridge ${conn.name} target ${exchange}/${routingKey} #${process.pid}.${instances}`;
-    this.log = log.child({ endpoint: this.description });
   }
 
   /** A short line for logs: where this target publishes and how its session is doing. */
@@ -119,15 +94,7 @@ export class AmqpTarget implements TargetEndpoint {
     return `${this.description} [${this.state}${this.blocked ? ', blocked' : ''}; ${unconfirmed} unconfirmed, ${this.waiting.length} waiting]`;
   }
 
-  async open(handlers: TargetHandlers): Promise<void> {
-    if (this.state !== 'new') throw new Error(`${this.description}: open() called twice; build a new endpoint per session`);
-    this.state = 'opening';
-    this.handlers = handlers;
-    const session = await connectAmqp(this.conn, { connectionName: this.connectionName, log: this.log });
-    this.session = session;
-    const { model, where } = session;
-    model.on('error', (err: Error) => this.log.debug({ err }, 'AMQP connection error'));
-    model.on('close', (err?: Error) => this.lost(lostError(where, err)));
+  protected async setUp({ model }: AmqpSession): Promise<void> {
     model.on('blocked', (reason: string) => {
       this.blocked = true;
       this.log.warn({ reason }, 'the broker blocked publishing (connection.blocked)');
@@ -141,20 +108,10 @@ export class AmqpTarget implements TargetEndpoint {
       this.log.info('the broker unblocked publishing');
       this.handlers?.onBlocked?.(false);
     });
-    try {
-      this.channel = await this.openChannel();
-    } catch (err) {
-      this.state = 'closed';
-      await closeModel(model);
-      throw err instanceof TransientError
-        ? err
-        : new TransientError(`${this.description}: could not open a confirm channel on ${where}: ${replyText(err)}`, { cause: err });
-    }
-    if ((this.state as State) !== 'opening') {
-      await closeModel(model);
-      throw this.lostReason ?? new TransientError(`${this.description}: closed while opening`);
-    }
-    this.state = 'open';
+    this.channel = await this.openChannel();
+  }
+
+  protected opened(): void {
     const period = Math.max(50, Math.min(1000, Math.floor(this.confirmTimeout / 5)));
     this.sweeper = setInterval(() => this.checkConfirmTimeout(), period);
     this.sweeper.unref();
@@ -191,22 +148,23 @@ export class AmqpTarget implements TargetEndpoint {
     if (failed) throw failed.reason;
   }
 
-  async close(): Promise<void> {
-    if (this.state === 'closed') return;
-    this.state = 'closed';
+  protected settleOnClose(): void {
     this.stopSweeper();
     const err = new TransientError(`${this.description} was closed before the broker confirmed the message`, {
       outcomeUnknown: true,
     });
     if (this.channel) this.failPending(this.channel, () => err);
     this.failWaiting(new TransientError(`${this.description} was closed before the message was sent`));
-    const model = this.session?.model;
-    if (model) await closeModel(model);
+  }
+
+  protected settleOnLoss(err: TransientError): void {
+    this.stopSweeper();
+    if (this.channel) this.failPending(this.channel, () => err);
+    this.failWaiting(new TransientError(`${err.message} (the message was not sent)`, { cause: err }));
   }
 
   private async openChannel(): Promise<PublishChannel> {
-    const model = this.session!.model;
-    const ch = await model.createConfirmChannel();
+    const ch = await this.session!.model.createConfirmChannel();
     const chan: PublishChannel = { ch, pending: new Map(), closed: false };
     ch.on('error', (err: Error) => {
       chan.error = err;
@@ -316,7 +274,6 @@ export class AmqpTarget implements TargetEndpoint {
     }
     const code = replyCode(chan.error);
     const reason = code === undefined ? undefined : CHANNEL_REJECTIONS[code];
-    const where = this.session?.where ?? this.conn.name;
     if (chan.error && reason !== undefined) {
       const text = replyText(chan.error);
       this.log.warn({ code, unconfirmed: chan.pending.size }, `the broker closed the channel: ${text}; reopening it`);
@@ -328,13 +285,7 @@ export class AmqpTarget implements TargetEndpoint {
       void this.reopen();
       return;
     }
-    if (chan.error) {
-      this.lost(lostError(where, chan.error, 'the channel on'));
-      return;
-    }
-    // No error of its own: the connection is going down, and its 'close' event (with the reason) follows in this
-    // tick. Let it speak first; this is the fallback.
-    queueMicrotask(() => this.lost(new TransientError(`the channel on ${where} was closed`, { outcomeUnknown: true })));
+    this.channelClosed(chan.error);
   }
 
   private async reopen(): Promise<void> {
@@ -350,8 +301,7 @@ export class AmqpTarget implements TargetEndpoint {
       this.reopening = false;
       this.flush();
     } catch (err) {
-      const where = this.session?.where ?? this.conn.name;
-      this.lost(new TransientError(`${this.description}: could not reopen a channel on ${where}: ${replyText(err)}`, { cause: err }));
+      this.lost(new TransientError(`${this.description}: could not reopen a channel on ${this.where}: ${replyText(err)}`, { cause: err }));
     }
   }
 
@@ -360,25 +310,11 @@ export class AmqpTarget implements TargetEndpoint {
     const oldest = this.channel.pending.values().next();
     if (oldest.done) return;
     if (Date.now() - oldest.value.publishedAt <= this.confirmTimeout) return;
-    const where = this.session?.where ?? this.conn.name;
     this.lost(
-      new TransientError(`${this.description}: no publisher confirm within ${this.confirmTimeout} ms; the connection to ${where} is treated as broken`, {
+      new TransientError(`${this.description}: no publisher confirm within ${this.confirmTimeout} ms; the connection to ${this.where} is treated as broken`, {
         outcomeUnknown: true,
       }),
     );
-  }
-
-  private lost(err: TransientError): void {
-    if (this.state !== 'open' && this.state !== 'opening') return;
-    const wasOpen = this.state === 'open';
-    this.state = 'lost';
-    this.lostReason = err;
-    this.stopSweeper();
-    if (this.channel) this.failPending(this.channel, () => err);
-    this.failWaiting(new TransientError(`${err.message} (the message was not sent)`, { cause: err }));
-    if (!wasOpen) return;
-    // The connection may still be up (confirm timeout, channel failure): it is closed, not trusted any more.
-    reportLoss(this.log, 'target lost', err, (e) => this.handlers?.onLost(e), this.session?.model);
   }
 
   private failPending(chan: PublishChannel, error: () => Error): void {

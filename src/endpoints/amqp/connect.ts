@@ -7,11 +7,13 @@
  */
 import { connect, type ChannelModel } from 'amqplib';
 import type { AmqpConnectionConfig } from '../../config/types.js';
-import { ConfigError, isProgrammerError, redactUrl, TransientError, type BridgeError } from '../../shared/errors.js';
+import { ConfigError, redactUrl, TransientError, type BridgeError } from '../../shared/errors.js';
+import { connectFirst } from '../failover.js';
 import type { Logger } from '../../shared/log.js';
 import { describeBroker, parseBroker, type AmqpBroker } from '../../config/amqp-address.js';
 import { SOCKET_WRITE_BUFFER, coalesceWrites } from '../../shared/coalesce-writes.js';
-import { tlsConnectionOptions, tlsFailure } from '../../config/tls.js';
+import { tlsConnectionOptions } from '../../config/tls.js';
+import { socketFailure, socketSentence, tlsFailure } from '../../shared/error-sentences.js';
 
 /** An open connection, with what the adapters need to know about it. */
 export interface AmqpSession {
@@ -36,35 +38,21 @@ export const PRECONDITION_FAILED = 406;
 const NOT_ALLOWED = 530;
 
 /**
- * Connects to the first URL of `conn.urls` that answers, trying them in order (failover).
+ * Connects to the first URL of `conn.urls` that answers, trying them in order (the failover of ../failover.ts).
  * Each attempt is bounded by `conn.connectTimeout`, which covers TCP connect *and* the AMQP handshake: amqplib's
  * `timeout` socket option is an idle timer only, so a broker that trickles bytes or stalls after `connection.start`
  * is caught by a timer of our own.
  *
  * @throws ConfigError when the broker refuses the login or vhost access (403), the URL is malformed, or TLS fails
- *   for good (certificate not trusted or for another name, client certificate refused: see config/tls.ts): retrying
+ *   for good (certificate not trusted or for another name, client certificate refused: see shared/error-sentences.ts): retrying
  *   cannot help. TransientError for everything else (refused, unreachable, timed out, vhost missing).
  */
-export async function connectAmqp(conn: AmqpConnectionConfig, opts: ConnectOptions): Promise<AmqpSession> {
-  if (conn.urls.length === 0) throw new ConfigError(`connection '${conn.name}' has no URL`);
-  const failures: BridgeError[] = [];
-  for (const url of conn.urls) {
-    try {
-      return await connectOne(conn, url, opts);
-    } catch (err) {
-      if (isProgrammerError(err)) throw err;
-      const classified = err instanceof TransientError || err instanceof ConfigError ? err : new TransientError(String(err));
-      failures.push(classified);
-      if (conn.urls.length > 1) opts.log.debug({ err: classified }, 'AMQP connect attempt failed, trying the next URL');
-    }
-  }
-  // An authentication failure on any URL is a configuration problem, even if another URL was merely down.
-  const fatal = failures.find((f) => f instanceof ConfigError);
-  if (fatal) throw fatal;
-  if (failures.length === 1) throw failures[0]!;
-  throw new TransientError(`could not connect to ${conn.name}: ${failures.map((f) => f.message).join('; ')}`, {
-    cause: failures[0],
-  });
+export function connectAmqp(conn: AmqpConnectionConfig, opts: ConnectOptions): Promise<AmqpSession> {
+  return connectFirst(conn.urls, (url) => connectOne(conn, url, opts), {
+    noUrl: `connection '${conn.name}' has no URL`,
+    allFailed: (reasons) => `could not connect to ${conn.name}: ${reasons}`,
+    peer: (session) => describeBroker(session.broker),
+  }, opts.log);
 }
 
 async function connectOne(conn: AmqpConnectionConfig, url: string, opts: ConnectOptions): Promise<AmqpSession> {
@@ -140,23 +128,8 @@ export function classifyConnectError(err: unknown, where: string, timeoutMs: num
   const e = err as NodeJS.ErrnoException;
   const message = redactUrl(typeof e?.message === 'string' ? e.message : String(err));
   const options = { cause: err };
-  switch (e?.code) {
-    case 'ECONNREFUSED':
-      return new TransientError(`connection to ${where} was refused`, options);
-    case 'ENOTFOUND':
-    case 'EAI_AGAIN':
-      return new TransientError(`connection to ${where} failed: the host name could not be resolved`, options);
-    case 'ETIMEDOUT':
-      return new TransientError(`connection to ${where} timed out after ${timeoutMs} ms`, options);
-    case 'EHOSTUNREACH':
-    case 'ENETUNREACH':
-      return new TransientError(`connection to ${where} failed: the host is unreachable`, options);
-    case 'ECONNRESET':
-    case 'EPIPE':
-      return new TransientError(`connection to ${where} was reset during the AMQP handshake`, options);
-    default:
-      break;
-  }
+  const socket = socketSentence(err, 'predicate', timeoutMs);
+  if (socket !== undefined) return new TransientError(`connection to ${where} ${socket}`, options);
   if (message === 'connect ETIMEDOUT') {
     return new TransientError(`connection to ${where} timed out after ${timeoutMs} ms (no data from the broker)`, options);
   }
@@ -207,20 +180,6 @@ function destroySocket(model: ChannelModel): void {
   if (stream && typeof stream.destroy === 'function') stream.destroy();
 }
 
-/**
- * What an endpoint does once it lost its connection or channel: log it once, tell the session (a throwing handler is
- * logged, never passed on), and close the connection, which may still be up and is not trusted any more.
- */
-export function reportLoss(log: Logger, message: string, err: TransientError, onLost: (err: TransientError) => void, model: ChannelModel | undefined): void {
-  log.warn({ err }, message);
-  try {
-    onLost(err);
-  } catch (e) {
-    log.error({ err: e }, 'onLost handler threw');
-  }
-  if (model) void closeModel(model);
-}
-
 /** An AMQP reply code carried by an amqplib error (channel or connection close), if any. */
 export function replyCode(err: unknown): number | undefined {
   const code = (err as { code?: unknown } | null)?.code;
@@ -238,9 +197,10 @@ export function replyText(err: unknown): string {
 export function lostError(where: string, err: unknown, what = 'connection to'): TransientError {
   const code = replyCode(err);
   const e = err as NodeJS.ErrnoException | undefined;
+  const socket = socketFailure(err);
   let detail: string;
   if (code !== undefined) detail = `was closed by the broker (${code}: ${replyText(err)})`;
-  else if (e?.code === 'ECONNRESET' || e?.code === 'EPIPE') detail = 'was reset';
+  else if (socket === 'reset' || socket === 'broken') detail = 'was reset';
   else if (e instanceof Error && /heartbeat/i.test(e.message)) detail = 'missed its heartbeats (the broker or the network is not answering)';
   else if (e instanceof Error && e.message === 'Unexpected close') detail = 'was closed by the peer';
   else if (e instanceof Error) detail = `was lost (${redactUrl(e.message)})`;

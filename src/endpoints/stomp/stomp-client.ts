@@ -24,7 +24,9 @@ import type { Logger } from '../../shared/log.js';
 import { describeServer, parseStompUrl, type StompServer } from '../../config/stomp-address.js';
 import type { StompHeaders } from '../../mapping/stomp-mapping.js';
 import { coalesceWrites } from '../../shared/coalesce-writes.js';
-import { defaultServername, tlsConnectionOptions, tlsFailure } from '../../config/tls.js';
+import { connectFirst } from '../failover.js';
+import { defaultServername, tlsConnectionOptions } from '../../config/tls.js';
+import { socketSentence, tlsFailure } from '../../shared/error-sentences.js';
 
 /** Frame headers as sent: strings only. */
 export type { StompHeaders };
@@ -142,30 +144,17 @@ const DEFAULT_DISCONNECT_TIMEOUT = 2000;
 const NUL = Buffer.from([0]);
 
 /**
- * Connects to the first URL of `conn.urls` that answers, in order. Resolves with an open session; rejects with
- * TransientError when none answered (unreachable, refused, timed out), ConfigError when a broker refused the login or
- * TLS failed for good (certificate not trusted or for another name, client certificate refused: see config/tls.ts).
+ * Connects to the first URL of `conn.urls` that answers, in order (the failover of ../failover.ts). Resolves with an
+ * open session; rejects with TransientError when none answered (unreachable, refused, timed out), ConfigError when a
+ * broker refused the login or TLS failed for good (certificate not trusted or for another name, client certificate
+ * refused: see tlsFailure in shared/error-sentences.ts).
  */
-export async function connectStomp(conn: StompConnectionConfig, log: Logger): Promise<StompSession> {
-  const failures: string[] = [];
-  let lastError: TransientError | undefined;
-  for (const url of conn.urls) {
-    const server = parseStompUrl(url);
-    try {
-      const session = await connectOne(conn, server, log);
-      if (failures.length > 0) log.info({ peer: session.peer }, `connected to ${session.peer} after ${failures.length} failed URL(s)`);
-      return session;
-    } catch (err) {
-      if (!(err instanceof TransientError)) throw err;
-      lastError = err;
-      failures.push(err.message);
-    }
-  }
-  if (lastError === undefined) throw new ConfigError(`STOMP connection '${conn.name}' has no URL`);
-  if (failures.length === 1) throw lastError;
-  throw new TransientError(`no broker of STOMP connection '${conn.name}' could be reached: ${failures.join('; ')}`, {
-    cause: lastError,
-  });
+export function connectStomp(conn: StompConnectionConfig, log: Logger): Promise<StompSession> {
+  return connectFirst(conn.urls, (url) => connectOne(conn, parseStompUrl(url), log), {
+    noUrl: `STOMP connection '${conn.name}' has no URL`,
+    allFailed: (reasons) => `no broker of STOMP connection '${conn.name}' could be reached: ${reasons}`,
+    peer: (session) => session.peer,
+  }, log);
 }
 
 function connectOne(conn: StompConnectionConfig, server: StompServer, log: Logger): Promise<StompSession> {
@@ -280,24 +269,8 @@ function classifyConnectError(error: StompitError, what: string, timeoutMs: numb
 }
 
 function transportSentence(error: StompitError, timeoutMs?: number): string {
-  switch (error.code) {
-    case 'ECONNREFUSED':
-      return 'the connection was refused (is the broker running?)';
-    case 'ENOTFOUND':
-    case 'EAI_AGAIN':
-      return 'the host name could not be resolved';
-    case 'ETIMEDOUT':
-      return 'the TCP connection timed out';
-    case 'ECONNRESET':
-      return 'the connection was reset by the broker';
-    case 'EPIPE':
-      return 'the connection was closed by the broker while writing';
-    case 'EHOSTUNREACH':
-    case 'ENETUNREACH':
-      return 'the host is unreachable';
-    default:
-      break;
-  }
+  const socket = socketSentence(error, 'clause', timeoutMs);
+  if (socket !== undefined) return socket;
   const msg = redactUrl(error.message);
   if (msg === 'connect timed out') return `the TCP connection was not established within ${timeoutMs ?? '?'} ms`;
   if (msg === 'connection timed out') return 'the broker stopped sending heart-beats (connection timed out)';
@@ -336,7 +309,10 @@ class Session implements StompSession {
     const headers = client.headers ?? {};
     this.version = String(headers.version ?? '1.0');
     this.server = headers.server === undefined ? undefined : String(headers.server);
-    client.getTransportSocket().setNoDelay(true);
+    const socket = client.getTransportSocket();
+    socket.setNoDelay(true);
+    // Frames written in one tick leave in one writev (shared/coalesce-writes.ts), as on the AMQP and Redis sockets.
+    coalesceWrites(socket);
     client.on('error', (error: StompitError) => this.ended(error));
     client.on('end', () => this.ended(undefined));
     // Our own RECEIPT and ERROR handlers replace stompit's (which destroy the connection on any ERROR and on a
@@ -477,8 +453,6 @@ class Session implements StompSession {
   private write(command: string, headers: StompHeaders, body?: Buffer): void {
     const socket = this.client.getTransportSocket();
     if (socket.destroyed || !socket.writable) return;
-    // Frames written in one tick leave in one writev (idempotent per socket).
-    coalesceWrites(socket);
     let head = command;
     for (const [name, value] of Object.entries(headers)) head += `\n${escapeHeader(name, this.version)}:${escapeHeader(value, this.version)}`;
     head += '\n\n';

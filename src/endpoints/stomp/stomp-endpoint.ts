@@ -8,6 +8,7 @@ import type { Logger } from '../../shared/log.js';
 import { stompAddress, stompDestination } from '../../config/stomp-address.js';
 import { connectStomp, type StompSession } from './stomp-client.js';
 import { profileFields, stompPeerProfile, type StompPeerProfile } from './stomp-peer.js';
+import { openedTwice, tellLost } from '../endpoint-handlers.js';
 
 export abstract class StompEndpoint {
   readonly description: string;
@@ -18,6 +19,7 @@ export abstract class StompEndpoint {
   protected profile: StompPeerProfile = stompPeerProfile(undefined);
   /** Set by close() and by a loss: nothing more is done on the session. */
   protected closed = false;
+  private openCalled = false;
 
   protected constructor(
     protected readonly conn: StompConnectionConfig,
@@ -35,7 +37,8 @@ export abstract class StompEndpoint {
    * TransientError when close() came while connecting.
    */
   protected async connect(onLost: (error: TransientError) => void): Promise<StompSession> {
-    if (this.session || this.closed) throw new TypeError(`${this.description} can be opened once`);
+    if (this.openCalled || this.closed) throw openedTwice(this.description);
+    this.openCalled = true;
     const session = await connectStomp(this.conn, this.log);
     this.session = session;
     this.profile = stompPeerProfile(session.server);
@@ -46,7 +49,7 @@ export abstract class StompEndpoint {
     session.onLost((error) => {
       if (this.closed) return;
       this.closed = true;
-      onLost(error);
+      tellLost(onLost, error, this.log);
     });
     return session;
   }

@@ -18,6 +18,7 @@ import { fromStomp } from '../../mapping/stomp-mapping.js';
 import type { StompMessage } from './stomp-client.js';
 import { StompEndpoint } from './stomp-endpoint.js';
 import { prefetchHeaders } from './stomp-peer.js';
+import { deliver } from '../endpoint-handlers.js';
 
 export class StompSource extends StompEndpoint implements SourceEndpoint {
   private consuming = true;
@@ -107,6 +108,6 @@ export class StompSource extends StompEndpoint implements SourceEndpoint {
     };
     if (stable && h['message-id'] !== undefined) delivery.stableId = h['message-id'];
     this.unacked.set(delivery, message);
-    handlers.onDelivery(delivery);
+    deliver(handlers, delivery, this.log);
   }
 }

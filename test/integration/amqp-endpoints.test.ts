@@ -396,33 +396,6 @@ describe('AMQP source', () => {
     ]);
   });
 
-  it('a delivery handler that throws leaves that message unacked and the session consuming; a second open() is a TypeError', async () => {
-    const q = queueName();
-    await client.queue(q);
-    await client.publish(q, [{ body: Buffer.from('bad') }, { body: Buffer.from('good') }]);
-    const s = source(q);
-    const delivered: string[] = [];
-    const lost: TransientError[] = [];
-    const handlers = {
-      onDelivery: (d: SourceDelivery) => {
-        if (d.message.body.toString() === 'bad') throw new Error('handler bug');
-        delivered.push(d.message.body.toString());
-        s.ack(d);
-      },
-      onLost: (e: TransientError) => lost.push(e),
-    };
-    await s.open(handlers);
-    await waitFor(() => delivered.length === 1, 'the delivery after the throwing one');
-    expect(delivered).toEqual(['good']);
-    await expect(s.open(handlers)).rejects.toBeInstanceOf(TypeError);
-    await s.ackBarrier();
-    await s.close();
-    expect(lost).toEqual([]);
-    const again = await consume(source(q));
-    await waitFor(() => again.deliveries.length === 1, 'the redelivery');
-    expect(again.deliveries.map((d) => [d.message.body.toString(), d.redelivered])).toEqual([['bad', true]]);
-  });
-
   it('ackBarrier resolves after the broker processed the acks', async () => {
     const q = queueName();
     await client.queue(q);

@@ -322,40 +322,6 @@ describe('StompSource', () => {
     await expectEmpty(`/queue/${queue}`, 300);
   });
 
-  it('a delivery handler that throws leaves that message unacked and the session consuming; a second open() is a TypeError', async () => {
-    const queue = uniqueName('stomp-throwing-handler');
-    const target = await openTarget(queue);
-    await target.send(message('bad'));
-    await target.send(message('good'));
-    await target.close();
-    track(queue);
-    const source = new StompSource(conn(), queue, 100, log);
-    const delivered: string[] = [];
-    const lost: TransientError[] = [];
-    const handlers = {
-      onDelivery: (d: SourceDelivery) => {
-        if (d.message.body.toString() === 'bad') throw new Error('handler bug');
-        delivered.push(d.message.body.toString());
-        source.ack(d);
-      },
-      onLost: (e: TransientError) => lost.push(e),
-    };
-    await source.open(handlers);
-    await until(() => delivered.length === 1, 'the delivery after the throwing one');
-    expect(delivered).toEqual(['good']);
-    await expect(source.open(handlers)).rejects.toBeInstanceOf(TypeError);
-    await source.ackBarrier();
-    await source.close();
-    expect(lost).toEqual([]);
-    const again = openSource(queue);
-    await again.opened;
-    await until(() => again.deliveries.length === 1, 'the redelivery');
-    expect(again.deliveries.map((d) => [d.message.body.toString(), d.redelivered])).toEqual([['bad', true]]);
-    again.source.ack(again.deliveries[0]!);
-    await again.source.ackBarrier();
-    await again.source.close();
-  });
-
   it('ackBarrier resolves once the broker processed the acks, even if the connection is cut right after', async () => {
     const queue = uniqueName('stomp-barrier');
     const target = await openTarget(queue);

@@ -141,6 +141,39 @@ export function endpointContract(name: string, make: () => EndpointsUnderTest): 
         expect(await ep.take(q, 0)).toEqual([]);
       });
 
+      it('a delivery handler that throws leaves that message unacked and the source consuming; a second open() is a TypeError', async () => {
+        ep = make();
+        const q = await ep.queue();
+        await ep.publish(q, [queued('bad'), queued('good')]);
+        const source = ep.source(q);
+        const delivered: string[] = [];
+        const lost: TransientError[] = [];
+        const handlers = {
+          onDelivery: (d: SourceDelivery) => {
+            if (d.message.body.toString() === 'bad') throw new Error('handler bug');
+            delivered.push(d.message.body.toString());
+            source.ack(d);
+          },
+          onLost: (e: TransientError) => lost.push(e),
+        };
+        await source.open(handlers);
+        await until('the delivery after the throwing one', () => delivered.length === 1);
+        expect(delivered).toEqual(['good']);
+        await expect(source.open(handlers)).rejects.toBeInstanceOf(TypeError);
+        await source.ackBarrier();
+        await source.close();
+        expect(lost).toEqual([]);
+        // The message whose handler threw was never acked: it comes back, flagged, and is the only one.
+        const again = ep.source(q);
+        const b = await consume(again);
+        await until('the redelivery', () => b.deliveries.length === 1);
+        expect(b.deliveries.map((d) => [d.message.body.toString(), d.redelivered])).toEqual([['bad', true]]);
+        again.ack(b.deliveries[0]!);
+        await again.ackBarrier();
+        await again.close();
+        expect(await ep.take(q, 0)).toEqual([]);
+      });
+
       it('stopConsuming hands out nothing new; a delivery in flight can still be acked; what was held back stays in the queue', async () => {
         ep = make();
         const q = await ep.queue();

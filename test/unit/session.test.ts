@@ -16,6 +16,7 @@ import { StampClaims } from '../../src/core/stamp-claim.js';
 import { silentLogger } from '../../src/shared/log.js';
 import { text } from '../support/text.js';
 import { sleep, until } from '../support/wait.js';
+import { testBridgeConfig } from '../support/bridge-config.js';
 
 /** Fake endpoints answer within milliseconds: poll often, fail fast. */
 const quick = (timeoutMs = 2000) => ({ timeoutMs, everyMs: 5 });
@@ -88,24 +89,7 @@ class FakeTarget implements TargetEndpoint {
 }
 
 function cfg(over: Partial<BridgeConfig> = {}): BridgeConfig {
-  return {
-    name: 'test',
-    source: { connection: { name: 's', type: 'amqp', urls: ['amqp://x'], heartbeat: 10, connectTimeout: 1000 }, queue: 'q' },
-    target: { connection: { name: 't', type: 'amqp', urls: ['amqp://x'], heartbeat: 10, connectTimeout: 1000 }, queue: 'q2' },
-    useDuplicateDetection: true,
-    duplicateIdHeader: '_AMQ_DUPL_ID',
-    prefetch: 100,
-    maxDeliveryAttempts: 3,
-    confirmTimeout: 1000,
-    maxBatchSize: 1,
-    maxBatchTime: 20,
-    stallTimeout: 60000,
-    retryInterval: 10,
-    retryIntervalMultiplier: 1,
-    maxRetryInterval: 10,
-    reconnectAttempts: -1,
-    ...over,
-  };
+  return testBridgeConfig({ name: 'test', ...over });
 }
 
 function msg(i: number, id: string | null = `id-${i}`): BridgeMessage {

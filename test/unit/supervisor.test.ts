@@ -13,6 +13,7 @@ import { BridgeSupervisor } from '../../src/core/supervisor.js';
 import { TransientError } from '../../src/shared/errors.js';
 import { silentLogger } from '../../src/shared/log.js';
 import { sleep, until } from '../support/wait.js';
+import { testBridgeConfig } from '../support/bridge-config.js';
 
 /** Fake endpoints answer within milliseconds: poll often, fail fast. */
 const quick = (timeoutMs = 3000) => ({ timeoutMs, everyMs: 5 });
@@ -77,24 +78,7 @@ function msg(i: number): BridgeMessage {
 }
 
 function cfg(over: Partial<BridgeConfig> = {}): BridgeConfig {
-  return {
-    name: 'b',
-    source: { connection: { name: 's', type: 'amqp', urls: ['amqp://x'], heartbeat: 10, connectTimeout: 1000 }, queue: 'q' },
-    target: { connection: { name: 't', type: 'amqp', urls: ['amqp://x'], heartbeat: 10, connectTimeout: 1000 }, queue: 'q2' },
-    useDuplicateDetection: true,
-    duplicateIdHeader: '_AMQ_DUPL_ID',
-    prefetch: 100,
-    maxDeliveryAttempts: 3,
-    confirmTimeout: 1000,
-    maxBatchSize: 1,
-    maxBatchTime: 20,
-    stallTimeout: 200,
-    retryInterval: 10,
-    retryIntervalMultiplier: 1,
-    maxRetryInterval: 10,
-    reconnectAttempts: -1,
-    ...over,
-  };
+  return testBridgeConfig({ name: 'b', stallTimeout: 200, ...over });
 }
 
 const supervisors: BridgeSupervisor[] = [];

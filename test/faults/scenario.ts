@@ -260,17 +260,18 @@ export async function runScenario(o: ScenarioOptions): Promise<FaultRunReport> {
   // The cache keys of the bridge (src/cache/keys.ts): the target address's IDs and the source's stamp records. Their
   // hash tags pick the cluster master a redis-failover or a redis-data-loss goes for.
   const keyPrefix = `faults-${runId}`;
+  // (A RabbitMQ STOMP connection carries the run's vhost as `host`, which is part of its address.)
   const cacheKeys = [
     addressKeys(
       keyPrefix,
       targetIsStomp
-        ? stompAddress({ name: 'activemq-target', type: 'stomp', urls: [stompTargetUrl!], heartBeat: [10_000, 10_000], connectTimeout: 10_000 }, stompDestination(tgtQueue))
+        ? stompAddress({ name: 'stomp-target', type: 'stomp', urls: [stompTargetUrl!], heartBeat: [10_000, 10_000], connectTimeout: 10_000, ...(rabbitStomp ? { host: vhost } : {}) }, stompDestination(tgtQueue))
         : targetAddress({ name: 'rabbit-target', type: 'amqp', urls: [rabbitTargetUrl], heartbeat: 10, connectTimeout: 10_000 }, { exchange, routingKey: '' }),
     ).ids,
     stampKey(
       keyPrefix,
       sourceIsStomp
-        ? stompAddress({ name: 'activemq', type: 'stomp', urls: [o.stompUrl!], heartBeat: [10_000, 10_000], connectTimeout: 10_000 }, stompDestination(srcQueue))
+        ? stompAddress({ name: 'stomp-source', type: 'stomp', urls: [stompSideUrl!], heartBeat: [10_000, 10_000], connectTimeout: 10_000, ...(rabbitStomp ? { host: vhost } : {}) }, stompDestination(srcQueue))
         : sourceAddress({ name: 'rabbit', type: 'amqp', urls: [rabbitUrl], heartbeat: 10, connectTimeout: 10_000 }, srcQueue),
       'fingerprint',
     ),

@@ -680,19 +680,23 @@ class AddressBatcher<R, P extends IdToken = IdToken> {
 
   constructor(private readonly send: (address: string, items: BatchItem<R, P>[]) => Promise<void>) {}
 
+  /** `payload` must be a fresh object of the caller's: it becomes the batch item (a spread copy of it cost ~3 µs a call). */
   add(address: string, payload: P): Promise<R> {
-    return new Promise<R>((resolve, reject) => {
-      const list = this.queued.get(address);
-      const item: BatchItem<R, P> = { ...payload, resolve, reject };
-      if (list) list.push(item);
-      else this.queued.set(address, [item]);
-      if (!this.scheduled) {
-        this.scheduled = true;
-        // nextTick, not setImmediate: the calls made while one socket read is handled (a burst of deliveries or
-        // confirms) still form one batch, without waiting behind the rest of the event loop (~3 ms measured).
-        process.nextTick(() => this.flush());
-      }
+    const item = payload as BatchItem<R, P>;
+    const promise = new Promise<R>((resolve, reject) => {
+      item.resolve = resolve;
+      item.reject = reject;
     });
+    const list = this.queued.get(address);
+    if (list) list.push(item);
+    else this.queued.set(address, [item]);
+    if (!this.scheduled) {
+      this.scheduled = true;
+      // nextTick, not setImmediate: the calls made while one socket read is handled (a burst of deliveries or
+      // confirms) still form one batch, without waiting behind the rest of the event loop (~3 ms measured).
+      process.nextTick(() => this.flush());
+    }
+    return promise;
   }
 
   private flush(): void {

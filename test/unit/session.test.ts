@@ -7,9 +7,8 @@ import { MemoryIdCache } from '../../src/cache/memory-id-cache.js';
 import type { IdCache } from '../../src/core/id-cache.js';
 import type { BridgeConfig } from '../../src/config/types.js';
 import { MessageRejectedError, TransientError } from '../../src/shared/errors.js';
-import type { BridgeMessage, SourceDelivery } from '../../src/core/message.js';
+import type { BridgeMessage } from '../../src/core/message.js';
 import { Metrics } from '../../src/core/metrics.js';
-import type { SourceEndpoint, SourceHandlers, TargetEndpoint, TargetHandlers } from '../../src/core/ports.js';
 import { BridgeSession } from '../../src/core/session.js';
 import { fingerprint } from '../../src/core/duplicate-id.js';
 import { StampClaims } from '../../src/core/stamp-claim.js';
@@ -17,76 +16,10 @@ import { silentLogger } from '../../src/shared/log.js';
 import { text } from '../support/text.js';
 import { sleep, until } from '../support/wait.js';
 import { testBridgeConfig } from '../support/bridge-config.js';
+import { FakeSource, FakeTarget } from '../support/fake-endpoints.js';
 
 /** Fake endpoints answer within milliseconds: poll often, fail fast. */
 const quick = (timeoutMs = 2000) => ({ timeoutMs, everyMs: 5 });
-
-class FakeSource implements SourceEndpoint {
-  readonly description = 'fake source';
-  readonly address = 'fake://source';
-  handlers?: SourceHandlers;
-  acked: number[] = [];
-  closed = false;
-  consuming = true;
-  private seq = 0;
-  async open(h: SourceHandlers) {
-    this.handlers = h;
-  }
-  deliver(message: BridgeMessage, redelivered = false, stableId?: string): void {
-    this.seq += 1;
-    this.handlers!.onDelivery({ message, redelivered, stableId, seq: this.seq });
-  }
-  ack(d: SourceDelivery) {
-    if (!this.closed) this.acked.push(d.seq);
-  }
-  async ackBarrier() {}
-  async stopConsuming() {
-    this.consuming = false;
-  }
-  async close() {
-    this.closed = true;
-  }
-}
-
-type Outcome = 'confirm' | 'hold' | Error;
-
-class FakeTarget implements TargetEndpoint {
-  readonly description = 'fake target';
-  constructor(readonly address = 'fake://target') {}
-  handlers?: TargetHandlers;
-  sent: BridgeMessage[] = [];
-  batches: number[] = [];
-  held: (() => void)[] = [];
-  heldReject: ((e: Error) => void)[] = [];
-  outcome: (m: BridgeMessage) => Outcome = () => 'confirm';
-  closed = false;
-  batching = false;
-  async open(h: TargetHandlers) {
-    this.handlers = h;
-  }
-  send(m: BridgeMessage): Promise<void> {
-    this.sent.push(m);
-    const o = this.outcome(m);
-    if (o === 'confirm') return Promise.resolve();
-    if (o === 'hold') {
-      return new Promise((resolve, reject) => {
-        this.held.push(resolve);
-        this.heldReject.push(reject);
-      });
-    }
-    return Promise.reject(o);
-  }
-  get sendBatch() {
-    if (!this.batching) return undefined;
-    return (ms: BridgeMessage[]) => {
-      this.batches.push(ms.length);
-      return Promise.all(ms.map((m) => this.send(m))).then(() => undefined);
-    };
-  }
-  async close() {
-    this.closed = true;
-  }
-}
 
 function cfg(over: Partial<BridgeConfig> = {}): BridgeConfig {
   return testBridgeConfig({ name: 'test', ...over });

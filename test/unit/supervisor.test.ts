@@ -6,72 +6,17 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { MemoryIdCache } from '../../src/cache/memory-id-cache.js';
 import type { BridgeConfig } from '../../src/config/types.js';
-import type { BridgeMessage, SourceDelivery } from '../../src/core/message.js';
+import type { BridgeMessage } from '../../src/core/message.js';
 import { Metrics } from '../../src/core/metrics.js';
-import type { SourceEndpoint, SourceHandlers, TargetEndpoint, TargetHandlers } from '../../src/core/ports.js';
 import { BridgeSupervisor } from '../../src/core/supervisor.js';
 import { TransientError } from '../../src/shared/errors.js';
 import { silentLogger } from '../../src/shared/log.js';
 import { sleep, until } from '../support/wait.js';
 import { testBridgeConfig } from '../support/bridge-config.js';
+import { FakeSource, FakeTarget } from '../support/fake-endpoints.js';
 
 /** Fake endpoints answer within milliseconds: poll often, fail fast. */
 const quick = (timeoutMs = 3000) => ({ timeoutMs, everyMs: 5 });
-
-class FakeSource implements SourceEndpoint {
-  readonly description = 'fake source';
-  readonly address = 'fake://source';
-  handlers?: SourceHandlers;
-  acked: number[] = [];
-  consuming = false;
-  opened = false;
-  closed = false;
-  waiting = 0;
-  private seq = 0;
-  resumeConsuming?: () => Promise<void>;
-  constructor(resumable: boolean) {
-    if (resumable) this.resumeConsuming = () => Promise.resolve(void (this.consuming = true));
-  }
-  async open(h: SourceHandlers) {
-    this.handlers = h;
-    this.opened = true;
-    this.consuming = true;
-  }
-  deliver(i: number): void {
-    this.seq += 1;
-    this.handlers!.onDelivery({ message: msg(i), redelivered: false, seq: this.seq });
-  }
-  ack(d: SourceDelivery) {
-    if (!this.closed) this.acked.push(d.seq);
-  }
-  async ackBarrier() {}
-  async stopConsuming() {
-    this.consuming = false;
-  }
-  depth(): Promise<number> {
-    return Promise.resolve(this.waiting);
-  }
-  async close() {
-    this.closed = true;
-  }
-}
-
-class FakeTarget implements TargetEndpoint {
-  readonly description = 'fake target';
-  readonly address = 'fake://target';
-  handlers?: TargetHandlers;
-  /** false: sends are never confirmed (a target that accepts and never answers). */
-  confirms = true;
-  sent = 0;
-  async open(h: TargetHandlers) {
-    this.handlers = h;
-  }
-  send(): Promise<void> {
-    this.sent += 1;
-    return this.confirms ? Promise.resolve() : new Promise(() => undefined);
-  }
-  async close() {}
-}
 
 function msg(i: number): BridgeMessage {
   return { body: Buffer.from(`m${i}`), properties: { persistent: true }, headers: { _AMQ_DUPL_ID: `id-${i}` } };
@@ -98,7 +43,7 @@ function setup(opts: { resumable?: boolean; over?: Partial<BridgeConfig> } = {})
     monitorInterval: 20,
     restartDrainTimeout: 500,
     createEndpoints: () => {
-      const endpoints = { source: new FakeSource(opts.resumable ?? true), target: new FakeTarget() };
+      const endpoints = { source: new FakeSource({ resumable: opts.resumable ?? true }), target: new FakeTarget() };
       sessions.push(endpoints);
       return endpoints;
     },
@@ -114,7 +59,7 @@ describe('BridgeSupervisor: operations', () => {
     const { supervisor, last, metrics } = setup();
     await until('running', () => supervisor.status().state === 'running', quick());
     expect(supervisor.readiness()).toEqual({ ready: true, reasons: [] });
-    for (let i = 0; i < 5; i++) last().source.deliver(i);
+    for (let i = 0; i < 5; i++) last().source.deliver(msg(i));
     await until('acked', () => last().source.acked.length === 5, quick());
     const s = supervisor.status();
     expect(s.forwardedPerSecond).toBeGreaterThan(0);
@@ -129,7 +74,7 @@ describe('BridgeSupervisor: operations', () => {
     const { supervisor, last, cache } = setup();
     await until('running', () => supervisor.status().state === 'running', quick());
     last().target.handlers!.onBlocked!(true, 'low on memory');
-    last().source.deliver(1);
+    last().source.deliver(msg(1));
     expect(supervisor.status().state).toBe('blocked');
     await sleep(400);
     expect(supervisor.status().state).toBe('blocked');
@@ -150,8 +95,8 @@ describe('BridgeSupervisor: operations', () => {
   it('the stall watchdog fires once on work that forwards nothing, restarts the session, and the new one runs', async () => {
     const { supervisor, sessions, last, metrics } = setup();
     await until('running', () => supervisor.status().state === 'running', quick());
-    last().target.confirms = false;
-    last().source.deliver(1);
+    last().target.outcome = () => 'hold';
+    last().source.deliver(msg(1));
     await until('stalled', () => sessions.length === 2, quick(3000));
     expect(sessions[0]!.source.closed).toBe(true);
     expect(sessions[0]!.source.acked).toEqual([]);
@@ -159,7 +104,7 @@ describe('BridgeSupervisor: operations', () => {
     expect(supervisor.status().lastError?.message).toMatch(/^bridge 'b' stalled: 1 message\(s\) in flight and 0 waiting/);
     await until('running', () => supervisor.status().state === 'running', quick());
     // Redelivered by the broker (here: by hand) to the new session, it goes through.
-    last().source.deliver(1);
+    last().source.deliver(msg(1));
     await until('forwarded', () => last().source.acked.length === 1, quick());
     expect(supervisor.readiness().ready).toBe(true);
   });
@@ -235,7 +180,7 @@ describe('BridgeSupervisor: operations', () => {
   it('restart lets in-flight messages finish, then starts a new session', async () => {
     const { supervisor, sessions, last, metrics } = setup();
     await until('running', () => supervisor.status().state === 'running', quick());
-    last().source.deliver(1);
+    last().source.deliver(msg(1));
     await supervisor.restart();
     expect(sessions[0]!.source.acked).toEqual([1]);
     await until('second session', () => sessions.length === 2 && supervisor.status().state === 'running', quick());

@@ -13,7 +13,7 @@ import { execFile } from 'node:child_process';
 import { resolve } from 'node:path';
 import { promisify } from 'node:util';
 import { Redis } from 'ioredis';
-import { sleep } from './wait.js';
+import { sleep, until } from './wait.js';
 
 const execFileP = promisify(execFile);
 
@@ -271,22 +271,18 @@ export async function killMaster(port: number, timeoutMs = 20_000): Promise<Prom
 
 /** Waits until every node but `dead` sees `master` as a master serving `slot` (when given). */
 async function untilAllAgree(master: number, slot: number | undefined, dead: number, deadline: number): Promise<void> {
-  for (;;) {
-    let agreed = true;
-    for (const port of allClusterPorts()) {
-      if (port === dead) continue;
-      const seen = await withNode(port, async (c) => parseClusterNodes(String(await c.call('CLUSTER', 'NODES'))).find((n) => n.port === master)).catch(
-        () => undefined,
-      );
-      if (!seen || seen.role !== 'master' || (slot !== undefined && !seen.slots.some(([a, b]) => slot >= a && slot <= b))) {
-        agreed = false;
-        break;
-      }
-    }
-    if (agreed) return;
-    if (Date.now() > deadline) throw new Error(`the cluster's nodes do not all see ${master} as the master of slot ${slot ?? '?'} yet`);
-    await sleep(50);
-  }
+  const seesIt = async (port: number): Promise<boolean> => {
+    const seen = await withNode(port, async (c) => parseClusterNodes(String(await c.call('CLUSTER', 'NODES'))).find((n) => n.port === master)).catch(
+      () => undefined,
+    );
+    return seen?.role === 'master' && (slot === undefined || seen.slots.some(([a, b]) => slot >= a && slot <= b));
+  };
+  const others = allClusterPorts().filter((p) => p !== dead);
+  await until(
+    `every cluster node sees ${master} as the master of slot ${slot ?? '?'}`,
+    async () => (await Promise.all(others.map(seesIt))).every(Boolean),
+    { timeoutMs: Math.max(0, deadline - Date.now()), everyMs: 50 },
+  );
 }
 
 /**

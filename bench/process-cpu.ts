@@ -78,8 +78,8 @@ export function perMessage(before: Partial<Record<Role, number>>, after: Partial
 }
 
 /**
- * The brokers' CPU over the forwarding phase of the scenario that is running: scenarios call `start()` once the source
- * is filled and `stop()` when the target holds everything; bench/run.ts reads `take(n)` after each run.
+ * The brokers' CPU over the measured window of the scenario that is running: the window (./window.ts) calls `start()`
+ * when it opens and `stop()` when it closes; bench/run.ts reads `take(n)` after each run.
  */
 export const processCpu = {
   pids: undefined as Partial<Record<Role, number>> | undefined,

@@ -2,25 +2,29 @@
  * `npm run bench`: throughput of the bridge next to plain-client baselines, measured side by side in the same run
  * (these machines are shared and noisy: only ratios within one run mean anything).
  *
- * Every scenario pre-fills a source queue with N persistent 1 KiB messages, then drains it through the path under test
- * and reports msgs/s from the moment consuming started until the target holds all N. Scenarios are interleaved over
- * several rounds and the median is reported. The bridge runs as the real `broker-bridge run` process.
+ * Every scenario pre-fills a source queue with WARMUP + N persistent 1 KiB messages, then drains it through the path
+ * under test. It reports msgs/s over the last N, from the moment the target holds WARMUP until it holds all: the
+ * steady state of a running service (bench/window.ts says why), and next to it the rate from the start, warm-up
+ * included. Scenarios are interleaved over several rounds and the median is reported. The bridge runs as the real
+ * `broker-bridge run` process.
  *
- * Environment: AMQP_URL, REDIS_URL, STOMP_URL (defaults: the local services), BENCH_MESSAGES (default 20000),
- * BENCH_ROUNDS (default 3), BENCH_ONLY (scenario or group names, separated by ';': names contain commas).
+ * Environment: AMQP_URL, REDIS_URL, STOMP_URL (defaults: the local services), BENCH_MESSAGES (N, default 20000),
+ * BENCH_WARMUP (default 10000), BENCH_ROUNDS (default 3), BENCH_ONLY (scenario or group names, separated by ';':
+ * names contain commas).
  *
  * To compare two builds side by side, set BRIDGE_CLI to the other build's dist/cli.js (e.g. a `git worktree` of an
  * older commit, built there) and run the scenarios once with and once without it, alternating.
  *
  * Besides msgs/s it reports the client's CPU time per message: the bench process's own for the plain-client baselines,
- * the bridge process's (start-up included) for the bridge; and the CPU per message of RabbitMQ, Redis and ActiveMQ
- * over the same forwarding phase (bench/process-cpu.ts). On a machine the brokers share, CPU is what throughput is
+ * the bridge process's for the bridge; and the CPU per message of RabbitMQ, Redis and ActiveMQ, all over the same
+ * measured window (bench/process-cpu.ts). On a machine the brokers share, CPU is what throughput is
  * bought with. RabbitMQ's own dynamic shovel (management API + rabbitmq_shovel) is a baseline of its own: the
  * AMQP→AMQP rows say how fast they are next to it.
  */
 import { scenarios } from './scenarios.js';
 import { ROLES, processCpu, type Role } from './process-cpu.js';
 import { formatTable, median } from './report.js';
+import { WARMUP } from './window.js';
 
 process.env.AMQP_URL ??= 'amqp://guest:guest@127.0.0.1:5672';
 process.env.REDIS_URL ??= 'redis://127.0.0.1:6379';
@@ -33,26 +37,29 @@ const only = process.env.BENCH_ONLY?.split(';').map((s) => s.trim());
 async function main(): Promise<void> {
   const wanted = scenarios.filter((s) => !only || only.includes(s.name) || only.includes(s.group));
   const chosen: typeof wanted = [];
-  console.log(`broker-bridge bench: ${N} persistent 1 KiB messages per scenario, ${ROUNDS} rounds, node ${process.version}`);
+  console.log(
+    `broker-bridge bench: ${N} persistent 1 KiB messages measured per scenario after ${WARMUP} of warm-up, ${ROUNDS} rounds, node ${process.version}`,
+  );
   for (const s of wanted) {
     const why = s.skip?.() ? 'skipped' : await s.unavailable?.();
     if (why === undefined) chosen.push(s);
     else console.log(`  left out: ${s.name}: ${why}`);
   }
-  const results = new Map<string, { rates: number[]; rssMb: number[]; cpu: number[]; brokers: Partial<Record<Role, number[]>> }>();
+  const results = new Map<string, { rates: number[]; fromStart: number[]; rssMb: number[]; cpu: number[]; brokers: Partial<Record<Role, number[]>> }>();
   for (let round = 1; round <= ROUNDS; round++) {
     for (const s of chosen) {
       const r = await s.run(N);
       const brokers = processCpu.take(N);
-      const entry = results.get(s.name) ?? { rates: [], rssMb: [], cpu: [], brokers: {} };
+      const entry = results.get(s.name) ?? { rates: [], fromStart: [], rssMb: [], cpu: [], brokers: {} };
       entry.rates.push(r.rate);
+      entry.fromStart.push(r.fromStart);
       if (r.rssMb !== undefined) entry.rssMb.push(r.rssMb);
       if (r.cpuUsPerMsg !== undefined) entry.cpu.push(r.cpuUsPerMsg);
       for (const role of ROLES) if (brokers[role] !== undefined) (entry.brokers[role] ??= []).push(brokers[role]);
       results.set(s.name, entry);
       const cpu = r.cpuUsPerMsg !== undefined ? `  CPU ${r.cpuUsPerMsg.toFixed(0)} µs/msg` : '';
       const others = ROLES.filter((role) => brokers[role] !== undefined).map((role) => ` ${role} ${brokers[role]!.toFixed(0)}`).join('');
-      console.log(`  round ${round} ${s.name.padEnd(34)} ${Math.round(r.rate).toString().padStart(7)} msgs/s${cpu}${others ? `  (µs/msg:${others})` : ''}${r.rssMb !== undefined ? `  peak RSS ${r.rssMb.toFixed(0)} MiB` : ''}`);
+      console.log(`  round ${round} ${s.name.padEnd(34)} ${Math.round(r.rate).toString().padStart(7)} msgs/s (from start ${Math.round(r.fromStart)})${cpu}${others ? `  (µs/msg:${others})` : ''}${r.rssMb !== undefined ? `  peak RSS ${r.rssMb.toFixed(0)} MiB` : ''}`);
     }
   }
   const rows = chosen
@@ -68,6 +75,7 @@ async function main(): Promise<void> {
         'msgs/s (median)': Math.round(rate),
         ratio: base ? `${(rate / base).toFixed(2)}× ${s.baseline}` : '—',
         '× shovel': versus ? `${(rate / versus).toFixed(2)}×` : '—',
+        'from start msgs/s': Math.round(median(r.fromStart)),
         'client CPU µs/msg': r.cpu.length ? median(r.cpu).toFixed(0) : '—',
       };
       // CPU per message of the other processes on the machine: the 2 cores are shared, so this is what the rate costs.

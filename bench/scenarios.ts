@@ -1,22 +1,19 @@
 /**
- * The bench scenarios. Each one drains a pre-filled source of N messages into a target through one path; baselines
- * use the plain clients the bridge is built on, with the same prefetch and persistence.
+ * The bench scenarios. Each one drains a pre-filled source of WARMUP + N messages into a target through one path and
+ * is measured over the last N (./window.ts); baselines use the plain clients the bridge is built on, with the same
+ * prefetch and persistence.
  */
 import { connect } from 'node:net';
 import { readFileSync } from 'node:fs';
 import amqp from 'amqplib';
 import { Redis } from 'ioredis';
 import { BridgeProcess, writeConfig } from '../test/support/bridge-process.js';
-import { cpuMs, processCpu } from './process-cpu.js';
+import { cpuMs } from './process-cpu.js';
 import { percentile } from './report.js';
+import { type RunResult, WARMUP, Window } from './window.js';
 import { stompScenarios } from './stomp-scenarios.js';
 
-export interface RunResult {
-  rate: number;
-  rssMb?: number;
-  /** CPU time (user + system) the bridge process used per message, in µs, start-up included. */
-  cpuUsPerMsg?: number;
-}
+export type { RunResult } from './window.js';
 
 export interface Scenario {
   group: string;
@@ -68,15 +65,16 @@ export async function deleteAmqpQueues(...queues: string[]): Promise<void> {
   });
 }
 
-export async function waitAmqpCount(queue: string, n: number, timeoutMs = 300_000): Promise<number> {
+/** Polls the queue's message count into `window` until it holds all of the run's messages. */
+export async function waitAmqpCount(queue: string, window: Window, timeoutMs = 300_000): Promise<void> {
   const conn = await amqp.connect(process.env.AMQP_URL!);
   try {
     const ch = await conn.createChannel();
     const deadline = Date.now() + timeoutMs;
     for (;;) {
       const { messageCount } = await ch.checkQueue(queue);
-      if (messageCount >= n) return Date.now();
-      if (Date.now() > deadline) throw new Error(`${queue} reached only ${messageCount}/${n}`);
+      if (window.count(messageCount)) return;
+      if (Date.now() > deadline) throw new Error(`${queue} reached only ${messageCount}/${WARMUP + window.n}`);
       await sleep(10);
     }
   } finally {
@@ -103,11 +101,14 @@ export interface BridgeRunOptions {
   batchSize?: number;
   /** YAML lines of `id-cache` that say where Redis is (default: `redis-url` from REDIS_URL) and how to use it. */
   redisYaml?: string[];
-  /** Resolves with the time the target held all n messages. */
-  waitDone: () => Promise<number>;
+  /** Resolves once the target holds all of the window's messages (feeding the window as they arrive). */
+  waitDone: (window: Window) => Promise<void>;
 }
 
-/** Runs the real bridge process until the target holds everything; rate measured from its 'bridge running' line. */
+/**
+ * Runs the real bridge process until the target holds everything; forwarding counts as started at its 'bridge running'
+ * line, and its CPU over the window is read from /proc.
+ */
 export async function runBridge(o: BridgeRunOptions, n: number): Promise<RunResult> {
   const keyPrefix = uniq('cache');
   const yaml = `log-level: info
@@ -128,17 +129,17 @@ bridges:
     max-batch-time: 20
 `;
   const file = writeConfig(yaml);
-  processCpu.start();
   const p = BridgeProcess.start(file);
   try {
     await p.waitForLog((l) => l.msg === 'bridge running', 60_000);
-    const started = p.logs.find((l) => l.msg === 'bridge running');
-    const t0 = typeof started?.time === 'number' ? started.time : Date.now();
-    const t1 = await o.waitDone();
-    processCpu.stop();
-    const rssMb = peakRssMb(p.child.pid);
+    const running = p.logs.find((l) => l.msg === 'bridge running');
+    const window = new Window(n);
+    if (typeof running?.time === 'number') window.started = running.time;
+    let cpuAtOpen: number | undefined;
+    window.whenOpen(() => (cpuAtOpen = cpuMs(p.child.pid)));
+    await o.waitDone(window);
     const cpu = cpuMs(p.child.pid);
-    return { rate: (n * 1000) / Math.max(1, t1 - t0), rssMb, cpuUsPerMsg: cpu === undefined ? undefined : (cpu * 1000) / n };
+    return window.result({ rssMb: peakRssMb(p.child.pid), cpuMs: cpu !== undefined && cpuAtOpen !== undefined ? cpu - cpuAtOpen : undefined });
   } finally {
     // A profiled bridge must exit by itself to write its profile.
     await p.kill(process.env.BRIDGE_NODE_ARGS?.includes('-prof') ? 'SIGTERM' : 'SIGKILL');
@@ -153,30 +154,28 @@ bridges:
 async function amqpBaseline(n: number): Promise<RunResult> {
   const src = uniq('base-src');
   const dst = uniq('base-dst');
-  await prefillAmqp(src, n, true, dst);
+  await prefillAmqp(src, WARMUP + n, true, dst);
   const conn = await amqp.connect(process.env.AMQP_URL!);
   try {
     const inCh = await conn.createChannel();
     const outCh = await conn.createConfirmChannel();
     await inCh.prefetch(PREFETCH);
     let acked = 0;
-    processCpu.start();
-    const cpu0 = process.cpuUsage();
-    const t0 = Date.now();
-    const done = new Promise<number>((resolve) => {
+    let cpu0: NodeJS.CpuUsage | undefined;
+    const window = new Window(n).whenOpen(() => (cpu0 = process.cpuUsage()));
+    const done = new Promise<void>((resolve) => {
       void inCh.consume(src, (m) => {
         if (!m) return;
         outCh.publish('', dst, m.content, { ...m.properties, persistent: true, mandatory: true }, (err) => {
           if (err) return;
           inCh.ack(m);
-          if (++acked === n) resolve(Date.now());
+          if (window.count(++acked)) resolve();
         });
       });
     });
-    const t1 = await done;
+    await done;
     const cpu = process.cpuUsage(cpu0);
-    processCpu.stop();
-    return { rate: (n * 1000) / (t1 - t0), cpuUsPerMsg: (cpu.user + cpu.system) / n };
+    return window.result({ cpuMs: (cpu.user + cpu.system) / 1000 });
   } finally {
     await conn.close().catch(() => undefined);
     await deleteAmqpQueues(src, dst);
@@ -211,12 +210,12 @@ async function shovelUnavailable(): Promise<string | undefined> {
 
 /**
  * RabbitMQ's own dynamic shovel, queue to queue, `ack-mode: on-confirm`, `src-prefetch-count` = the bridge's prefetch:
- * what an operator would use instead of this bridge. Timed from the shovel's creation until the target holds all n.
+ * what an operator would use instead of this bridge. Forwarding counts as started when the shovel is created.
  */
 async function shovelBaseline(n: number): Promise<RunResult> {
   const src = uniq('shovel-src');
   const dst = uniq('shovel-dst');
-  await prefillAmqp(src, n, true, dst);
+  await prefillAmqp(src, WARMUP + n, true, dst);
   const { base, auth } = management();
   const v = vhost();
   const uri = v === '/' ? 'amqp://' : `amqp:///${encodeURIComponent(v)}`;
@@ -232,13 +231,11 @@ async function shovelBaseline(n: number): Promise<RunResult> {
     'src-prefetch-count': PREFETCH,
   };
   try {
-    processCpu.start();
-    const t0 = Date.now();
+    const window = new Window(n);
     const r = await fetch(path, { method: 'PUT', headers: { authorization: auth, 'content-type': 'application/json' }, body: JSON.stringify({ value }) });
     if (!r.ok) throw new Error(`creating the shovel failed: ${r.status} ${await r.text()}`);
-    const t1 = await waitAmqpCount(dst, n);
-    processCpu.stop();
-    return { rate: (n * 1000) / Math.max(1, t1 - t0) };
+    await waitAmqpCount(dst, window);
+    return window.result();
   } finally {
     await fetch(path, { method: 'DELETE', headers: { authorization: auth } }).catch(() => undefined);
     await deleteAmqpQueues(src, dst);
@@ -249,9 +246,9 @@ function amqpBridge(dedupe: boolean, withIds: boolean, redisYaml?: string[]) {
   return async (n: number): Promise<RunResult> => {
     const src = uniq('src');
     const dst = uniq('dst');
-    await prefillAmqp(src, n, withIds, dst);
+    await prefillAmqp(src, WARMUP + n, withIds, dst);
     try {
-      return await runBridge({ sourceConnection: 'rabbit', sourceQueue: src, targetConnection: 'rabbit', targetQueue: dst, dedupe, ...(redisYaml ? { redisYaml } : {}), waitDone: () => waitAmqpCount(dst, n) }, n);
+      return await runBridge({ sourceConnection: 'rabbit', sourceQueue: src, targetConnection: 'rabbit', targetQueue: dst, dedupe, ...(redisYaml ? { redisYaml } : {}), waitDone: (w) => waitAmqpCount(dst, w) }, n);
     } finally {
       await deleteAmqpQueues(src, dst);
     }

@@ -8,8 +8,8 @@ import amqp from 'amqplib';
 import type { StompConnectionConfig } from '../src/config/types.js';
 import { connectStomp, type StompSession } from '../src/endpoints/stomp/stomp-client.js';
 import { silentLogger } from '../src/shared/log.js';
-import { processCpu } from './process-cpu.js';
-import { BODY, PREFETCH, type RunResult, type Scenario, deleteAmqpQueues, prefillAmqp, runBridge, uniq, waitAmqpCount } from './scenarios.js';
+import { BODY, PREFETCH, type Scenario, deleteAmqpQueues, prefillAmqp, runBridge, uniq, waitAmqpCount } from './scenarios.js';
+import { type RunResult, WARMUP, Window } from './window.js';
 
 const BATCH = 100;
 
@@ -20,15 +20,25 @@ function stompConfig(): StompConnectionConfig {
 const connect = (): Promise<StompSession> => connectStomp(stompConfig(), silentLogger);
 
 /** A consumer that counts what reaches a STOMP queue; resolves with the time the n-th message arrived. */
-async function countStomp(queue: string, n: number): Promise<{ done: Promise<number>; close: () => Promise<void> }> {
+/** Counts what arrives at the STOMP queue into the window handed to `done`, which resolves once it holds all. */
+async function countStomp(queue: string): Promise<{ done: (window: Window) => Promise<void>; close: () => Promise<void> }> {
   const s = await connect();
   let count = 0;
-  let resolve!: (t: number) => void;
-  const done = new Promise<number>((r) => (resolve = r));
+  let window: Window | undefined;
+  let resolve!: () => void;
+  const all = new Promise<void>((r) => (resolve = r));
   await s.subscribe({ destination: `/queue/${queue}`, ack: 'auto', 'activemq.prefetchSize': '2000' }, () => {
-    if (++count === n) resolve(Date.now());
+    count++;
+    if (window?.count(count)) resolve();
   });
-  return { done, close: () => s.disconnect(2000) };
+  return {
+    done: (w) => {
+      window = w;
+      if (w.count(count)) resolve();
+      return all;
+    },
+    close: () => s.disconnect(2000),
+  };
 }
 
 /** Fills a STOMP queue with n persistent 1 KiB messages (receipts pipelined, 500 outstanding). */
@@ -55,16 +65,16 @@ async function prefillStomp(queue: string, n: number, withIds: boolean): Promise
 async function amqpToStompBaseline(n: number): Promise<RunResult> {
   const src = uniq('a2s-base-src');
   const dst = uniq('a2s-base-dst');
-  await prefillAmqp(src, n, true);
-  const counter = await countStomp(dst, n);
+  await prefillAmqp(src, WARMUP + n, true);
+  const counter = await countStomp(dst);
   const conn = await amqp.connect(process.env.AMQP_URL!);
   const stomp = await connect();
   let closing = false;
   try {
     const ch = await conn.createChannel();
     await ch.prefetch(PREFETCH);
-    processCpu.start();
-    const t0 = Date.now();
+    let cpu0: NodeJS.CpuUsage | undefined;
+    const window = new Window(n).whenOpen(() => (cpu0 = process.cpuUsage()));
     await ch.consume(src, (m) => {
       if (!m) return;
       const headers: Record<string, string> = { destination: `/queue/${dst}`, persistent: 'true', 'content-length': String(m.content.length) };
@@ -78,9 +88,9 @@ async function amqpToStompBaseline(n: number): Promise<RunResult> {
         () => undefined,
       );
     });
-    const t1 = await counter.done;
-    processCpu.stop();
-    return { rate: (n * 1000) / (t1 - t0) };
+    await counter.done(window);
+    const cpu = process.cpuUsage(cpu0);
+    return window.result({ cpuMs: (cpu.user + cpu.system) / 1000 });
   } finally {
     closing = true;
     await conn.close().catch(() => undefined);
@@ -94,10 +104,10 @@ function amqpToStompBridge(batchSize: number) {
   return async (n: number): Promise<RunResult> => {
     const src = uniq('a2s-src');
     const dst = uniq('a2s-dst');
-    await prefillAmqp(src, n, true);
-    const counter = await countStomp(dst, n);
+    await prefillAmqp(src, WARMUP + n, true);
+    const counter = await countStomp(dst);
     try {
-      return await runBridge({ sourceConnection: 'rabbit', sourceQueue: src, targetConnection: 'activemq', targetQueue: dst, dedupe: true, batchSize, waitDone: () => counter.done }, n);
+      return await runBridge({ sourceConnection: 'rabbit', sourceQueue: src, targetConnection: 'activemq', targetQueue: dst, dedupe: true, batchSize, waitDone: (w) => counter.done(w) }, n);
     } finally {
       await counter.close();
       await deleteAmqpQueues(src);
@@ -109,27 +119,27 @@ function amqpToStompBridge(batchSize: number) {
 async function stompToAmqpBaseline(n: number): Promise<RunResult> {
   const src = uniq('s2a-base-src');
   const dst = uniq('s2a-base-dst');
-  await prefillStomp(src, n, true);
+  await prefillStomp(src, WARMUP + n, true);
   await prefillAmqp(dst, 0, false);
   const conn = await amqp.connect(process.env.AMQP_URL!);
   const stomp = await connect();
   try {
     const ch = await conn.createConfirmChannel();
     let acked = 0;
-    let resolve!: (t: number) => void;
-    const done = new Promise<number>((r) => (resolve = r));
-    processCpu.start();
-    const t0 = Date.now();
+    let resolve!: () => void;
+    const done = new Promise<void>((r) => (resolve = r));
+    let cpu0: NodeJS.CpuUsage | undefined;
+    const window = new Window(n).whenOpen(() => (cpu0 = process.cpuUsage()));
     await stomp.subscribe({ destination: `/queue/${src}`, ack: 'client-individual', 'activemq.prefetchSize': String(PREFETCH) }, (m) => {
       ch.sendToQueue(dst, m.body, { persistent: true, headers: { _AMQ_DUPL_ID: m.headers._AMQ_DUPL_ID } }, (err) => {
         if (err) return;
         stomp.ack(m);
-        if (++acked === n) resolve(Date.now());
+        if (window.count(++acked)) resolve();
       });
     });
-    const t1 = await done;
-    processCpu.stop();
-    return { rate: (n * 1000) / (t1 - t0) };
+    await done;
+    const cpu = process.cpuUsage(cpu0);
+    return window.result({ cpuMs: (cpu.user + cpu.system) / 1000 });
   } finally {
     await stomp.disconnect(2000);
     await conn.close().catch(() => undefined);
@@ -141,10 +151,10 @@ function stompToAmqpBridge(batchSize: number) {
   return async (n: number): Promise<RunResult> => {
     const src = uniq('s2a-src');
     const dst = uniq('s2a-dst');
-    await prefillStomp(src, n, true);
+    await prefillStomp(src, WARMUP + n, true);
     await prefillAmqp(dst, 0, false);
     try {
-      return await runBridge({ sourceConnection: 'activemq', sourceQueue: src, targetConnection: 'rabbit', targetQueue: dst, dedupe: true, batchSize, waitDone: () => waitAmqpCount(dst, n) }, n);
+      return await runBridge({ sourceConnection: 'activemq', sourceQueue: src, targetConnection: 'rabbit', targetQueue: dst, dedupe: true, batchSize, waitDone: (w) => waitAmqpCount(dst, w) }, n);
     } finally {
       await deleteAmqpQueues(dst);
     }

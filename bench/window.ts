@@ -1,0 +1,65 @@
+/**
+ * The measured window of one scenario run. A bridge is a long-running service, and what an operator weighs against
+ * RabbitMQ's shovel is how fast it forwards once running, not the first seconds of a fresh process: V8 compiles the
+ * hot paths while the first thousands of messages pass, while the shovel runs inside a broker that is always warm.
+ * So every scenario forwards BENCH_WARMUP messages (default 10,000) first and is measured over the N after them: the
+ * rate, and the CPU per message of every process. The rate over all of them from the start is kept as well
+ * ("from start"), since a restart pays the warm-up again.
+ */
+import { processCpu } from './process-cpu.js';
+
+export const WARMUP = Number(process.env.BENCH_WARMUP ?? 10_000);
+
+export interface RunResult {
+  /** Messages per second over the measured window (after the warm-up). */
+  rate: number;
+  /** Messages per second over warm-up and window together, from the moment forwarding started. */
+  fromStart: number;
+  rssMb?: number;
+  /** CPU time (user + system) the forwarding client (the bridge process, or the bench's own loop) used per message in the window, µs. */
+  cpuUsPerMsg?: number;
+}
+
+export class Window {
+  /** When forwarding started (ms). */
+  started = Date.now();
+  private opened: number | undefined;
+  private closed: number | undefined;
+  private readonly onOpen: (() => void)[] = [];
+
+  /** `n`: messages in the measured window; the source holds WARMUP + n. */
+  constructor(readonly n: number) {}
+
+  /** Runs `hook` when the window opens (e.g. to read a process's CPU time then). Register before counting. */
+  whenOpen(hook: () => void): this {
+    this.onOpen.push(hook);
+    return this;
+  }
+
+  /** Tells the window how many messages have been forwarded so far; true once all WARMUP + n have. */
+  count(forwarded: number): boolean {
+    const now = Date.now();
+    if (this.opened === undefined && forwarded >= WARMUP) {
+      this.opened = now;
+      processCpu.start();
+      for (const hook of this.onOpen) hook();
+    }
+    if (this.opened !== undefined && this.closed === undefined && forwarded >= WARMUP + this.n) {
+      this.closed = now;
+      processCpu.stop();
+    }
+    return this.closed !== undefined;
+  }
+
+  /** The run's rates; `cpuMs`: the forwarding client's CPU time over the window, when known. */
+  result(extra: { cpuMs?: number | undefined; rssMb?: number | undefined } = {}): RunResult {
+    if (this.opened === undefined || this.closed === undefined) throw new Error('the measured window never closed');
+    const r: RunResult = {
+      rate: (this.n * 1000) / Math.max(1, this.closed - this.opened),
+      fromStart: ((WARMUP + this.n) * 1000) / Math.max(1, this.closed - this.started),
+    };
+    if (extra.cpuMs !== undefined) r.cpuUsPerMsg = (extra.cpuMs * 1000) / this.n;
+    if (extra.rssMb !== undefined) r.rssMb = extra.rssMb;
+    return r;
+  }
+}

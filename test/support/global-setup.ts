@@ -11,9 +11,10 @@
  *   starting the service with testcontainers (a Docker engine is needed). RABBITMQ_MANAGEMENT_URL is filled too when
  *   its local port answers or a RabbitMQ container is started, and it is unset.
  * - Still missing and no container runtime: the run fails with a message naming the variables and how to set them.
- * - RABBITMQ_STOMP_URL (the second real STOMP peer, vhost `/`): used as is when set, else
+ * - RABBITMQ_STOMP_URL (the second real STOMP peer, vhost `/`): used as is when set; else, when RabbitMQ itself came
+ *   from testcontainers, that container's STOMP plugin (enabled in it, port 61613 of the container); else
  *   stomp://guest:guest@127.0.0.1:61614 when that port answers; otherwise the run fails with the commands that enable
- *   the plugin there (never on 61613, ActiveMQ's port). No container is started for it.
+ *   the plugin there (never on 61613, ActiveMQ's port).
  *
  * - Redis Cluster and Sentinel (REDIS_CLUSTER_URLS; REDIS_SENTINEL_URLS and REDIS_SENTINEL_NAME): a variable that is
  *   set is probed like the others; unset, the project's scripts (scripts/redis-cluster.sh, scripts/redis-sentinel.sh)
@@ -41,6 +42,10 @@ const IMAGES = {
 };
 
 const STARTUP_TIMEOUT_MS = 120_000;
+
+/** RabbitMQ's STOMP port inside a RabbitMQ container, and the plugins that container enables (an Erlang term file). */
+const RABBITMQ_STOMP_PORT = 61613;
+const RABBITMQ_CONTAINER_PLUGINS = '[rabbitmq_management,rabbitmq_prometheus,rabbitmq_stomp].\n';
 const PROBE_TIMEOUT_MS = 3_000;
 
 const DEFAULT_PORTS: Record<string, number> = {
@@ -251,12 +256,19 @@ async function startService(name: ServiceVar): Promise<Record<string, string>> {
   switch (name) {
     case 'AMQP_URL': {
       const { RabbitMQContainer } = await import('@testcontainers/rabbitmq');
-      const c = await new RabbitMQContainer(IMAGES.rabbitmq).withStartupTimeout(STARTUP_TIMEOUT_MS).start();
+      // The STOMP plugin too, so that the container is also the second STOMP peer (RABBITMQ_STOMP_URL): inside the
+      // container 61613 clashes with nothing. The image's own list is management and prometheus.
+      const c = await new RabbitMQContainer(IMAGES.rabbitmq)
+        .withExposedPorts(RABBITMQ_STOMP_PORT)
+        .withCopyContentToContainer([{ content: RABBITMQ_CONTAINER_PLUGINS, target: '/etc/rabbitmq/enabled_plugins', mode: 0o644 }])
+        .withStartupTimeout(STARTUP_TIMEOUT_MS)
+        .start();
       started.push(c);
       const host = c.getHost();
       return {
         AMQP_URL: `amqp://guest:guest@${host}:${c.getMappedPort(5672)}`,
         RABBITMQ_MANAGEMENT_URL: `http://guest:guest@${host}:${c.getMappedPort(15672)}`,
+        RABBITMQ_STOMP_URL: `stomp://guest:guest@${host}:${c.getMappedPort(RABBITMQ_STOMP_PORT)}`,
       };
     }
     case 'REDIS_URL': {

@@ -143,9 +143,17 @@ bridges:
   } finally {
     // A profiled bridge must exit by itself to write its profile.
     await p.kill(process.env.BRIDGE_NODE_ARGS?.includes('-prof') ? 'SIGTERM' : 'SIGKILL');
-    const redis = new Redis(process.env.REDIS_URL!);
+    await deleteCacheKeys(keyPrefix);
+  }
+}
+
+/** Removes what a bench bridge left in the duplicate-ID cache (its keys all start with its own prefix). */
+async function deleteCacheKeys(keyPrefix: string): Promise<void> {
+  const redis = new Redis(process.env.REDIS_URL!);
+  try {
     const keys = await redis.keys(`${keyPrefix}:*`);
     if (keys.length) await redis.del(...keys);
+  } finally {
     redis.disconnect();
   }
 }
@@ -289,6 +297,7 @@ bridges:
     await conn.close().catch(() => undefined);
     await p.kill('SIGKILL');
     await deleteAmqpQueues(src, dst);
+    await deleteCacheKeys(keyPrefix);
   }
   return { p50: percentile(samples, 50), p99: percentile(samples, 99), count: samples.length };
 }

@@ -18,6 +18,12 @@ export function cpuMs(pid: number | undefined): number | undefined {
   }
 }
 
+/** CPU time (user + system) this process has used so far, in ms: the clock of the plain-client baselines. */
+export function ownCpuMs(): number {
+  const u = process.cpuUsage();
+  return (u.user + u.system) / 1000;
+}
+
 export type Role = 'RabbitMQ' | 'Redis' | 'ActiveMQ';
 export const ROLES: readonly Role[] = ['RabbitMQ', 'Redis', 'ActiveMQ'];
 

@@ -8,7 +8,7 @@ import { readFileSync } from 'node:fs';
 import amqp from 'amqplib';
 import { Redis } from 'ioredis';
 import { BridgeProcess, writeConfig } from '../test/support/bridge-process.js';
-import { cpuMs } from './process-cpu.js';
+import { cpuMs, ownCpuMs } from './process-cpu.js';
 import { percentile } from './report.js';
 import { type RunResult, WARMUP, Window } from './window.js';
 import { stompScenarios } from './stomp-scenarios.js';
@@ -133,13 +133,10 @@ bridges:
   try {
     await p.waitForLog((l) => l.msg === 'bridge running', 60_000);
     const running = p.logs.find((l) => l.msg === 'bridge running');
-    const window = new Window(n);
+    const window = new Window(n, () => cpuMs(p.child.pid));
     if (typeof running?.time === 'number') window.started = running.time;
-    let cpuAtOpen: number | undefined;
-    window.whenOpen(() => (cpuAtOpen = cpuMs(p.child.pid)));
     await o.waitDone(window);
-    const cpu = cpuMs(p.child.pid);
-    return window.result({ rssMb: peakRssMb(p.child.pid), cpuMs: cpu !== undefined && cpuAtOpen !== undefined ? cpu - cpuAtOpen : undefined });
+    return window.result({ rssMb: peakRssMb(p.child.pid) });
   } finally {
     // A profiled bridge must exit by itself to write its profile.
     await p.kill(process.env.BRIDGE_NODE_ARGS?.includes('-prof') ? 'SIGTERM' : 'SIGKILL');
@@ -169,8 +166,7 @@ async function amqpBaseline(n: number): Promise<RunResult> {
     const outCh = await conn.createConfirmChannel();
     await inCh.prefetch(PREFETCH);
     let acked = 0;
-    let cpu0: NodeJS.CpuUsage | undefined;
-    const window = new Window(n).whenOpen(() => (cpu0 = process.cpuUsage()));
+    const window = new Window(n, ownCpuMs);
     const done = new Promise<void>((resolve) => {
       void inCh.consume(src, (m) => {
         if (!m) return;
@@ -182,8 +178,7 @@ async function amqpBaseline(n: number): Promise<RunResult> {
       });
     });
     await done;
-    const cpu = process.cpuUsage(cpu0);
-    return window.result({ cpuMs: (cpu.user + cpu.system) / 1000 });
+    return window.result();
   } finally {
     await conn.close().catch(() => undefined);
     await deleteAmqpQueues(src, dst);

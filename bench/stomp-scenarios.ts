@@ -9,6 +9,7 @@ import type { StompConnectionConfig } from '../src/config/types.js';
 import { connectStomp, type StompSession } from '../src/endpoints/stomp/stomp-client.js';
 import { silentLogger } from '../src/shared/log.js';
 import { BODY, PREFETCH, type Scenario, deleteAmqpQueues, prefillAmqp, runBridge, uniq, waitAmqpCount } from './scenarios.js';
+import { ownCpuMs } from './process-cpu.js';
 import { type RunResult, WARMUP, Window } from './window.js';
 
 const BATCH = 100;
@@ -73,8 +74,7 @@ async function amqpToStompBaseline(n: number): Promise<RunResult> {
   try {
     const ch = await conn.createChannel();
     await ch.prefetch(PREFETCH);
-    let cpu0: NodeJS.CpuUsage | undefined;
-    const window = new Window(n).whenOpen(() => (cpu0 = process.cpuUsage()));
+    const window = new Window(n, ownCpuMs);
     await ch.consume(src, (m) => {
       if (!m) return;
       const headers: Record<string, string> = { destination: `/queue/${dst}`, persistent: 'true', 'content-length': String(m.content.length) };
@@ -89,8 +89,7 @@ async function amqpToStompBaseline(n: number): Promise<RunResult> {
       );
     });
     await counter.done(window);
-    const cpu = process.cpuUsage(cpu0);
-    return window.result({ cpuMs: (cpu.user + cpu.system) / 1000 });
+    return window.result();
   } finally {
     closing = true;
     await conn.close().catch(() => undefined);
@@ -128,8 +127,7 @@ async function stompToAmqpBaseline(n: number): Promise<RunResult> {
     let acked = 0;
     let resolve!: () => void;
     const done = new Promise<void>((r) => (resolve = r));
-    let cpu0: NodeJS.CpuUsage | undefined;
-    const window = new Window(n).whenOpen(() => (cpu0 = process.cpuUsage()));
+    const window = new Window(n, ownCpuMs);
     await stomp.subscribe({ destination: `/queue/${src}`, ack: 'client-individual', 'activemq.prefetchSize': String(PREFETCH) }, (m) => {
       ch.sendToQueue(dst, m.body, { persistent: true, headers: { _AMQ_DUPL_ID: m.headers._AMQ_DUPL_ID } }, (err) => {
         if (err) return;
@@ -138,8 +136,7 @@ async function stompToAmqpBaseline(n: number): Promise<RunResult> {
       });
     });
     await done;
-    const cpu = process.cpuUsage(cpu0);
-    return window.result({ cpuMs: (cpu.user + cpu.system) / 1000 });
+    return window.result();
   } finally {
     await stomp.disconnect(2000);
     await conn.close().catch(() => undefined);

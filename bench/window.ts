@@ -25,16 +25,18 @@ export class Window {
   started = Date.now();
   private opened: number | undefined;
   private closed: number | undefined;
-  private readonly onOpen: (() => void)[] = [];
+  private cpuAtOpen: number | undefined;
+  private cpuInWindow: number | undefined;
 
-  /** `n`: messages in the measured window; the source holds WARMUP + n. */
-  constructor(readonly n: number) {}
-
-  /** Runs `hook` when the window opens (e.g. to read a process's CPU time then). Register before counting. */
-  whenOpen(hook: () => void): this {
-    this.onOpen.push(hook);
-    return this;
-  }
+  /**
+   * `n`: messages in the measured window; the source holds WARMUP + n. `cpuClock`: the forwarding client's CPU time so
+   * far, ms (the bridge process's, or the bench's own for a plain-client baseline), read when the window opens and
+   * when it closes.
+   */
+  constructor(
+    readonly n: number,
+    private readonly cpuClock?: () => number | undefined,
+  ) {}
 
   /** Tells the window how many messages have been forwarded so far; true once all WARMUP + n have. */
   count(forwarded: number): boolean {
@@ -42,23 +44,25 @@ export class Window {
     if (this.opened === undefined && forwarded >= WARMUP) {
       this.opened = now;
       processCpu.start();
-      for (const hook of this.onOpen) hook();
+      this.cpuAtOpen = this.cpuClock?.();
     }
     if (this.opened !== undefined && this.closed === undefined && forwarded >= WARMUP + this.n) {
       this.closed = now;
       processCpu.stop();
+      const cpu = this.cpuClock?.();
+      if (cpu !== undefined && this.cpuAtOpen !== undefined) this.cpuInWindow = cpu - this.cpuAtOpen;
     }
     return this.closed !== undefined;
   }
 
-  /** The run's rates; `cpuMs`: the forwarding client's CPU time over the window, when known. */
-  result(extra: { cpuMs?: number | undefined; rssMb?: number | undefined } = {}): RunResult {
+  /** The run's rates, and the client's CPU per message in the window when it has a clock. */
+  result(extra: { rssMb?: number | undefined } = {}): RunResult {
     if (this.opened === undefined || this.closed === undefined) throw new Error('the measured window never closed');
     const r: RunResult = {
       rate: (this.n * 1000) / Math.max(1, this.closed - this.opened),
       fromStart: ((WARMUP + this.n) * 1000) / Math.max(1, this.closed - this.started),
     };
-    if (extra.cpuMs !== undefined) r.cpuUsPerMsg = (extra.cpuMs * 1000) / this.n;
+    if (this.cpuInWindow !== undefined) r.cpuUsPerMsg = (this.cpuInWindow * 1000) / this.n;
     if (extra.rssMb !== undefined) r.rssMb = extra.rssMb;
     return r;
   }

@@ -18,6 +18,7 @@ import { ORIGINAL_USER_ID_HEADER } from '../../src/mapping/amqp-mapping.js';
 import { AmqpTestClient } from '../support/amqp.js';
 import { endpointContract } from '../support/endpoint-contract.js';
 import { services, uniqueName } from '../support/services.js';
+import { sendUntilFailure } from '../support/send-until-failure.js';
 import { TcpProxy } from '../support/tcp-proxy.js';
 import { text } from '../support/text.js';
 import { sleep, until } from '../support/wait.js';
@@ -331,31 +332,10 @@ describe('AMQP target outcomes', () => {
     await t.open({ onLost: (e) => lost.push(e) });
 
     // Keep up to 300 sends in flight until the connection goes away.
-    let confirmed = 0;
-    const failures: unknown[] = [];
-    let stop = false;
-    const sender = (async () => {
-      const inFlight = new Set<Promise<void>>();
-      let i = 0;
-      while (!stop) {
-        const p: Promise<void> = t.send(msg(String(i++))).then(
-          () => {
-            confirmed += 1;
-          },
-          (e: unknown) => {
-            failures.push(e);
-            stop = true;
-          },
-        );
-        inFlight.add(p);
-        void p.finally(() => inFlight.delete(p));
-        if (inFlight.size >= 300) await Promise.race(inFlight);
-      }
-      await Promise.all(inFlight);
-    })();
-    await until('some confirmed sends', () => confirmed > 500);
+    const { confirmed, failures, done } = sendUntilFailure((i) => t.send(msg(String(i))), 300);
+    await until('some confirmed sends', () => confirmed.length > 500);
     await closeFromBroker(t.connectionName);
-    await sender;
+    await done;
 
     await until('onLost', () => lost.length > 0);
     expect(lost).toHaveLength(1);
@@ -365,7 +345,7 @@ describe('AMQP target outcomes', () => {
     for (const f of failures) expect(f).toBeInstanceOf(TransientError);
     expect(failures.some((f) => (f as TransientError).outcomeUnknown)).toBe(true);
     // Nothing confirmed was lost.
-    expect(await client.count(q)).toBeGreaterThanOrEqual(confirmed);
+    expect(await client.count(q)).toBeGreaterThanOrEqual(confirmed.length);
     // The session is over: later sends fail at once.
     const late = await t.send(msg('late')).catch((e: unknown) => e);
     expect(late).toBeInstanceOf(TransientError);

@@ -10,6 +10,7 @@ import { describe, expect, it } from 'vitest';
 import type { BridgeMessage, SourceDelivery } from '../../src/core/message.js';
 import type { SourceEndpoint, TargetEndpoint } from '../../src/core/ports.js';
 import { MessageRejectedError, TransientError } from '../../src/shared/errors.js';
+import { sendUntilFailure, type SendsUntilFailure } from './send-until-failure.js';
 import { TcpProxy } from './tcp-proxy.js';
 import { text } from './text.js';
 import { sleep, until } from './wait.js';
@@ -287,40 +288,23 @@ export function endpointContract(name: string, make: () => EndpointsUnderTest): 
         ep = make();
         const q = await ep.queue();
         const proxy = await TcpProxy.forUrl(ep.url).start();
-        const confirmed: string[] = [];
-        const failures: unknown[] = [];
+        const body = (i: number): string => `c${i}`;
+        let sends: SendsUntilFailure = { confirmed: [], failures: [], done: Promise.resolve() };
         let lost: TransientError[] = [];
         try {
           const opened = await openTarget(q, { url: proxy.rewrite(ep.url) });
           const target = opened.target;
           lost = opened.lost;
-          let stop = false;
-          const sender = (async () => {
-            const inFlight = new Set<Promise<void>>();
-            for (let i = 0; !stop; i++) {
-              const body = `c${i}`;
-              const p: Promise<void> = target.send(message(body)).then(
-                () => void confirmed.push(body),
-                (e: unknown) => {
-                  failures.push(e);
-                  stop = true;
-                },
-              );
-              inFlight.add(p);
-              void p.finally(() => inFlight.delete(p));
-              if (inFlight.size >= 100) await Promise.race(inFlight);
-            }
-            await Promise.all(inFlight);
-          })();
-          await until('200 confirmed sends', () => confirmed.length >= 200);
+          sends = sendUntilFailure((i) => target.send(message(body(i))), 100);
+          await until('200 confirmed sends', () => sends.confirmed.length >= 200);
           proxy.cut();
-          await sender;
+          await sends.done;
           await until('onLost', () => lost.length > 0);
           await sleep(200);
           expect(lost).toHaveLength(1);
           expect(lost[0]).toBeInstanceOf(TransientError);
-          expect(failures.length).toBeGreaterThan(0);
-          for (const f of failures) expect(f).toBeInstanceOf(TransientError);
+          expect(sends.failures.length).toBeGreaterThan(0);
+          for (const f of sends.failures) expect(f).toBeInstanceOf(TransientError);
           const late = await target.send(message('late')).catch((e: unknown) => e);
           expect(late).toBeInstanceOf(TransientError);
           expect((late as TransientError).outcomeUnknown).toBe(false);
@@ -328,6 +312,7 @@ export function endpointContract(name: string, make: () => EndpointsUnderTest): 
         } finally {
           await proxy.stop();
         }
+        const confirmed = sends.confirmed.map(body);
         const got = bodies(await ep.take(q, confirmed.length));
         expect(new Set(got).size, 'a message in the queue twice').toBe(got.length);
         expect(confirmed.filter((b) => !got.includes(b)), 'confirmed sends missing from the queue').toEqual([]);

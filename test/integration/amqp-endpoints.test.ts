@@ -86,6 +86,17 @@ function queueName(): string {
   return q;
 }
 
+/** A headers exchange with a new queue bound to it for messages whose header `route` is `yes`; others are unroutable. */
+async function routeByHeader(): Promise<{ exchange: string; queue: string }> {
+  const exchange = uniqueName('amqp-ep-hx');
+  exchanges.push(exchange);
+  await client.ch.assertExchange(exchange, 'headers', { durable: false });
+  const queue = queueName();
+  await client.queue(queue);
+  await client.ch.bindQueue(queue, exchange, '', { 'x-match': 'all', route: 'yes' });
+  return { exchange, queue };
+}
+
 function source(queue: string, prefetch = 100): AmqpSource {
   const s = new AmqpSource(connection(), queue, prefetch, silentLogger);
   endpoints.push(s);
@@ -149,14 +160,9 @@ endpointContract('AMQP', () => ({
   },
   // A headers exchange routes by a header of each message: `route: no` is unroutable, returned by the broker.
   refusal: async () => {
-    const ex = uniqueName('amqp-ep-contract-hx');
-    exchanges.push(ex);
-    await client.ch.assertExchange(ex, 'headers', { durable: false });
-    const queue = queueName();
-    await client.queue(queue);
-    await client.ch.bindQueue(queue, ex, '', { 'x-match': 'all', route: 'yes' });
+    const { exchange, queue } = await routeByHeader();
     const route = (value: string) => (m: BridgeMessage): BridgeMessage => ({ ...m, headers: { ...m.headers, route: value } });
-    return { queue, target: target({ exchange: ex, routingKey: '' }), accepted: route('yes'), refused: route('no'), reason: 'unroutable' };
+    return { queue, target: target({ exchange, routingKey: '' }), accepted: route('yes'), refused: route('no'), reason: 'unroutable' };
   },
 }));
 
@@ -277,13 +283,8 @@ describe('AMQP target outcomes', () => {
   });
 
   it('attributes returns to the right publishes among many in flight (headers exchange, identical bodies)', async () => {
-    const ex = uniqueName('amqp-ep-hx');
-    exchanges.push(ex);
-    await client.ch.assertExchange(ex, 'headers', { durable: false });
-    const q = queueName();
-    await client.queue(q);
-    await client.ch.bindQueue(q, ex, '', { 'x-match': 'all', route: 'yes' });
-    const t = target({ exchange: ex, routingKey: '' });
+    const { exchange, queue: q } = await routeByHeader();
+    const t = target({ exchange, routingKey: '' });
     await t.open({ onLost: () => undefined });
 
     const plan = Array.from({ length: 200 }, (_, i) => (i % 3 === 1 ? 'no' : 'yes'));

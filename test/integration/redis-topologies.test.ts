@@ -8,7 +8,7 @@
 import { describe, expect, it } from 'vitest';
 import { Cluster } from 'ioredis';
 import type { ReceivedMessage, TestMessage } from '../support/amqp.js';
-import { writeConfig, type BridgeProcess } from '../support/bridge-process.js';
+import { writeConfig, type BridgeProcess, type LogLine } from '../support/bridge-process.js';
 import { useBridgeFixture } from '../support/bridge-fixture.js';
 import { services, uniqueName } from '../support/services.js';
 import { addressKeys, epochKey, hashSlot } from '../../src/cache/keys.js';
@@ -37,8 +37,17 @@ const { queues: newQueues } = fx;
 
 type Topology = { kind: 'cluster' } | { kind: 'sentinel' } | { kind: 'standalone'; url: string };
 
+/** The bridges' reservation lease, ms. */
+const LEASE = 2000;
+/**
+ * How long a target must stay unchanged to count as settled after a bridge SIGKILL: the next process holds back the
+ * redeliveries whose stamp or reservation the killed one held until that lease runs out, so a quiet period longer than
+ * the lease (plus the slow retry of a set-aside message) is needed before reading the target as complete.
+ */
+const SETTLED_AFTER_KILL_MS = LEASE + 1000;
+
 function idCacheYaml(topology: Topology, keyPrefix: string): string[] {
-  const lines = ['id-cache:', `  key-prefix: ${keyPrefix}`, '  reservation-lease: 2000', '  replicas: 2', '  id-cache-size: 20000'];
+  const lines = ['id-cache:', `  key-prefix: ${keyPrefix}`, `  reservation-lease: ${LEASE}`, '  replicas: 2', '  id-cache-size: 20000'];
   if (topology.kind === 'standalone') {
     lines.push(`  redis-url: ${JSON.stringify(topology.url)}`);
   } else if (topology.kind === 'cluster') {
@@ -304,7 +313,7 @@ async function throughFailover(label: string, yaml: string, src: string, dst: st
   await fx.amqp.waitForCount(dst, (c) => c >= Math.min(atPromotion + 50, messages.length), 10_000);
   await fx.start(yaml, 1);
   await fx.amqp.waitForCount(src, (c) => c === 0, 120_000);
-  await fx.amqp.settledCount(dst, 2000);
+  await fx.amqp.settledCount(dst, SETTLED_AFTER_KILL_MS);
   const got = await fx.amqp.drain(dst);
   const v = judge(messages, got);
   console.log(`${label} failover: promotion ${promotionMs} ms, ${got.length} copies of ${messages.length}, ${v.extraCopies} extra`);
@@ -315,6 +324,9 @@ async function throughFailover(label: string, yaml: string, src: string, dst: st
   expect(said.length).toBeGreaterThanOrEqual(1);
   expect(said.length).toBeLessThanOrEqual(2);
 }
+
+/** A bridge's report of a lost (or possibly lost) cache: an error, once per cache. */
+const lossReport = (l: LogLine): boolean => l.level >= 50 && /was lost|another Redis server now holds/.test(l.msg);
 
 describe('a standalone Redis that loses its data mid-stream', () => {
   // This file's own redis-server (the machine's Redis on 6379 is shared, and must keep its data).
@@ -345,12 +357,15 @@ describe('a standalone Redis that loses its data mid-stream', () => {
       await fx.start(yaml, 1);
       const atLoss = await fx.amqp.count(dst!);
       await fx.amqp.waitForCount(dst!, (c) => c >= Math.min(atLoss + 100, messages.length), 30_000);
+      // B notices at its first cache call that reaches the new data; its retries back off (up to 2 s) while Redis is
+      // away, so the new process may have moved 100 messages before B tried again (CI, once). Wait for B's report.
+      await b.waitForLog(lossReport, 20_000);
       const health = (await (await fetch(`http://127.0.0.1:${httpPort}/health`)).json()) as { cache?: { losses: Record<string, number>; flagging: { address: string }[] } };
       const metrics = await (await fetch(`http://127.0.0.1:${httpPort}/metrics`)).text();
       await b.kill('SIGKILL');
       await fx.start(yaml, 1);
       await fx.amqp.waitForCount(src!, (c) => c === 0, 120_000);
-      await fx.amqp.settledCount(dst!, 2000);
+      await fx.amqp.settledCount(dst!, SETTLED_AFTER_KILL_MS);
       const got = await fx.amqp.drain(dst!);
       const v = judge(messages, got);
       console.log(`${label}: ${got.length} copies of ${messages.length}, ${v.extraCopies} extra, ${v.sameIdUnflaggedExtra} same-ID unflagged (re-sends after the loss), ${v.identical.ids} IDs for ${150} identical`);
@@ -358,7 +373,7 @@ describe('a standalone Redis that loses its data mid-stream', () => {
       // No publisher re-sent anything here: every extra copy is a redelivery the cache could not vouch for, flagged.
       expect(v.sameIdUnflaggedExtra, 'redelivered copies forwarded again unflagged').toBe(0);
       // B: logged once as an error per cache (the target's, the source's stamp records), counted, and in /health.
-      const said = b.logs.filter((l) => l.level >= 50 && /was lost|another Redis server now holds/.test(l.msg));
+      const said = b.logs.filter(lossReport);
       expect(said.length).toBeGreaterThanOrEqual(1);
       expect(said.length).toBeLessThanOrEqual(2);
       expect(Object.values(health.cache?.losses ?? {}).reduce((x, y) => x + y, 0)).toBeGreaterThanOrEqual(1);

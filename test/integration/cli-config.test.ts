@@ -145,10 +145,10 @@ describe('broker-bridge run: log lines', () => {
   }
 
   it('are JSON when stdout is not a terminal, and for a person with LOG_FORMAT=pretty (pino-pretty), secrets redacted alike', () => {
-    const json = runFor(2500, { LOG_FORMAT: '' }).trim().split('\n');
+    const json = runFor(5000, { LOG_FORMAT: '' }).trim().split('\n');
     expect(json.length).toBeGreaterThan(0);
     for (const line of json) expect(() => JSON.parse(line) as unknown).not.toThrow();
-    const pretty = runFor(2500, { LOG_FORMAT: 'pretty' });
+    const pretty = runFor(5000, { LOG_FORMAT: 'pretty' });
     expect(pretty).toMatch(/^\[\d\d:\d\d:\d\d\.\d{3}\] WARN: id-cache\.persist-id-cache is false/m);
     expect(pretty.split('\n').filter((l) => l.startsWith('{'))).toEqual([]);
     expect(pretty).not.toContain('guest:guest');

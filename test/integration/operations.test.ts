@@ -91,8 +91,9 @@ describe('HTTP API: liveness, readiness, bridges, metrics', () => {
     expect(ready.body).toMatchObject({ status: 'ready', reasons: [] });
     expect((await http(`${api}/livez`)).status).toBe(200);
 
-    // Per-bridge status: counters, depth over AMQP (read every 5 s), none over STOMP.
-    const status = await untilValue('depth read', () => http(`${api}/bridges/amqp-in`), (r) => typeof r.body.sourceDepth === 'number', HTTP_POLL);
+    // Per-bridge status: counters, depth over AMQP (read every 5 s), none over STOMP. A first read taken while the 200
+    // were still waiting stands until the next one: wait for a read that shows the queue empty.
+    const status = await untilValue('depth read', () => http(`${api}/bridges/amqp-in`), (r) => r.body.sourceDepth === 0, HTTP_POLL);
     expect(status.body).toMatchObject({
       name: 'amqp-in',
       state: 'running',
@@ -248,6 +249,8 @@ describe('admin endpoints: pause, resume, restart', () => {
       Array.from({ length: n }, (_, k) => ({ body: `message ${from + k}`, headers: { [ID]: `id-${from + k}` } }));
 
     await publishStomp(src, stompMessages(20, 0));
+    // Quiet alone could be read before the first forward: wait for the 20, then check that no more come.
+    await fx.amqp.waitForCount(dst!, (n) => n >= 20, 30_000);
     expect(await fx.amqp.settledCount(dst!)).toBe(20);
     expect((await http(`${api}/bridges/from-stomp/pause`, { method: 'POST', headers: auth })).body).toMatchObject({ state: 'paused' });
     await publishStomp(src, stompMessages(50, 20));
@@ -256,6 +259,7 @@ describe('admin endpoints: pause, resume, restart', () => {
     const resumed = await http(`${api}/bridges/from-stomp/resume`, { method: 'POST', headers: auth });
     expect(resumed.status).toBe(200);
     await untilValue('running', () => http(`${api}/bridges/from-stomp`), (r) => r.body.state === 'running', HTTP_POLL);
+    await fx.amqp.waitForCount(dst!, (n) => n >= 70, 30_000);
     expect(await fx.amqp.settledCount(dst!)).toBe(70);
     expect(ids(await fx.amqp.drain(dst!))).toEqual(range(70));
     expect(await countOwnDeadLetters([src])).toBe(0);

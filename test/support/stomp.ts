@@ -141,6 +141,8 @@ export async function readStomp(queue: string, opts: ReadOptions = {}): Promise<
           session.ack(m);
         },
       );
+      // Quiet counts from the moment the subscription is in place: a slow connect must not pass for an empty queue.
+      last = Date.now();
       while (!done() && session.isOpen) await sleep(50);
       reading = false;
       // Every ACK written so far has been processed by the broker once this resolves.

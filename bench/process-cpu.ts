@@ -43,21 +43,33 @@ function comm(pid: string): string {
   }
 }
 
-/** The pid of each role's process, found by name (Redis: the one listening on the port of REDIS_URL). */
+/**
+ * The pid of each role's process, found by name (Redis: the one listening on the port of REDIS_URL). Where several
+ * match (a `rabbitmqctl` run is a beam.smp with "rabbit" in its command line too), the one that has used the most CPU:
+ * the broker, not a short-lived tool that may be gone by the end of the window.
+ */
 export function findPids(): Partial<Record<Role, number>> {
   const redisPort = new URL(process.env.REDIS_URL ?? 'redis://127.0.0.1:6379').port || '6379';
   const found: Partial<Record<Role, number>> = {};
+  const used: Partial<Record<Role, number>> = {};
   let pids: string[];
   try {
     pids = readdirSync('/proc').filter((d) => /^\d+$/.test(d));
   } catch {
     return found;
   }
+  const consider = (role: Role, pid: string): void => {
+    const ms = cpuMs(Number(pid)) ?? -1;
+    if (found[role] === undefined || ms > (used[role] ?? -1)) {
+      found[role] = Number(pid);
+      used[role] = ms;
+    }
+  };
   for (const pid of pids) {
     const name = comm(pid);
-    if (name === 'beam.smp' && /rabbit/.test(cmdline(pid))) found.RabbitMQ ??= Number(pid);
-    else if (name === 'redis-server' && cmdline(pid).includes(`:${redisPort}`)) found.Redis ??= Number(pid);
-    else if (name === 'java' && /activemq/i.test(cmdline(pid))) found.ActiveMQ ??= Number(pid);
+    if (name === 'beam.smp' && /rabbit/.test(cmdline(pid))) consider('RabbitMQ', pid);
+    else if (name === 'redis-server' && cmdline(pid).includes(`:${redisPort}`)) consider('Redis', pid);
+    else if (name === 'java' && /activemq/i.test(cmdline(pid))) consider('ActiveMQ', pid);
   }
   return found;
 }

@@ -7,7 +7,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { RedisIdCache, defineScripts, loadScripts, type RedisIdCacheOptions } from '../../src/cache/redis-id-cache.js';
 import { addressKeys, epochKey, stampKey, tagSafe } from '../../src/cache/keys.js';
 import { TransientError } from '../../src/shared/errors.js';
-import { idCacheContract, LEASE, type CacheOptions } from '../support/id-cache-contract.js';
+import { idCacheContract, type CacheOptions } from '../support/id-cache-contract.js';
 import { services, uniqueName } from '../support/services.js';
 import { TcpProxy } from '../support/tcp-proxy.js';
 import { sleep } from '../support/wait.js';
@@ -39,6 +39,9 @@ async function deleteKeys(prefix: string): Promise<void> {
   for (let i = 0; i < keys.length; i += 500) await adminClient().del(...keys.slice(i, i + 500));
 }
 
+/** The contract's lease against the real Redis (see FAKE_CLOCK_LEASE in id-cache-contract.ts). */
+const LEASE = 1000;
+
 /** A cache on the test Redis with its own key prefix; `cleanup` closes the caches and deletes the keys. */
 function testWorld(): {
   prefix: string;
@@ -68,7 +71,7 @@ idCacheContract('redis', () => {
     advance: sleep,
     cleanup: world.cleanup,
   };
-});
+}, LEASE);
 
 /** Redis Cluster's key → slot function: CRC16 (XMODEM) of the hash tag, or of the whole key without one. */
 function crc16(data: Buffer): number {
@@ -163,15 +166,15 @@ describe('RedisIdCache', () => {
       const reserve = (id: string, token: string, lease: number) =>
         script('reserve', 'orders')(...keys, id, token, lease, 0, 60_000, 1000, 100);
 
-      const first = await reserve('x', 't1', 150);
+      const first = await reserve('x', 't1', LEASE);
       expect(first).toBe('R');
-      expect(await reserve('x', 't1', 150)).toEqual(first);
-      expect(await reserve('x', 't2', 150)).toBe('B');
+      expect(await reserve('x', 't1', LEASE)).toEqual(first);
+      expect(await reserve('x', 't2', LEASE)).toBe('B');
 
-      await sleep(250);
-      const takeover = await reserve('x', 't2', 150);
+      await sleep(LEASE + 100);
+      const takeover = await reserve('x', 't2', LEASE);
       expect(takeover).toBe('P');
-      expect(await reserve('x', 't2', 150)).toEqual(takeover);
+      expect(await reserve('x', 't2', LEASE)).toEqual(takeover);
 
       const commit = script('commit', 'orders');
       const commitArgs = [k.ids, k.at, k.seq, k.res, k.resExp, k.uncertain, 'x', 't2', 10, 0, 100];
@@ -295,9 +298,10 @@ describe('RedisIdCache', () => {
     it("a commit by a taken-over owner records the ID but leaves the live owner's reservation", async () => {
       const world = testWorld();
       try {
-        const cache = world.make({ lease: 200 });
+        // t2's takeover must still hold when t1's commit comes: a lease a slow machine cannot outwait between two calls.
+        const cache = world.make({ lease: LEASE });
         await cache.reserve('orders', 'x', 't1');
-        await sleep(300);
+        await sleep(LEASE + 100);
         await cache.reserve('orders', 'x', 't2');
         await cache.commit('orders', 'x', 't1');
         const k = addressKeys(world.prefix, 'orders');
@@ -368,21 +372,21 @@ describe('RedisIdCache', () => {
     it('forgets IDs older than id-cache-ttl from storage, oldest first, on later commits and reserves', async () => {
       const world = testWorld();
       try {
-        // Each commit also lets the address's keys expire a ttl later: activity every 600 ms keeps them alive, so what
-        // goes here goes by the sweep, not by key expiry.
-        const cache = world.make({ size: 1000, ttl: 1000 });
+        // Each commit also lets the address's keys expire a ttl later: activity every 2 s keeps them alive, so what
+        // goes here goes by the sweep, not by key expiry. Each check has 1 s of slack on either side of the ttl.
+        const cache = world.make({ size: 1000, ttl: 3000 });
         const k = addressKeys(world.prefix, 'orders');
         const ids = async () => (await adminClient().zrange(k.ids, '0', '-1')).sort();
         await Promise.all(Array.from({ length: 30 }, (_, i) => cache.commit('orders', `old-${i}`, 't')));
-        await sleep(600);
+        await sleep(2000);
         await cache.commit('orders', 'middle', 't');
-        await sleep(600);
+        await sleep(2000);
         await Promise.all(Array.from({ length: 3 }, (_, i) => cache.commit('orders', `young-${i}`, 't')));
         expect(await adminClient().pttl(k.ids)).toBeGreaterThan(0);
         expect(await ids()).toEqual(['middle', 'young-0', 'young-1', 'young-2']);
         expect(await adminClient().hlen(k.at)).toBe(4);
 
-        await sleep(600);
+        await sleep(2000);
         // A reserve sweeps the same way: 'middle' is past the ttl now, the young ones are not.
         expect(await cache.reserve('orders', 'fresh', 't')).toEqual({ status: 'reserved', possibleDuplicate: false });
         expect(await adminClient().pttl(k.ids)).toBeGreaterThan(0);

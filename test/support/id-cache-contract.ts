@@ -26,7 +26,7 @@ export interface ContractHarness {
  * really waits for it, and a lease must also outlast the pause a loaded machine may take between two calls of a test
  * (a "busy" read after such a pause would find the lease run out): 200 ms was too close for that.
  */
-export const FAKE_CLOCK_LEASE = 200;
+const FAKE_CLOCK_LEASE = 200;
 
 export function idCacheContract(name: string, createHarness: () => ContractHarness, LEASE = FAKE_CLOCK_LEASE): void {
   const PAST_LEASE = LEASE + Math.max(100, LEASE / 10);

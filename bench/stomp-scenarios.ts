@@ -20,7 +20,6 @@ function stompConfig(): StompConnectionConfig {
 
 const connect = (): Promise<StompSession> => connectStomp(stompConfig(), silentLogger);
 
-/** A consumer that counts what reaches a STOMP queue; resolves with the time the n-th message arrived. */
 /** Counts what arrives at the STOMP queue into the window handed to `done`, which resolves once it holds all. */
 async function countStomp(queue: string): Promise<{ done: (window: Window) => Promise<void>; close: () => Promise<void> }> {
   const s = await connect();

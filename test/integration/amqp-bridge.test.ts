@@ -6,7 +6,7 @@ import { describe, expect, it } from 'vitest';
 import type { ReceivedMessage, TestMessage } from '../support/amqp.js';
 import { useBridgeFixture } from '../support/bridge-fixture.js';
 import { services } from '../support/services.js';
-import { sleep } from '../support/wait.js';
+import { quietAfterCrash, sleep } from '../support/wait.js';
 
 const ID = '_AMQ_DUPL_ID';
 const POSSIBLE_DUP = 'x-bridge-possible-duplicate';
@@ -110,7 +110,7 @@ describe('AMQP → AMQP bridge', () => {
     // The source has nothing ready, but the new process may still hold redeliveries aside: those whose stamp the killed
     // one held until its lease runs out (at most `lease` after the kill). The target is settled only after a quiet
     // period longer than that; a shorter one (CI, once) read 3,901 here while 99 were still to come.
-    const delivered = await fx.amqp.settledCount(dst!, lease + 1500);
+    const delivered = await fx.amqp.settledCount(dst!, quietAfterCrash(lease));
     const got = await fx.amqp.drain(dst!);
     expect(got.length).toBe(delivered);
 
@@ -339,8 +339,7 @@ describe('AMQP → AMQP: byte-identical messages without IDs, two bridge process
 
     await Promise.all([start(yaml), start(yaml)]);
     await fx.amqp.waitForCount(src!, (c) => c === 0, 90_000);
-    // Longer than the lease: redeliveries the killed processes' stamps held are set aside until it runs out.
-    await fx.amqp.settledCount(dst!, lease + 1500);
+    await fx.amqp.settledCount(dst!, quietAfterCrash(lease));
     const got = await fx.amqp.drain(dst!);
     await fx.stopAll();
     expect(got.every((m) => m.body.equals(same))).toBe(true);

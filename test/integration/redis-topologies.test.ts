@@ -26,7 +26,7 @@ import {
   migrateSlot,
   restartNode,
 } from '../support/redis-topology.js';
-import { sleep } from '../support/wait.js';
+import { quietAfterCrash, sleep } from '../support/wait.js';
 
 const ID = '_AMQ_DUPL_ID';
 const POSSIBLE_DUP = 'x-bridge-possible-duplicate';
@@ -39,12 +39,6 @@ type Topology = { kind: 'cluster' } | { kind: 'sentinel' } | { kind: 'standalone
 
 /** The bridges' reservation lease, ms. */
 const LEASE = 2000;
-/**
- * How long a target must stay unchanged to count as settled after a bridge SIGKILL: the next process holds back the
- * redeliveries whose stamp or reservation the killed one held until that lease runs out, so a quiet period longer than
- * the lease (plus the slow retry of a set-aside message) is needed before reading the target as complete.
- */
-const SETTLED_AFTER_KILL_MS = LEASE + 1000;
 
 function idCacheYaml(topology: Topology, keyPrefix: string): string[] {
   const lines = ['id-cache:', `  key-prefix: ${keyPrefix}`, `  reservation-lease: ${LEASE}`, '  replicas: 2', '  id-cache-size: 20000'];
@@ -313,7 +307,7 @@ async function throughFailover(label: string, yaml: string, src: string, dst: st
   await fx.amqp.waitForCount(dst, (c) => c >= Math.min(atPromotion + 50, messages.length), 10_000);
   await fx.start(yaml, 1);
   await fx.amqp.waitForCount(src, (c) => c === 0, 120_000);
-  await fx.amqp.settledCount(dst, SETTLED_AFTER_KILL_MS);
+  await fx.amqp.settledCount(dst, quietAfterCrash(LEASE));
   const got = await fx.amqp.drain(dst);
   const v = judge(messages, got);
   console.log(`${label} failover: promotion ${promotionMs} ms, ${got.length} copies of ${messages.length}, ${v.extraCopies} extra`);
@@ -365,7 +359,7 @@ describe('a standalone Redis that loses its data mid-stream', () => {
       await b.kill('SIGKILL');
       await fx.start(yaml, 1);
       await fx.amqp.waitForCount(src!, (c) => c === 0, 120_000);
-      await fx.amqp.settledCount(dst!, SETTLED_AFTER_KILL_MS);
+      await fx.amqp.settledCount(dst!, quietAfterCrash(LEASE));
       const got = await fx.amqp.drain(dst!);
       const v = judge(messages, got);
       console.log(`${label}: ${got.length} copies of ${messages.length}, ${v.extraCopies} extra, ${v.sameIdUnflaggedExtra} same-ID unflagged (re-sends after the loss), ${v.identical.ids} IDs for ${150} identical`);

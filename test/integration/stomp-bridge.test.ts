@@ -24,7 +24,7 @@ import { ACTIVEMQ_PEER, RABBITMQ_STOMP_PEER, STOMP_PEERS, type StompPeer } from 
 import { TcpProxy } from '../support/tcp-proxy.js';
 import { text } from '../support/text.js';
 import { RabbitAdmin } from '../faults/rabbit-admin.js';
-import { sleep } from '../support/wait.js';
+import { quietAfterCrash, sleep } from '../support/wait.js';
 
 const ID = '_AMQ_DUPL_ID';
 const POSSIBLE_DUP = 'x-bridge-possible-duplicate';
@@ -426,7 +426,7 @@ describe.runIf(managedBroker)('STOMP target (ActiveMQ restarts: scripts/activemq
     mark('reconnected');
     await fx.amqp.waitForCount(src, (n) => n === 0, 90_000);
     mark('source empty');
-    const got = await readTarget('activemq', dst, total, 90_000, lease + 1500);
+    const got = await readTarget('activemq', dst, total, 90_000, quietAfterCrash(lease));
     mark('read');
     const { extraCopies, flagged } = expectDeliveryPromise(got, total);
     mark(`restart: ${extraCopies} extra copies, ${flagged} flagged`);

@@ -8,6 +8,15 @@ export function sleep(ms: number): Promise<void> {
   return new Promise((resolve) => setTimeout(resolve, ms));
 }
 
+/**
+ * How long a target must stay unchanged to be read as complete after a bridge was killed or lost its session: the next
+ * session holds back the redeliveries whose stamp or reservation the dead one held until that lease runs out (then
+ * retries them within 250 ms, src/core/session/park.ts), so the target may stand still for up to `leaseMs` first.
+ */
+export function quietAfterCrash(leaseMs: number): number {
+  return leaseMs + 1500;
+}
+
 export interface UntilOptions {
   /** Gives up after this long (default 20 s). */
   timeoutMs?: number;

@@ -497,6 +497,60 @@ describe('connectStomp', () => {
     }
   });
 
+  it('reads frames cut anywhere by the socket, and ends the session on a malformed one', async () => {
+    // A scripted server: the frames' bytes go out a few at a time, and the third frame breaks the grammar.
+    const sockets: net.Socket[] = [];
+    const server = net.createServer((s) => {
+      sockets.push(s);
+      s.on('error', () => undefined);
+      let seen = '';
+      let connected = false;
+      let sent = false;
+      s.on('data', (d: Buffer) => {
+        seen += d.toString('latin1');
+        if (!connected && seen.startsWith('CONNECT') && seen.includes('\0')) {
+          connected = true;
+          s.write('CONNECTED\nversion:1.2\nserver:Scripted/1.0\n\n\0');
+        }
+        const receipt = /SUBSCRIBE\n(?:[^\0]*\n)?receipt:([^\n]*)\n[^\0]*\0/.exec(seen)?.[1];
+        if (receipt === undefined || sent) return;
+        sent = true;
+        const bytes = Buffer.from(
+          `RECEIPT\nreceipt-id:${receipt}\n\n\0\n` +
+            'MESSAGE\nsubscription:sub-1\nmessage-id:m\\c1\nx-text:gr\u00fc\u00dfe\ncontent-length:4\n\nA\0B\n\0\r\n' +
+            'MESSAGE\nsubscription:sub-1\nmessage-id:m\\c2\n\nup to the NUL\0\n' +
+            'MESSAGE\nno-colon\n\n\0',
+        );
+        const pieces: Buffer[] = [];
+        for (let i = 0; i < bytes.length; i += 7) pieces.push(bytes.subarray(i, i + 7));
+        const next = (): void => {
+          const piece = pieces.shift();
+          if (piece && !s.destroyed) s.write(piece, () => setTimeout(next, 1));
+        };
+        next();
+      });
+    });
+    await new Promise<void>((r) => server.listen(0, '127.0.0.1', () => r()));
+    const port = (server.address() as net.AddressInfo).port;
+    try {
+      const session = await connectStomp(conn(`stomp://127.0.0.1:${port}`), log);
+      const lost = new Promise<TransientError>((resolve) => session.onLost(resolve));
+      const got: StompMessage[] = [];
+      await session.subscribe({ destination: '/queue/q', ack: 'client-individual' }, (m) => got.push(m));
+      const error = await lost;
+      expect(error.message).toMatch(/malformed frame: a MESSAGE frame has a header line without ':'/);
+      expect(session.isOpen).toBe(false);
+      // The two frames before it arrived whole, unescaped, the binary body byte for byte.
+      expect(got.map((m) => [m.headers['message-id'], m.headers['x-text'], m.body.toString('latin1')])).toEqual([
+        ['m:1', 'gr\u00fc\u00dfe', 'A\0B\n'],
+        ['m:2', undefined, 'up to the NUL'],
+      ]);
+    } finally {
+      for (const s of sockets) s.destroy();
+      await new Promise<void>((r) => server.close(() => r()));
+    }
+  });
+
   it('reports a refused login as a configuration error', async () => {
     const sockets: net.Socket[] = [];
     const server = net.createServer((s) => {

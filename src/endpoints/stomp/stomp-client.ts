@@ -10,7 +10,9 @@
  * - our own ERROR handler: an ERROR that names a receipt rejects that one request and leaves the session up (ActiveMQ
  *   keeps the connection open then); any other ERROR ends the session;
  * - one `onLost` callback when the connection ends without us closing it; every request still waiting for its
- *   receipt is then rejected with TransientError (`outcomeUnknown` for SEND and COMMIT).
+ *   receipt is then rejected with TransientError (`outcomeUnknown` for SEND and COMMIT);
+ * - after the handshake, our own frame reader (./frame-reader.ts) and writer on the socket: stompit keeps only the
+ *   handshake and the heart-beats (it sends them, and watches the socket's byte count for the server's).
  * It never reconnects: one StompSession is one connection.
  */
 import { createRequire } from 'node:module';
@@ -27,13 +29,14 @@ import { coalesceWrites } from '../../shared/coalesce-writes.js';
 import { connectFirst } from '../failover.js';
 import { defaultServername, tlsConnectionOptions } from '../../config/tls.js';
 import { socketSentence, tlsFailure } from '../../shared/error-sentences.js';
+import { FrameReader, StompProtocolError, type IncomingFrame } from './frame-reader.js';
 
 /** Frame headers as sent: strings only. */
 export type { StompHeaders };
 
 /** A received MESSAGE frame, body read in full (binary-safe). */
 export interface StompMessage {
-  /** All frame headers as strings (stompit parses `content-length` into a number; it is turned back). */
+  /** All frame headers, unescaped. */
   headers: StompHeaders;
   body: Buffer;
 }
@@ -108,7 +111,6 @@ type StompitCommandHandler = (this: StompitClient, frame: StompitIncomingFrame) 
 interface StompitClient extends EventEmitter {
   headers?: StompitHeaderValues;
   sendFrame(command: string, headers: StompHeaders): Writable;
-  subscribe(headers: StompHeaders, listener: (error: Error | null, message?: StompitIncomingFrame) => void): unknown;
   setCommandHandler(command: string, handler: StompitCommandHandler): void;
   destroy(error?: Error): void;
   getTransportSocket(): Socket;
@@ -297,6 +299,9 @@ class Session implements StompSession {
   private nextSubscription = 0;
   private nextSyncTx = 0;
   private lostListener: ((error: TransientError) => void) | undefined;
+  /** Subscription id → where its MESSAGE frames go. */
+  private readonly subscriptions = new Map<string, (message: StompMessage) => void>();
+  private readonly reader: FrameReader;
   /** Set by fail(): the error the connection ended with, reported instead of stompit's. */
   private failure: TransientError | undefined;
 
@@ -315,16 +320,16 @@ class Session implements StompSession {
     coalesceWrites(socket);
     client.on('error', (error: StompitError) => this.ended(error));
     client.on('end', () => this.ended(undefined));
-    // Our own RECEIPT and ERROR handlers replace stompit's (which destroy the connection on any ERROR and on a
-    // receipt id they did not issue).
-    client.setCommandHandler('RECEIPT', (frame) => {
-      const id = String(frame.headers['receipt-id'] ?? '');
-      frame.resume();
-      frame.on('end', () => this.settle(id));
-    });
-    client.setCommandHandler('ERROR', (frame) => {
-      readErrorBody(frame, (body) => this.errorFrame(frame.headers, body));
-    });
+    // From here on the frames are ours to read: stompit's reader is taken off the socket. Nothing of the server's is
+    // lost by that: before our first SUBSCRIBE it sends nothing after CONNECTED but heart-beats. stompit ended the
+    // connection when its reader saw the end of the stream; that is ours to do now, with its words (see
+    // transportSentence).
+    this.reader = new FrameReader(this.version, { maxLineLength: MAX_INCOMING_LINE, maxHeaders: MAX_INCOMING_HEADERS }, (frame) => this.onFrame(frame));
+    socket.unpipe();
+    socket.on('data', (chunk: Buffer) => this.read(chunk));
+    socket.on('end', () => this.client.destroy(new Error('connection ended unexpectedly')));
+    // unpipe() left the socket paused.
+    socket.resume();
   }
 
   get isOpen(): boolean {
@@ -343,17 +348,12 @@ class Session implements StompSession {
   subscribe(headers: StompHeaders, onMessage: (message: StompMessage) => void): Promise<void> {
     if (this.state !== 'open') return Promise.reject(this.closedError('SUBSCRIBE'));
     const id = headers.id ?? `sub-${++this.nextSubscription}`;
-    const receipt = this.newReceipt();
-    const promise = this.expect(receipt, 'SUBSCRIBE');
-    this.client.subscribe({ ...headers, id, receipt }, (error, frame) => {
-      // Errors arrive here when the connection dies; `ended` reports them once.
-      if (error || !frame) return;
-      readBody(frame, (body) => {
-        if (this.state !== 'open') return;
-        onMessage({ headers: stringHeaders(frame.headers), body });
-      });
+    // Before the SUBSCRIBE leaves: its first MESSAGE frames may come before its RECEIPT.
+    this.subscriptions.set(id, onMessage);
+    return this.request('SUBSCRIBE', { ...headers, id }).catch((err: unknown) => {
+      this.subscriptions.delete(id);
+      throw err;
     });
-    return promise;
   }
 
   ack(message: StompMessage): void {
@@ -426,6 +426,45 @@ class Session implements StompSession {
 
   // ---- internals ----
 
+  private read(chunk: Buffer): void {
+    if (this.state === 'closed') return;
+    try {
+      this.reader.push(chunk);
+    } catch (err) {
+      if (err instanceof StompProtocolError) {
+        this.fail(new TransientError(`${this.what}: the broker sent a malformed frame: ${err.message}`, { cause: err }));
+        return;
+      }
+      // A frame handler threw (a bug): the frames after it in the stream cannot be handed over in order any more.
+      this.log.error({ err }, `${this.what}: a frame handler threw; the connection is closed and its messages come back`);
+      this.fail(new TransientError(`${this.what}: a frame handler threw`, { cause: err }));
+    }
+  }
+
+  private onFrame(frame: IncomingFrame): void {
+    // Frames of a chunk that follow one that ended the connection are dropped; so are messages that come while it
+    // closes. Their messages stay unacked, and the broker redelivers them.
+    if (this.state === 'closed') return;
+    const h = frame.headers;
+    switch (frame.command) {
+      case 'MESSAGE': {
+        if (this.state !== 'open') return;
+        const onMessage = h.subscription === undefined ? undefined : this.subscriptions.get(h.subscription);
+        if (onMessage) onMessage({ headers: h, body: frame.body });
+        else this.log.debug({ subscription: h.subscription }, 'MESSAGE for no subscription of ours; ignored');
+        return;
+      }
+      case 'RECEIPT':
+        this.settle(h['receipt-id'] ?? '');
+        return;
+      case 'ERROR':
+        this.errorFrame(h, frame.body.toString('utf8', 0, Math.min(frame.body.length, ERROR_BODY_LIMIT)));
+        return;
+      default:
+        this.fail(new TransientError(`${this.what}: the broker sent an unexpected ${frame.command} frame`));
+    }
+  }
+
   private newReceipt(): string {
     return `r-${++this.nextReceipt}`;
   }
@@ -447,8 +486,8 @@ class Session implements StompSession {
   /**
    * Writes one frame as a single buffer straight to the socket. stompit's own writer sends every header line and the
    * body as separate socket writes, each waiting for the previous one to flush: ~1,000 msgs/s for transacted SENDs.
-   * stompit still reads frames, sends CONNECT and SUBSCRIBE (each awaited before anything else is written here) and
-   * heart-beats (a lone newline, harmless between frames: every frame here is one write).
+   * stompit still sends CONNECT (before anything is written here) and heart-beats (a lone newline, harmless between
+   * frames: every frame here is one write).
    */
   private write(command: string, headers: StompHeaders, body?: Buffer): void {
     const socket = this.client.getTransportSocket();
@@ -533,18 +572,6 @@ function errorSentence(headers: StompitHeaderValues, body: string): string {
     text += " (RabbitMQ declares the queue of a '/queue/<name>' destination; for a queue declared with other properties use the destination '/amq/queue/<name>', which does not declare it)";
   }
   return redactUrl(text);
-}
-
-function stringHeaders(headers: StompitHeaderValues): StompHeaders {
-  const out: StompHeaders = {};
-  for (const [k, v] of Object.entries(headers)) out[k] = String(v);
-  return out;
-}
-
-function readBody(frame: StompitIncomingFrame, done: (body: Buffer) => void): void {
-  const chunks: Buffer[] = [];
-  frame.on('data', (chunk: Buffer) => chunks.push(chunk));
-  frame.on('end', () => done(chunks.length === 1 ? (chunks[0] as Buffer) : Buffer.concat(chunks)));
 }
 
 /** A body with a NUL byte and no content-length would end the frame early and corrupt the stream. */

@@ -95,7 +95,7 @@ describe('Redis Sentinel helpers (scripts/redis-sentinel.sh)', () => {
     if (m) await withNode(m.port, (r) => r.del(key), m.host).catch(() => undefined);
   });
 
-  it('names the master; a SIGKILLed master is replaced within 10 s, keeps acknowledged writes, and comes back as a replica', async () => {
+  it('names the master; a SIGKILLed master is replaced within 25 s, keeps acknowledged writes, and comes back as a replica', async () => {
     const before = await currentMaster();
     expect([6380, 6381]).toContain(before.port);
     await withNode(
@@ -111,7 +111,9 @@ describe('Redis Sentinel helpers (scripts/redis-sentinel.sh)', () => {
     console.log(`sentinel: master ${f.oldMaster.port} SIGKILLed, ${f.newMaster.port} promoted after ${f.promotionMs} ms`);
     expect(f.oldMaster.port).toBe(before.port);
     expect(f.newMaster.port).not.toBe(before.port);
-    expect(f.promotionMs).toBeLessThan(10_000);
+    // Usually 2-4 s (down-after-milliseconds 1000). When two sentinels start the election at once and split the vote,
+    // the next try waits 2 × failover-timeout (10 s): one such retry stays inside the bound.
+    expect(f.promotionMs).toBeLessThan(25_000);
     expect(await currentMaster()).toEqual(f.newMaster);
     expect(await withNode(f.newMaster.port, (r) => r.get(key), f.newMaster.host)).toBe('v');
     const role = await withNode(before.port, (r) => r.call('ROLE'), before.host);

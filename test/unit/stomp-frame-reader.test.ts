@@ -103,6 +103,18 @@ describe('FrameReader', () => {
     }).toThrow(/line longer than 1024 bytes/);
   });
 
+  it('measures a line cut by chunks from its own start, not from the frame start', () => {
+    // 15 header lines of 100 bytes, then one of 900: the frame's header block is far over the 1,024-byte line limit,
+    // no line is.
+    const headers = Array.from({ length: 15 }, (_, i) => `h${String(i).padStart(2, '0')}:${'v'.repeat(96)}`);
+    const text = `MESSAGE\n${headers.join('\n')}\nlong:${'w'.repeat(895)}\n\n\0`;
+    const bytes = Buffer.from(text);
+    const cut = bytes.indexOf('long:') + 600;
+    const frames = read('1.2', [bytes.subarray(0, cut), bytes.subarray(cut, cut + 200), bytes.subarray(cut + 200)], { maxLineLength: 1024, maxHeaders: 32 });
+    expect(frames).toHaveLength(1);
+    expect(frames[0]!.headers.long).toHaveLength(895);
+  });
+
   it('passes on what a frame handler throws', () => {
     const reader = new FrameReader('1.2', LIMITS, () => {
       throw new Error('handler bug');

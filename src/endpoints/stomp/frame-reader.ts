@@ -36,8 +36,11 @@ const LF = 0x0a;
 const CR = 0x0d;
 const NUL = 0x00;
 
-/** What an incomplete frame waits for before it is parsed again from its start. */
-type Wait = { kind: 'bytes'; total: number } | { kind: 'byte'; value: number };
+/**
+ * What an incomplete frame waits for before it is parsed again from its start: its last byte (`total` bytes from the
+ * start), the NUL that ends its body, or the LF that ends the line that begins `lineFrom` bytes after its start.
+ */
+type Wait = { kind: 'bytes'; total: number } | { kind: 'nul' } | { kind: 'lf'; lineFrom: number };
 
 export class FrameReader {
   /** Received bytes not consumed yet (the start of an incomplete frame), in chunks. */
@@ -71,7 +74,7 @@ export class FrameReader {
         this.pending.push(rest);
         this.pendingLength += rest.length;
         // A line that has not ended yet and is already over the limit: no need to wait for the rest of it.
-        if (this.wait?.kind === 'byte' && this.wait.value === LF && this.pendingLength > this.limits.maxLineLength + 2) this.lineTooLong();
+        if (this.wait?.kind === 'lf' && this.pendingLength - this.wait.lineFrom > this.limits.maxLineLength + 1) this.lineTooLong();
         return;
       }
       this.pending.push(rest.subarray(0, take));
@@ -88,7 +91,7 @@ export class FrameReader {
     const w = this.wait;
     if (w === undefined) return chunk.length;
     if (w.kind === 'bytes') return w.total - this.pendingLength <= chunk.length ? w.total - this.pendingLength : -1;
-    const at = chunk.indexOf(w.value);
+    const at = chunk.indexOf(w.kind === 'lf' ? LF : NUL);
     return at === -1 ? -1 : at + 1;
   }
 
@@ -128,7 +131,7 @@ export class FrameReader {
       const lf = buf.indexOf(LF, lineStart);
       if (lf === -1) {
         if (n - lineStart > this.limits.maxLineLength + 1) this.lineTooLong();
-        this.wait = { kind: 'byte', value: LF };
+        this.wait = { kind: 'lf', lineFrom: lineStart - start };
         return undefined;
       }
       const lineEnd = lf > lineStart && buf[lf - 1] === CR ? lf - 1 : lf;
@@ -174,7 +177,7 @@ export class FrameReader {
     } else {
       bodyEnd = buf.indexOf(NUL, bodyStart);
       if (bodyEnd === -1) {
-        this.wait = { kind: 'byte', value: NUL };
+        this.wait = { kind: 'nul' };
         return undefined;
       }
     }

@@ -19,7 +19,7 @@ import { createRequire } from 'node:module';
 import type { EventEmitter } from 'node:events';
 import type { Socket } from 'node:net';
 import type { ConnectionOptions } from 'node:tls';
-import type { Readable, Writable } from 'node:stream';
+import type { Readable } from 'node:stream';
 import type { StompConnectionConfig } from '../../config/types.js';
 import { ConfigError, MessageRejectedError, TransientError, isProgrammerError, redactUrl } from '../../shared/errors.js';
 import type { Logger } from '../../shared/log.js';
@@ -110,7 +110,6 @@ type StompitCommandHandler = (this: StompitClient, frame: StompitIncomingFrame) 
 
 interface StompitClient extends EventEmitter {
   headers?: StompitHeaderValues;
-  sendFrame(command: string, headers: StompHeaders): Writable;
   setCommandHandler(command: string, handler: StompitCommandHandler): void;
   destroy(error?: Error): void;
   getTransportSocket(): Socket;

@@ -211,7 +211,7 @@ async function shovelUnavailable(): Promise<string | undefined> {
   try {
     const r = await fetch(`${base}/api/parameters/shovel`, { headers: { authorization: auth }, signal: AbortSignal.timeout(5000) });
     if (r.ok) return undefined;
-    return `the management API answered ${r.status} for shovel parameters (enable rabbitmq_shovel and rabbitmq_shovel_management)`;
+    return `the management API answered ${r.status} for shovel parameters (bash scripts/rabbitmq-plugins.sh enable turns on rabbitmq_shovel and rabbitmq_shovel_management on a local node)`;
   } catch (err) {
     return `RabbitMQ's management API is not reachable (${(err as Error).message}; set RABBITMQ_MANAGEMENT_URL)`;
   }

@@ -294,6 +294,22 @@ describe.skipIf(!existsSync(bridgesYaml))('bridges.yaml as the compose bridge se
     for (const q of needed) expect(declared, `queue ${q}`).toContain(q);
   });
 
+  it("enables RabbitMQ's management, shovel and STOMP plugins at boot, STOMP published on the host's 61614", () => {
+    const rabbit = service('rabbitmq');
+    const mount = strings(rabbit.volumes)
+      .map((v) => v.split(':'))
+      .find((m) => m[1] === '/etc/rabbitmq/enabled_plugins');
+    expect(mount, 'enabled_plugins mounted').toBeDefined();
+    // An Erlang term: one list of atoms, ended by a full stop.
+    const text = read(mount![0]!.replace(/^\.\//, '')).trim();
+    expect(text).toMatch(/^\[[a-z_,\s]+\]\.$/);
+    const plugins = text.slice(1, -2).split(',').map((p) => p.trim());
+    for (const p of ['rabbitmq_management', 'rabbitmq_shovel', 'rabbitmq_shovel_management', 'rabbitmq_stomp']) expect(plugins).toContain(p);
+    const conf = read(strings(rabbit.volumes).map((v) => v.split(':')).find((m) => m[1] === '/etc/rabbitmq/rabbitmq.conf')![0]!.replace(/^\.\//, ''));
+    expect(conf).toMatch(/^stomp\.listeners\.tcp\.1 = 61613$/m);
+    expect(strings(rabbit.ports)).toContain('127.0.0.1:61614:61613');
+  });
+
   it('gives the drain time to finish before compose kills the bridge', async () => {
     const config = load();
     expect(durationMs(bridge.stop_grace_period)).toBeGreaterThan(config.shutdownTimeout);

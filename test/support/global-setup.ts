@@ -10,6 +10,10 @@
  *   trying to start ActiveMQ with the project's own script (scripts/activemq.sh) when 61613 does not answer; then by
  *   starting the service with testcontainers (a Docker engine is needed). RABBITMQ_MANAGEMENT_URL is filled too when
  *   its local port answers or a RabbitMQ container is started, and it is unset.
+ * - RabbitMQ's plugins: when the tests use a RabbitMQ on this machine (AMQP_URL on loopback, port 5672) and its
+ *   management API (15672) or STOMP listener (61614) does not answer, scripts/rabbitmq-plugins.sh enables the
+ *   management, shovel and STOMP plugins through rabbitmqctl (STOMP on 127.0.0.1:61614, persisted in rabbitmq.conf)
+ *   and one line says what it did. A remote RabbitMQ is never changed.
  * - Still missing and no container runtime: the run fails with a message naming the variables and how to set them.
  * - RABBITMQ_STOMP_URL (the second real STOMP peer, vhost `/`): used as is when set; else, when RabbitMQ itself came
  *   from testcontainers, that container's STOMP plugin (enabled in it, port 61613 of the container); else
@@ -85,10 +89,12 @@ const HOW_TO_ENABLE_RABBITMQ_STOMP = [
   'port: the clash stops RabbitMQ from booting), on the running node:',
   `  rabbitmqctl eval 'application:load(rabbitmq_stomp), application:set_env(rabbitmq_stomp, tcp_listeners, [{"127.0.0.1", 61614}]).'`,
   '  rabbitmq-plugins enable rabbitmq_stomp',
-  '(and `stomp.listeners.tcp.1 = 127.0.0.1:61614` in rabbitmq.conf for restarts; .ci/run does all this), or set',
+  '(and `stomp.listeners.tcp.1 = 127.0.0.1:61614` in rabbitmq.conf for restarts; `bash scripts/rabbitmq-plugins.sh',
+  'enable` does all this on a local node, and the tests run it when rabbitmqctl answers here), or set',
   'RABBITMQ_STOMP_URL=stomp://login:passcode@host:port to a RabbitMQ STOMP listener whose vhost `/` the tests may use.',
 ].join('\n');
 const ACTIVEMQ_SCRIPT = resolve(import.meta.dirname, '../../scripts/activemq.sh');
+const RABBITMQ_PLUGINS_SCRIPT = resolve(import.meta.dirname, '../../scripts/rabbitmq-plugins.sh');
 
 /** The local Redis Cluster and Sentinel setups the project's scripts run (see test/support/redis-topology.ts). */
 const TOPOLOGIES = [
@@ -118,6 +124,8 @@ export async function setup(): Promise<void> {
   await Promise.all(given.map((name) => probeVariable(name)));
   await useRedisTopologies();
   const tried = await useLocalServices(unset);
+  await enableLocalRabbitPlugins();
+  await useLocalManagement();
   const missing = unset.filter((name) => !process.env[name]);
   if (missing.length === 0) return useRabbitStomp();
 
@@ -200,10 +208,43 @@ async function useLocalServices(unset: readonly ServiceVar[]): Promise<string[]>
       tried.push(`${name}: 127.0.0.1:${port} ${error}`);
     }
   }
-  if (!process.env.RABBITMQ_MANAGEMENT_URL && process.env.AMQP_URL === LOCAL.AMQP_URL.url) {
-    if ((await probeTcp('127.0.0.1', LOCAL_MANAGEMENT.port)) === undefined) process.env.RABBITMQ_MANAGEMENT_URL = LOCAL_MANAGEMENT.url;
-  }
   return tried;
+}
+
+/** RABBITMQ_MANAGEMENT_URL, when unset: the local management API, when the tests use the local RabbitMQ and it answers. */
+async function useLocalManagement(): Promise<void> {
+  if (process.env.RABBITMQ_MANAGEMENT_URL || process.env.AMQP_URL !== LOCAL.AMQP_URL.url) return;
+  if ((await probeTcp('127.0.0.1', LOCAL_MANAGEMENT.port)) === undefined) process.env.RABBITMQ_MANAGEMENT_URL = LOCAL_MANAGEMENT.url;
+}
+
+/**
+ * A fresh machine runs RabbitMQ with no plugin enabled, and the tests need its management API and its STOMP listener
+ * (the shovel is the bench's baseline). When the tests use a RabbitMQ on this machine (AMQP_URL on a loopback address,
+ * port 5672) and one of those is missing, scripts/rabbitmq-plugins.sh enables what is missing through rabbitmqctl and
+ * prints one line saying what it did. A remote RabbitMQ is never changed: the errors below name what is missing.
+ */
+async function enableLocalRabbitPlugins(): Promise<void> {
+  const amqp = process.env.AMQP_URL;
+  if (!amqp || !isLocalRabbit(amqp)) return;
+  const needManagement = !process.env.RABBITMQ_MANAGEMENT_URL && (await probeTcp('127.0.0.1', LOCAL_MANAGEMENT.port)) !== undefined;
+  const needStomp = !process.env.RABBITMQ_STOMP_URL && (await probeTcp('127.0.0.1', LOCAL_RABBITMQ_STOMP.port)) !== undefined;
+  if (!needManagement && !needStomp) return;
+  const { failed, stdout } = await runScriptOutput(RABBITMQ_PLUGINS_SCRIPT, 'enable', 240_000);
+  if (failed === undefined) {
+    console.log(`test services: ${stdout.trim().split('\n').pop() ?? ''}`);
+  } else {
+    console.log(`test services: could not enable RabbitMQ's plugins here (bash scripts/rabbitmq-plugins.sh enable: ${failed})`);
+  }
+}
+
+function isLocalRabbit(amqpUrl: string): boolean {
+  try {
+    const url = new URL(amqpUrl);
+    const host = url.hostname.replace(/^\[(.*)\]$/, '$1');
+    return ['127.0.0.1', 'localhost', '::1'].includes(host) && (url.port === '' || url.port === '5672');
+  } catch {
+    return false;
+  }
 }
 
 /**
@@ -242,12 +283,17 @@ function startLocalActiveMq(): Promise<string | undefined> {
 }
 
 /** Runs `bash <script> <action>`; resolves with why it failed (its last stderr line), or undefined. */
-function runScript(script: string, action: string, timeoutMs: number): Promise<string | undefined> {
+async function runScript(script: string, action: string, timeoutMs: number): Promise<string | undefined> {
+  return (await runScriptOutput(script, action, timeoutMs)).failed;
+}
+
+/** Runs `bash <script> <action>`; resolves with its stdout and why it failed (its last stderr line), if it did. */
+function runScriptOutput(script: string, action: string, timeoutMs: number): Promise<{ failed: string | undefined; stdout: string }> {
   return new Promise((resolvePromise) => {
-    execFile('bash', [script, action], { timeout: timeoutMs }, (err, _stdout, stderr) => {
-      if (!err) return resolvePromise(undefined);
+    execFile('bash', [script, action], { timeout: timeoutMs }, (err, stdout, stderr) => {
+      if (!err) return resolvePromise({ failed: undefined, stdout: String(stdout) });
       const last = String(stderr).trim().split('\n').pop() ?? '';
-      resolvePromise(last || err.message);
+      resolvePromise({ failed: last || err.message, stdout: String(stdout) });
     });
   });
 }

@@ -1,8 +1,9 @@
 #!/usr/bin/env node
 /**
- * The `broker-bridge` command: validate, run, status, schema. Exit codes: 0 fine; 2 invalid configuration (nothing
- * started); 64 bad command line; 1 anything else; `run` otherwise exits with what the service returns; `status`: 1 a
- * bridge is not running, 3 the HTTP API could not be asked.
+ * The `broker-bridge` command: validate, check, run, status, schema. Exit codes: 0 fine; 2 invalid configuration
+ * (nothing started); 64 bad command line; 1 anything else; `run` otherwise exits with what the service returns;
+ * `status`: 1 a bridge is not running, 3 the HTTP API could not be asked; `check`: 1 an error (an invalid
+ * configuration included), 2 warnings only.
  */
 import { readFileSync, realpathSync, writeFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
@@ -20,6 +21,9 @@ const USAGE = `Usage: broker-bridge <command> [options]
 
 Commands:
   validate   check the configuration and print warnings; exit 0 if valid, 2 if not
+  check      validate, then connect to every broker and the Redis the configuration names and report one line per
+             finding (reachable, login, TLS, queues and exchanges present, STOMP peer, Redis persistence); never
+             consumes or publishes; exit 0 all well, 1 an error, 2 warnings only
   run        validate the configuration, then run the bridges until SIGTERM/SIGINT
   status     ask a running bridge process (its HTTP API) how its bridges are; exit 1 if one is not running
   schema     print the JSON Schema of the configuration file (or write it with --out)
@@ -28,13 +32,14 @@ Options:
   -c, --config FILE   configuration file (default: $BRIDGE_CONFIG, else ./bridges.yaml)
   -u, --url URL       status: the HTTP API (default: http-host and http-port of the configuration, else
                       http://127.0.0.1:9464)
-      --json          status: print JSON instead of a table
+      --json          status, check: print JSON instead of a table (check: one object, the last line of stdout)
   -o, --out FILE      schema: write the JSON Schema to FILE instead of printing it
   -h, --help          show this help
   -v, --version       show the version
 
 Exit codes: 0 ok, 2 invalid configuration (nothing started), 64 bad command line, 1 other failure
-(status: a bridge is not running), 3 status: the HTTP API could not be asked.
+(status: a bridge is not running), 3 status: the HTTP API could not be asked; check: 1 an error (an invalid
+configuration included), 2 warnings only.
 `;
 
 /** Where the program writes; replaceable for tests that call main() in-process. */
@@ -89,6 +94,30 @@ function load(file: string, io: CliIo): Config | undefined {
     }
     throw err;
   }
+}
+
+/** `check`: an invalid configuration is an error finding like the others (exit 1), so that scripts see one shape. */
+async function check(file: string, json: boolean, io: CliIo): Promise<number> {
+  const { checkConfig, exitStatus, formatFinding } = await import('./service/check.js');
+  let findings: Awaited<ReturnType<typeof checkConfig>>;
+  try {
+    findings = await checkConfig(loadConfig(file, io.env));
+  } catch (err) {
+    if (!(err instanceof ConfigError)) throw err;
+    // One finding per located problem (the lines after the heading), as `validate` prints them.
+    const lines = err.message.split('\n').filter((l) => l.trim() !== '');
+    findings = (lines.length > 1 ? lines.slice(1) : lines).map((message) => ({ level: 'error' as const, subject: 'config', message }));
+  }
+  const code = exitStatus(findings);
+  if (json) {
+    io.stdout(`${JSON.stringify({ file, exitCode: code, findings })}\n`);
+  } else {
+    for (const f of findings) io.stdout(`${formatFinding(f)}\n`);
+    const errors = findings.filter((f) => f.level === 'error').length;
+    const warned = findings.filter((f) => f.level === 'warning').length;
+    io.stdout(`${file}: ${errors === 0 && warned === 0 ? 'all checks passed' : `${errors} error${errors === 1 ? '' : 's'}, ${warned} warning${warned === 1 ? '' : 's'}`}\n`);
+  }
+  return code;
 }
 
 async function run(config: Config, io: CliIo): Promise<number> {
@@ -151,6 +180,8 @@ export async function main(argv: readonly string[], io: CliIo = processIo): Prom
       for (const w of warnings(config)) io.stderr(`${file}: warning: ${w}\n`);
       return 0;
     }
+    case 'check':
+      return check(file, values.json ?? false, io);
     case 'run': {
       const config = load(file, io);
       if (config === undefined) {

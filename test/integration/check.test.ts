@@ -1,0 +1,168 @@
+/**
+ * `broker-bridge check` (the preflight) against the real RabbitMQ, ActiveMQ and Redis: a good configuration passes
+ * (exit 0), and each bad case is found with its own line and exit code — a wrong password, a missing queue, a Redis
+ * without persistence (a warning: exit 2), a stopped Redis, an invalid file (errors: exit 1). The Redis is a
+ * redis-server of the test's own (append-only on, then off, then shut down), so that the standing one is not touched.
+ * And a check never takes or sends a message: the source queue holds what it held, the target stays empty.
+ */
+import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { createServer } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
+import { Redis } from 'ioredis';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { AmqpTestClient } from '../support/amqp.js';
+import { bridgeConfig } from '../support/configs.js';
+import { services, uniqueName } from '../support/services.js';
+import { until } from '../support/wait.js';
+
+const root = resolve(import.meta.dirname, '../..');
+const CLI = resolve(root, 'dist/cli.js');
+const dir = mkdtempSync(join(tmpdir(), 'bb-check-'));
+
+interface CheckJson {
+  exitCode: number;
+  findings: { level: string; subject: string; message: string }[];
+}
+
+function check(yaml: string, ...args: string[]): { code: number | null; stdout: string; stderr: string } {
+  const file = join(dir, `${uniqueName('check')}.yaml`);
+  writeFileSync(file, yaml);
+  const env: Record<string, string | undefined> = { ...process.env };
+  for (const k of ['BRIDGE_CONFIG', 'AMQP_URL', 'STOMP_URL', 'REDIS_URL']) delete env[k];
+  const r = spawnSync(process.execPath, [CLI, 'check', '--config', file, ...args], { cwd: root, env, encoding: 'utf8', timeout: 60_000 });
+  return { code: r.status, stdout: r.stdout, stderr: r.stderr };
+}
+
+function checkJson(yaml: string): CheckJson {
+  const r = check(yaml, '--json');
+  const last = r.stdout.trim().split('\n').pop() ?? '';
+  const parsed = JSON.parse(last) as CheckJson;
+  expect(parsed.exitCode).toBe(r.code);
+  return parsed;
+}
+
+async function freePort(): Promise<number> {
+  return new Promise((resolvePort, reject) => {
+    const s = createServer();
+    s.once('error', reject);
+    s.listen(0, '127.0.0.1', () => {
+      const port = (s.address() as { port: number }).port;
+      s.close(() => resolvePort(port));
+    });
+  });
+}
+
+let amqp: AmqpTestClient;
+let redisPort: number;
+let redisServer: ChildProcess | undefined;
+let redis: Redis;
+const source = uniqueName('check-src');
+const target = uniqueName('check-dst');
+const deadLetter = uniqueName('check-dlq');
+
+beforeAll(async () => {
+  amqp = await AmqpTestClient.connect();
+  await amqp.queue(source);
+  await amqp.queue(target);
+  await amqp.queue(deadLetter);
+  await amqp.publish(source, [1, 2, 3].map((n) => ({ body: Buffer.from(`message ${n}`), options: { headers: { _AMQ_DUPL_ID: `check-${n}` } } })));
+  redisPort = await freePort();
+  redisServer = spawn('redis-server', ['--port', String(redisPort), '--bind', '127.0.0.1', '--appendonly', 'yes', '--save', '', '--dir', dir], { stdio: 'ignore' });
+  redis = new Redis({ port: redisPort, host: '127.0.0.1', lazyConnect: true, maxRetriesPerRequest: 1 });
+  redis.on('error', () => undefined);
+  await until('the test Redis answers', async () => (await redis.ping().catch(() => undefined)) === 'PONG', { timeoutMs: 15_000, everyMs: 100 });
+});
+
+afterAll(async () => {
+  await amqp?.deleteQueues(source, target, deadLetter);
+  await amqp?.close();
+  redis?.disconnect();
+  redisServer?.kill('SIGKILL');
+});
+
+function good(over: { amqpUrl?: string; sourceQueue?: string; redisUrl?: string } = {}): string {
+  return bridgeConfig({
+    bridges: [
+      { name: 'amqp-to-amqp', sourceQueue: over.sourceQueue ?? source, target: `queue: "${target}"`, deadLetter: `connection: rabbit, queue: "${deadLetter}"` },
+      { name: 'amqp-to-activemq', sourceQueue: source, targetConnection: 'activemq', target: `queue: "${target}"`, deadLetter: `connection: rabbit, queue: "${deadLetter}"` },
+    ],
+    redisUrl: over.redisUrl ?? `redis://127.0.0.1:${redisPort}`,
+    ...(over.amqpUrl !== undefined ? { amqpUrl: over.amqpUrl } : {}),
+  }).yaml;
+}
+
+describe('broker-bridge check', () => {
+  it('passes a good configuration (exit 0) with a line per connection, queue, peer and Redis finding', async () => {
+    const r = check(good());
+    expect(r.stderr).toBe('');
+    expect(r.code, r.stdout).toBe(0);
+    const lines = r.stdout.trim().split('\n');
+    expect(lines).toContainEqual(expect.stringMatching(/^ok +connection rabbit: reachable: rabbit \(127\.0\.0\.1:5672\), logged in as guest$/));
+    expect(lines).toContainEqual(expect.stringMatching(new RegExp(`^ok +bridge amqp-to-amqp: source queue '${source}' exists on rabbit .*\\(3 ready, 0 consumers\\)$`)));
+    expect(lines).toContainEqual(expect.stringMatching(new RegExp(`^ok +bridge amqp-to-amqp: target queue '${target}' exists on rabbit`)));
+    expect(lines).toContainEqual(expect.stringMatching(/^ok +connection activemq: reachable: .*server ActiveMQ\//));
+    expect(lines).toContainEqual(expect.stringMatching(/^info +connection activemq: peer profile activemq-classic/));
+    expect(lines).toContainEqual(expect.stringMatching(new RegExp(`^info +bridge amqp-to-activemq: target '${target}' on activemq: not checkable over STOMP`)));
+    expect(lines).toContainEqual(expect.stringMatching(/^ok +id-cache: Redis at 127\.0\.0\.1:\d+ keeps its data across a restart/));
+    expect(lines.at(-1)).toMatch(/: all checks passed$/);
+    // Nothing consumed, nothing published, nothing of the cache written.
+    expect(await amqp.count(source)).toBe(3);
+    expect(await amqp.count(target)).toBe(0);
+    expect(await redis.dbsize()).toBe(0);
+  });
+
+  it('says the login was refused for a wrong password (exit 1), and the rest is still checked', () => {
+    const url = new URL(services.amqpUrl);
+    url.password = 'not-the-password';
+    const r = checkJson(good({ amqpUrl: url.toString() }));
+    expect(r.exitCode).toBe(1);
+    const rabbit = r.findings.filter((f) => f.subject === 'connection rabbit');
+    expect(rabbit.map((f) => f.level)).toEqual(['error']);
+    expect(rabbit[0]?.message).toMatch(/was refused by the broker: the login or the access to the vhost was denied/);
+    expect(JSON.stringify(r)).not.toContain('not-the-password');
+    expect(r.findings).toContainEqual(expect.objectContaining({ level: 'ok', subject: 'connection activemq' }));
+  });
+
+  it('names a missing source queue (exit 1) without declaring it', async () => {
+    const missing = uniqueName('check-missing');
+    const r = checkJson(good({ sourceQueue: missing }));
+    expect(r.exitCode).toBe(1);
+    expect(r.findings).toContainEqual({
+      level: 'error',
+      subject: 'bridge amqp-to-amqp',
+      message: expect.stringMatching(new RegExp(`^source queue '${missing}' does not exist on rabbit .*declare it\\)$`)) as string,
+    });
+    const probe = await AmqpTestClient.connect();
+    await expect(probe.ch.checkQueue(missing)).rejects.toThrow(/NOT_FOUND/);
+    await probe.close().catch(() => undefined);
+  });
+
+  it('warns about a Redis without persistence (exit 2), then finds a stopped Redis (exit 1)', async () => {
+    await redis.config('SET', 'appendonly', 'no');
+    const warned = check(good());
+    expect(warned.code, warned.stdout).toBe(2);
+    expect(warned.stdout).toMatch(/^warning id-cache: Redis at 127\.0\.0\.1:\d+ keeps no data across a restart \(appendonly no, no save points\)/m);
+    expect(warned.stdout.trim().split('\n').at(-1)).toMatch(/: 0 errors, 1 warning$/);
+
+    await redis.call('SHUTDOWN', 'NOSAVE').catch(() => undefined);
+    await until('the test Redis is down', async () => (await redis.ping().catch(() => 'down')) === 'down', { timeoutMs: 10_000, everyMs: 100 });
+    const stopped = checkJson(good());
+    expect(stopped.exitCode).toBe(1);
+    expect(stopped.findings.filter((f) => f.subject === 'id-cache')).toEqual([
+      { level: 'error', subject: 'id-cache', message: expect.stringMatching(/^Redis at 127\.0\.0\.1:\d+ cannot be used: /) as string },
+    ]);
+  });
+
+  it('reports an invalid file as an error with its location (exit 1), connecting to nothing', () => {
+    const r = check('connections: {}\nbridges:\n  - name: x\n    source: { connection: nowhere, queue: q }\n    target: { connection: nowhere, queue: q }\n');
+    expect(r.code).toBe(1);
+    const lines = r.stdout.trim().split('\n');
+    expect(lines.slice(0, 2)).toEqual([
+      expect.stringMatching(/^error +config: .*\.yaml:4:27 bridges\[0\]\.source\.connection: unknown connection 'nowhere'/),
+      expect.stringMatching(/^error +config: .*\.yaml:5:27 bridges\[0\]\.target\.connection: unknown connection 'nowhere'/),
+    ]);
+    expect(lines.at(-1)).toMatch(/: 2 errors, 0 warnings$/);
+  });
+});

@@ -85,11 +85,16 @@ print_nodes() {
 }
 
 do_start() {
+  local p
   if healthy; then
+    # Another checkout's cluster on these ports would pass for ours, and the tests' kill/restart helpers, which work on
+    # this instance's directory, would then fail in ways that say nothing.
+    for p in "${PORTS[@]}"; do
+      ours "$p" || die "the healthy Redis Cluster on $HOST:${PORTS[0]}-${PORTS[5]} is not this instance's (it keeps its data in $(cli "$p" config get dir | sed -n 2p), not $STATE_DIR): stop it with the scripts/redis-cluster.sh of its checkout, or choose other ports with REDIS_CLUSTER_BASE_PORT"
+    done
     log "already running: 3 masters + 3 replicas on $HOST:${PORTS[0]}-${PORTS[5]}, cluster_state:ok"
     return 0
   fi
-  local p
   for p in "${PORTS[@]}"; do
     if port_open "$p" && ! running_pid "$p" >/dev/null && ! ours "$p"; then
       die "port $p is taken by a Redis (or another process) that is not this instance's ($STATE_DIR); stop it, or choose other ports with REDIS_CLUSTER_BASE_PORT"

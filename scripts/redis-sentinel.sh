@@ -130,11 +130,16 @@ print_status() {
 }
 
 do_start() {
+  local p
   if healthy; then
+    # Another checkout's setup on these ports would pass for ours, and the tests' kill/restart helpers, which work on
+    # this instance's directory, would then fail in ways that say nothing.
+    for p in $(all_ports); do
+      ours "$p" || die "the healthy Redis Sentinel setup on these ports is not this instance's (port $p was started from $(cli "$p" info server | tr -d '\r' | sed -n 's/^config_file://p'), not from $STATE_DIR): stop it with the scripts/redis-sentinel.sh of its checkout first"
+    done
     log "already running: master $HOST:$(master_of "${SENTINEL_PORTS[0]}"), sentinels on ${SENTINEL_PORTS[*]}"
     return 0
   fi
-  local p
   for p in $(all_ports); do
     if port_open "$p" && ! running_pid "$p" >/dev/null && ! ours "$p"; then
       die "port $p is taken by a process that is not this instance's ($STATE_DIR); stop it first"

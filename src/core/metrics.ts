@@ -8,7 +8,8 @@ import { LightHistogram } from './light-histogram.js';
 /**
  * What a bridge is doing. `starting`, `reconnecting`, `stopped` and `failed` come from the supervisor's lifecycle;
  * while a session runs it is `running`, or what holds it: `paused` (by an operator), `cache-down` (the duplicate-ID
- * cache is unreachable: messages are held), `blocked` (the target broker's flow control), `stalled` (the stall
+ * cache is unreachable: messages are held), `blocked` (the target broker's flow control), `target-full` (the target refuses messages as full: they are held and sent
+ * again after pauses), `stalled` (the stall
  * watchdog fired; the session is being restarted), `cache-untrusted` (the cache may have lost IDs: copies are
  * flagged as possible duplicates; set through BridgeSupervisor.setCacheUntrusted).
  */
@@ -16,6 +17,7 @@ export type BridgeState =
   | 'starting'
   | 'running'
   | 'blocked'
+  | 'target-full'
   | 'cache-down'
   | 'cache-untrusted'
   | 'paused'
@@ -27,6 +29,7 @@ export const BRIDGE_STATES: readonly BridgeState[] = [
   'starting',
   'running',
   'blocked',
+  'target-full',
   'cache-down',
   'cache-untrusted',
   'paused',
@@ -61,6 +64,7 @@ export class Metrics {
   readonly deadLettered = new Counter({ name: 'bridge_messages_dead_lettered_total', help: 'Messages moved to the dead-letter destination', labelNames: ['bridge', 'reason'], registers: [this.registry] });
   readonly sessions = new Counter({ name: 'bridge_sessions_started_total', help: 'Times a bridge connected its endpoints', labelNames: ['bridge'], registers: [this.registry] });
   readonly cacheLosses = new Counter({ name: 'bridge_cache_losses_total', help: 'Times the duplicate-ID cache of an address was found lost (data-lost) or served by another Redis server that may lack the latest writes (server-changed)', labelNames: ['event'], registers: [this.registry] });
+  readonly targetFullWaits = new Counter({ name: 'bridge_target_full_waits_total', help: 'Times the target refused a message as full (AMQP basic.nack, ActiveMQ ResourceAllocationException) and the bridge waited for room', labelNames: ['bridge'], registers: [this.registry] });
   readonly stalls = new Counter({ name: 'bridge_stalls_total', help: 'Times the stall watchdog found a bridge with work that forwarded nothing for stall-timeout', labelNames: ['bridge'], registers: [this.registry] });
   readonly state = new Gauge({ name: 'bridge_state', help: '1 for the state each bridge is in, 0 for the others', labelNames: ['bridge', 'state'], registers: [this.registry] });
   readonly inFlight = new Gauge({ name: 'bridge_in_flight_messages', help: 'Messages received from the source and not settled yet (not acked)', labelNames: ['bridge'], registers: [this.registry] });

@@ -9,6 +9,9 @@
  */
 import type { BridgeMessage, SourceDelivery } from './message.js';
 import type { TransientError } from '../shared/errors.js';
+import type { BatchMemberResult } from './batch-result.js';
+
+export type { BatchMemberResult } from './batch-result.js';
 
 export interface SourceHandlers {
   /** Called for every delivered message, in broker order. The worker must call `ack` for it exactly once, or never. */
@@ -79,10 +82,13 @@ export interface TargetEndpoint {
    */
   send(message: BridgeMessage): Promise<void>;
   /**
-   * Sends messages in one target transaction (STOMP BEGIN/SEND…/COMMIT with a receipt on COMMIT). Resolves when the
-   * commit is confirmed; rejects as `send` does, for the whole batch. Optional: when absent, the worker sends one by one.
+   * Sends several messages at once and resolves, never rejects, with one result per message, in order, once every one
+   * is settled (see BatchMemberResult). A batch is not all-or-nothing unless the target says so: AMQP confirms are
+   * per message, so some members may be confirmed and others refused or lost; a STOMP transaction gives every
+   * member the transaction's outcome (all confirmed, or none delivered). Optional: when absent, the worker sends
+   * one by one.
    */
-  sendBatch?(messages: BridgeMessage[]): Promise<void>;
+  sendBatch?(messages: BridgeMessage[]): Promise<BatchMemberResult[]>;
   /** Closes the connection. Never throws. */
   close(): Promise<void>;
 }

@@ -107,8 +107,8 @@ export class BridgeSession {
   }
 
   /** What holds the session right now, for the supervisor's state. */
-  get conditions(): { paused: boolean; blocked: boolean; cacheDown: boolean } {
-    return { paused: this.paused, blocked: this.ctx.blocked, cacheDown: this.ctx.cacheRetry.down };
+  get conditions(): { paused: boolean; blocked: boolean; cacheDown: boolean; targetFullSince: number | undefined } {
+    return { paused: this.paused, blocked: this.ctx.blocked, cacheDown: this.ctx.cacheRetry.down, targetFullSince: this.ctx.targetFullSince };
   }
 
   /** The source endpoint, for its queue depth (see SourceEndpoint.depth). */

@@ -59,6 +59,8 @@ export interface BridgeStatus {
   sourceDepth: number | null;
   sourceDepthNote?: string;
   lastForwardAt: string | null;
+  /** Since when the target refuses messages as full (they are held and sent again after pauses); null while it takes them. */
+  targetFullSince: string | null;
 }
 
 export interface Readiness {
@@ -224,6 +226,7 @@ export class BridgeSupervisor {
   status(): BridgeStatus {
     const session = this.current;
     const depthKnown = this.sourceDepth !== undefined;
+    const fullSince = this.phase === 'connected' ? session?.conditions.targetFullSince : undefined;
     const out: BridgeStatus = {
       name: this.bridge.name,
       state: this.state,
@@ -236,6 +239,7 @@ export class BridgeSupervisor {
       forwardedPerSecond: this.rate(),
       sourceDepth: depthKnown ? (this.sourceDepth ?? null) : null,
       lastForwardAt: this.lastForwardAt !== undefined ? new Date(this.lastForwardAt).toISOString() : null,
+      targetFullSince: fullSince !== undefined ? new Date(fullSince).toISOString() : null,
     };
     if (!depthKnown) {
       out.sourceDepthNote =
@@ -257,6 +261,7 @@ export class BridgeSupervisor {
       case 'running':
       case 'cache-untrusted':
       case 'blocked':
+      case 'target-full':
       case 'paused':
         return { ready: true, reasons: [] };
       case 'cache-down':
@@ -299,6 +304,7 @@ export class BridgeSupervisor {
     const c = this.current.conditions;
     if (c.cacheDown || this.cacheProbeDown) return 'cache-down';
     if (c.blocked) return 'blocked';
+    if (c.targetFullSince !== undefined) return 'target-full';
     if (this.cacheUntrusted) return 'cache-untrusted';
     return 'running';
   }
@@ -402,9 +408,9 @@ export class BridgeSupervisor {
     const c = session.conditions;
     const waiting = this.sourceDepth ?? 0;
     const inFlight = session.inFlight;
-    // Not stalls: an operator's pause, the target's flow control, a cache outage (messages are held on purpose and
-    // a new session would not help), or nothing to do.
-    if (c.paused || c.blocked || c.cacheDown || this.cacheProbeDown || (inFlight === 0 && waiting === 0)) {
+    // Not stalls: an operator's pause, the target's flow control, a target that refuses as full, a cache outage
+    // (messages are held on purpose and a new session would not help), or nothing to do.
+    if (c.paused || c.blocked || c.targetFullSince !== undefined || c.cacheDown || this.cacheProbeDown || (inFlight === 0 && waiting === 0)) {
       this.quietSince = now;
       return;
     }

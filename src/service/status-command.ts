@@ -41,7 +41,7 @@ export function renderTable(bridges: readonly BridgeReport[], now = Date.now()):
   const header = ['BRIDGE', 'STATE', 'SINCE', 'MSGS/S', 'IN FLIGHT', 'SOURCE DEPTH', 'LAST ERROR'];
   const rows = bridges.map((b) => [
     b.name,
-    b.state,
+    b.targetFullSince ? `target full since ${ago(b.targetFullSince, now)} ago` : b.state,
     ago(b.since, now),
     b.forwardedPerSecond.toFixed(1),
     String(b.inFlight),

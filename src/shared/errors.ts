@@ -35,7 +35,7 @@ export class TransientError extends BridgeError {
 export class MessageRejectedError extends BridgeError {
   readonly kind = 'rejected' as const;
   readonly retriable = false;
-  /** A short machine-friendly reason, e.g. `unroutable`, `nacked`, `not-found`, `error-frame`. */
+  /** A short machine-friendly reason, e.g. `unroutable`, `target-full`, `not-found`, `error-frame`. */
   readonly reason: string;
   /**
    * The broker refused one of several sends in flight without saying which (RabbitMQ closes the channel for one bad

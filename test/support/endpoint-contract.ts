@@ -233,14 +233,65 @@ export function endpointContract(name: string, make: () => EndpointsUnderTest): 
         expect(lost).toEqual([]);
       });
 
-      it('sendBatch resolves once the whole batch is confirmed; the queue holds it in order', async () => {
+      it('sendBatch resolves once the whole batch is confirmed, every member confirmed; the queue holds it in order', async () => {
         ep = make();
         const q = await ep.queue();
         const { target } = await openTarget(q);
         expect(typeof target.sendBatch).toBe('function');
-        await target.sendBatch!(numbered(10, 'b').map((b) => message(b)));
+        const results = await target.sendBatch!(numbered(10, 'b').map((b) => message(b)));
+        expect(results).toEqual(numbered(10, 'b').map(() => ({ outcome: 'confirmed' })));
         await target.close();
         expect(bodies(await ep.take(q, 10))).toEqual(numbered(10, 'b'));
+      });
+
+      it('sendBatch with a refused member in the middle: that member is refused with its reason, each other one confirmed or not sent, and the queue holds exactly the confirmed ones', async () => {
+        ep = make();
+        const r = await ep.refusal();
+        await r.target.open({ onLost: () => undefined });
+        const batch = ['m0', 'm1', 'm2', 'm3', 'm4'].map((b) => (b === 'm2' ? r.refused(message(b)) : r.accepted(message(b))));
+        const results = await r.target.sendBatch!(batch);
+        expect(results).toHaveLength(5);
+        expect(results[2]).toMatchObject({ outcome: 'refused', error: expect.any(MessageRejectedError) as unknown });
+        expect(((results[2] as { error?: Error }).error as MessageRejectedError).reason).toBe(r.reason);
+        for (const i of [0, 1, 3, 4]) expect(['confirmed', 'not-sent'], `member ${i}`).toContain(results[i]!.outcome);
+        const confirmed = results.flatMap((res, i) => (res.outcome === 'confirmed' ? [`m${i}`] : []));
+        // A marker after the batch, so that an empty batch outcome is still read from a settled queue.
+        await r.target.send(r.accepted(message('after')));
+        await r.target.close();
+        expect(bodies(await ep.take(r.queue, confirmed.length + 1))).toEqual([...confirmed, 'after']);
+      });
+
+      it('sendBatch cut off by a lost connection: confirmed members are in the queue, not-sent ones are not, nothing else is', async () => {
+        ep = make();
+        const q = await ep.queue();
+        const proxy = await TcpProxy.forUrl(ep.url).start();
+        try {
+          const { target } = await openTarget(q, { url: proxy.rewrite(ep.url) });
+          await target.send(message('before'));
+          const n = 400;
+          const pad = 'x'.repeat(8 * 1024);
+          const sending = target.sendBatch!(numbered(n, 'c').map((b) => message(b, { pad })));
+          // Mid-way: 3 MiB cannot pass the proxy in 5 ms.
+          await sleep(5);
+          proxy.cut();
+          const results = await sending;
+          expect(results).toHaveLength(n);
+          expect(results.filter((res) => res.outcome !== 'confirmed').length, 'the loss came before the end of the batch').toBeGreaterThan(0);
+          for (const res of results) {
+            expect(['confirmed', 'unknown', 'not-sent']).toContain(res.outcome);
+            if (res.outcome !== 'confirmed') expect(res.error, res.outcome).toBeInstanceOf(TransientError);
+          }
+          await target.close();
+          const got = new Set(bodies(await ep.take(q, 1)));
+          expect(got.has('before')).toBe(true);
+          results.forEach((res, i) => {
+            const body = `c${i}`;
+            if (res.outcome === 'confirmed') expect(got.has(body), `confirmed ${body} is in the queue`).toBe(true);
+            if (res.outcome === 'not-sent') expect(got.has(body), `not-sent ${body} is not in the queue`).toBe(false);
+          });
+        } finally {
+          await proxy.stop();
+        }
       });
 
       it('a refused message rejects with MessageRejectedError and its reason, is not delivered, and the target stays usable (no loss)', async () => {

@@ -5,6 +5,7 @@
  */
 import type { BridgeMessage, SourceDelivery } from '../../src/core/message.js';
 import type { SourceEndpoint, SourceHandlers, TargetEndpoint, TargetHandlers } from '../../src/core/ports.js';
+import { CONFIRMED, failedMember } from '../../src/core/batch-result.js';
 
 export class FakeSource implements SourceEndpoint {
   readonly description = 'fake source';
@@ -61,7 +62,7 @@ export class FakeTarget implements TargetEndpoint {
   heldReject: ((e: Error) => void)[] = [];
   outcome: (m: BridgeMessage) => Outcome = () => 'confirm';
   closed = false;
-  /** Offers sendBatch (as a STOMP target with max-batch-size does). */
+  /** Offers sendBatch (as the AMQP and STOMP targets do; used with max-batch-size > 1). */
   batching = false;
   async open(h: TargetHandlers) {
     this.handlers = h;
@@ -82,7 +83,8 @@ export class FakeTarget implements TargetEndpoint {
     if (!this.batching) return undefined;
     return (ms: BridgeMessage[]) => {
       this.batches.push(ms.length);
-      return Promise.all(ms.map((m) => this.send(m))).then(() => undefined);
+      // Per member, as the AMQP target: each member's outcome is its own send's.
+      return Promise.allSettled(ms.map((m) => this.send(m))).then((rs) => rs.map((r) => (r.status === 'fulfilled' ? CONFIRMED : failedMember(r.reason))));
     };
   }
   async close() {

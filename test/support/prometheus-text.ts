@@ -27,7 +27,9 @@ const TYPES = new Set(['counter', 'gauge', 'histogram', 'summary', 'untyped']);
 function parseValue(text: string, line: number): number {
   if (text === '+Inf') return Number.POSITIVE_INFINITY;
   if (text === '-Inf') return Number.NEGATIVE_INFINITY;
-  if (text === 'NaN') return Number.NaN;
+  // Prometheus reads values with Go's ParseFloat, which takes NaN in any case; prom-client writes `Nan` (its default
+  // event-loop-lag gauges are NaN when scraped twice within their sampling interval).
+  if (text.toLowerCase() === 'nan') return Number.NaN;
   const v = Number(text);
   if (Number.isNaN(v)) throw new Error(`line ${line}: '${text}' is not a sample value`);
   return v;

@@ -42,6 +42,11 @@ export class SessionContext {
   /** Messages refused ambiguously, resent one at a time while nothing else is in flight (see ./isolate.ts). */
   readonly suspects: Forwarding[] = [];
   isolating = false;
+  /** Messages the target refused as full, sent again one at a time after a pause (see ./target-full.ts). */
+  readonly held: Forwarding[] = [];
+  /** When the target last started refusing as full (Date.now()); undefined while it takes messages. */
+  targetFullSince: number | undefined = undefined;
+  waitingForRoom = false;
 
   /** Stamp records of acked messages, forgotten at the next ack barrier (./stamps.ts). */
   stampsToForget: StampHold[] = [];
@@ -55,6 +60,8 @@ export class SessionContext {
   readonly sendsIdle = new Signal();
   /** A drain: nothing is unsettled any more. */
   readonly allSettled = new Signal();
+  /** A full target's pause (only ever ended early by fail()). */
+  readonly roomPause = new Signal();
 
   constructor(
     readonly deps: SessionDeps,
@@ -101,6 +108,7 @@ export class SessionContext {
     this.sendable.wake();
     this.sendsIdle.wake();
     this.allSettled.wake();
+    this.roomPause.wake();
     this.onFailed(error);
   }
 }

@@ -19,15 +19,16 @@ export const DEAD_LETTER_HEADERS = {
   time: 'x-bridge-dead-lettered-at',
 } as const;
 
-/** Counts a refusal of the message. True: it may be sent again (logged); false: it must be dead-lettered. */
-export function mayResend(ctx: SessionContext, sending: Forwarding, err: MessageRejectedError): boolean {
+/**
+ * Counts a refusal of the message against max-delivery-attempts (./refusal-policy.ts decided it is one); `resending`
+ * says whether it goes out again (logged) or is dead-lettered next.
+ */
+export function countRefusal(ctx: SessionContext, sending: Forwarding, err: MessageRejectedError, resending: boolean): void {
   sending.attempts += 1;
   ctx.deps.metrics.rejections.inc({ bridge: ctx.cfg.name, reason: err.reason });
-  if (sending.attempts < ctx.cfg.maxDeliveryAttempts) {
+  if (resending) {
     ctx.log.warn({ duplicateId: sending.id, attempt: sending.attempts, reason: err.reason, err }, 'target refused a message: sending it again');
-    return true;
   }
-  return false;
 }
 
 export async function deadLetter(ctx: SessionContext, sending: Forwarding, err: MessageRejectedError): Promise<void> {

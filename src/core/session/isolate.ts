@@ -6,9 +6,11 @@
  */
 import type { SessionContext } from './context.js';
 import type { Forwarding } from './job.js';
-import { MessageRejectedError } from '../../shared/errors.js';
-import { deadLetter, mayResend } from './dead-letter.js';
+import type { MessageRejectedError } from '../../shared/errors.js';
+import { countRefusal, deadLetter } from './dead-letter.js';
+import { refusalAction } from './refusal-policy.js';
 import { commitAndAck, confirm } from './settle.js';
+import { holdForRoom } from './target-full.js';
 
 /** Resends the suspects one at a time; started again by every new suspect, it runs once at a time. */
 export async function isolate(ctx: SessionContext): Promise<void> {
@@ -35,9 +37,16 @@ async function sendAlone(ctx: SessionContext, sending: Forwarding): Promise<void
       await ctx.deps.target.send(sending.outgoing);
     } catch (err) {
       ctx.sendSettled();
-      if (!(err instanceof MessageRejectedError)) throw err;
-      if (mayResend(ctx, sending, err)) continue;
-      await deadLetter(ctx, sending, err);
+      const action = refusalAction(err, sending.attempts, ctx.cfg.maxDeliveryAttempts);
+      if (action === 'end-session') throw err;
+      if (action === 'wait-for-room') {
+        holdForRoom(ctx, sending, err as MessageRejectedError);
+        return;
+      }
+      // Alone on the target: a refusal names this message, whatever the broker says about the others.
+      countRefusal(ctx, sending, err as MessageRejectedError, action !== 'dead-letter');
+      if (action !== 'dead-letter') continue;
+      await deadLetter(ctx, sending, err as MessageRejectedError);
       return;
     }
     ctx.sendSettled();

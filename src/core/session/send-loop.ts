@@ -62,9 +62,12 @@ export async function sendLoop(ctx: SessionContext): Promise<void> {
   }
 }
 
-/** Waits while the target blocks publishing (flow control) or suspects are being resent one at a time. */
+/**
+ * Waits while the target blocks publishing (flow control), refuses as full (held messages go first), or suspects are
+ * being resent one at a time.
+ */
 async function untilSendable(ctx: SessionContext): Promise<void> {
-  while (!ctx.failure && (ctx.blocked || ctx.isolating)) await ctx.sendable.wait();
+  while (!ctx.failure && (ctx.blocked || ctx.isolating || ctx.targetFullSince !== undefined)) await ctx.sendable.wait();
 }
 
 function takeNext(ctx: SessionContext, job: Job): void {

@@ -8,7 +8,8 @@
  *   a return carries no publish sequence number, so a return is matched to the earliest unconfirmed publish with the
  *   same exchange, routing key, body and properties (identical messages are interchangeable). A return that matches
  *   nothing is a protocol surprise: the connection is treated as broken (outcome unknown), never guessed;
- * - basic.nack → MessageRejectedError('nacked');
+ * - basic.nack → MessageRejectedError('target-full'): RabbitMQ nacks what a full queue (reject-publish) or an
+ *   unavailable queue refuses; the session waits for room and sends it again;
  * - the broker closes the channel (404 missing exchange, 403 access refused, 406 precondition failed) →
  *   every unconfirmed send on that channel rejects with MessageRejectedError('not-found' | 'access-refused' |
  *   'precondition-failed'); a new channel is opened on the same connection for later sends (a channel error is not a
@@ -25,6 +26,8 @@ import type { AmqpConnectionConfig } from '../../config/types.js';
 import { MessageRejectedError, TransientError } from '../../shared/errors.js';
 import type { BridgeMessage } from '../../core/message.js';
 import type { TargetEndpoint, TargetHandlers } from '../../core/ports.js';
+import { CONFIRMED, failedMember, type BatchMemberResult } from '../../core/batch-result.js';
+import { TARGET_FULL } from '../../core/session/refusal-policy.js';
 import type { Logger } from '../../shared/log.js';
 import { isTypedValue, toAmqp, type AmqpPublish } from '../../mapping/amqp-mapping.js';
 import { describeTarget, resolveTarget, targetAddress, type AmqpTargetSpec } from '../../config/amqp-address.js';
@@ -138,14 +141,13 @@ export class AmqpTarget extends AmqpEndpoint<TargetHandlers> implements TargetEn
   }
 
   /**
-   * Publishes all messages and resolves when every one is confirmed. Not a transaction: AMQP confirms are per
-   * message, so when this rejects (with the first failure in message order) some messages of the batch may have been
-   * confirmed already.
+   * Publishes every message, as `send` would one by one, and resolves with each one's own outcome once all are
+   * settled. Not a transaction: AMQP confirms are per message, so a batch may end with some members confirmed and
+   * others refused, lost or never written (../../core/batch-result.ts).
    */
-  async sendBatch(messages: BridgeMessage[]): Promise<void> {
+  async sendBatch(messages: BridgeMessage[]): Promise<BatchMemberResult[]> {
     const results = await Promise.allSettled(messages.map((m) => this.send(m)));
-    const failed = results.find((r): r is PromiseRejectedResult => r.status === 'rejected');
-    if (failed) throw failed.reason;
+    return results.map((r) => (r.status === 'fulfilled' ? CONFIRMED : failedMember(r.reason)));
   }
 
   protected settleOnClose(): void {
@@ -220,7 +222,9 @@ export class AmqpTarget extends AmqpEndpoint<TargetHandlers> implements TargetEn
     if (err && chan.closed) return;
     chan.pending.delete(seq);
     if (err) {
-      p.reject(new MessageRejectedError('nacked', `${this.description}: the broker refused the message (basic.nack)`));
+      // RabbitMQ nacks a publish that a full queue refuses (x-overflow reject-publish) or that a queue could not take
+      // (its process unavailable): "not now", not "never" (../../core/session/refusal-policy.ts).
+      p.reject(new MessageRejectedError(TARGET_FULL, `${this.description}: the broker refused the message for now (basic.nack: a queue it routes to is full or unavailable)`));
     } else if (p.returned) {
       const { replyCode: code, replyText: text } = p.returned;
       p.reject(

@@ -4,12 +4,15 @@
  *
  * A SEND the broker answers with an ERROR frame is rejected (MessageRejectedError); a message ActiveMQ would refuse by
  * closing the whole connection (a header line over 10 KiB, over 1000 headers, a body over 100 MiB: its STOMP
- * defaults) is rejected before it is sent, so one bad message cannot make the bridge reconnect forever.
+ * defaults) is rejected before it is sent, so one bad message cannot make the bridge reconnect forever. An ERROR that
+ * says the broker has no room (ActiveMQ's ResourceAllocationException) is a refusal as full (see fullRefusal).
  */
 import type { StompConnectionConfig } from '../../config/types.js';
 import { asError, MessageRejectedError, TransientError } from '../../shared/errors.js';
 import type { BridgeMessage } from '../../core/message.js';
 import type { TargetEndpoint, TargetHandlers } from '../../core/ports.js';
+import { CONFIRMED, NOT_SENT, failedMember, type BatchMemberResult } from '../../core/batch-result.js';
+import { TARGET_FULL } from '../../core/session/refusal-policy.js';
 import type { Logger } from '../../shared/log.js';
 import { toStomp, type StompHeaders } from '../../mapping/stomp-mapping.js';
 import { escapeHeader, type StompSession } from './stomp-client.js';
@@ -51,44 +54,63 @@ export class StompTarget extends StompEndpoint implements TargetEndpoint {
     return this.confirmed(session, session.send(frame.headers, frame.body), 'SEND');
   }
 
-  async sendBatch(messages: BridgeMessage[]): Promise<void> {
-    if (messages.length === 0) return;
-    // Every message is checked before BEGIN: a batch is all or nothing.
-    const frames = messages.map((m, i) => {
+  /**
+   * Sends the messages in one transaction (BEGIN, SENDs, COMMIT with a receipt): every member gets the transaction's
+   * outcome (../../core/batch-result.ts). Committed: all confirmed. Refused as full: all refused so (the session waits
+   * for room). Refused otherwise, or a member this target cannot send: nothing was delivered, so the culprit is refused
+   * (when known) and every other member is not sent, to go again on its own. Lost after the COMMIT was written: all
+   * unknown.
+   */
+  async sendBatch(messages: BridgeMessage[]): Promise<BatchMemberResult[]> {
+    if (messages.length === 0) return [];
+    // Every message is checked before BEGIN: a member this target cannot send never reaches the broker.
+    const frames: ({ headers: StompHeaders; body: Buffer } | MessageRejectedError)[] = messages.map((m, i) => {
       try {
         return this.frameOf(m);
       } catch (err) {
         if (err instanceof MessageRejectedError) {
-          throw new MessageRejectedError(err.reason, `message ${i + 1} of ${messages.length} in a batch: ${err.message}`, { cause: err });
+          return new MessageRejectedError(err.reason, `message ${i + 1} of ${messages.length} in a batch: ${err.message}`, { cause: err });
         }
         throw err;
       }
     });
+    if (frames.some((f) => f instanceof MessageRejectedError)) {
+      return frames.map((f) => (f instanceof MessageRejectedError ? { outcome: 'refused', error: f } : NOT_SENT));
+    }
+    const ready = frames as { headers: StompHeaders; body: Buffer }[];
+    const all = (r: BatchMemberResult): BatchMemberResult[] => messages.map(() => r);
     const session = this.openSession();
-    if (!session) throw this.notOpen();
+    if (!session) return all({ outcome: 'not-sent', error: this.notOpen() });
     const tx = `bb-tx-${++this.nextTx}`;
     let committing = false; // set once the COMMIT may have been written
     try {
       // SENDs carry no receipt (see StompSession.sendInTransaction): a refused one ends the session before the
       // broker reaches the COMMIT (frames are processed in order), so the COMMIT fails and nothing is acked.
-      // Frames this target cannot send were refused above, before BEGIN.
       const begun = session.begin(tx);
       begun.catch(() => undefined);
-      for (const f of frames) session.sendInTransaction({ ...f.headers, transaction: tx }, f.body);
+      for (const f of ready) session.sendInTransaction({ ...f.headers, transaction: tx }, f.body);
       committing = true;
       const committed = session.commit(tx);
       await this.confirmed(session, Promise.all([begun, committed]), 'COMMIT');
+      return all(CONFIRMED);
     } catch (err) {
       // Best effort: a lost connection rolls the transaction back anyway.
       if (session.isOpen) session.abort(tx).catch(() => undefined);
+      if (err instanceof MessageRejectedError) {
+        // Rolled back: nothing of it was delivered. Full: all wait; otherwise each goes again alone, to find the culprit.
+        return err.reason === TARGET_FULL ? all({ outcome: 'refused', error: err }) : all(NOT_SENT);
+      }
       if (err instanceof TransientError && !err.outcomeUnknown && committing) {
         // The COMMIT was written: whatever failed first (BEGIN's receipt, the socket), the broker may have committed.
-        throw new TransientError(`${this.description}: the connection was lost after the COMMIT was sent; the batch may or may not have been committed`, {
-          cause: err,
-          outcomeUnknown: true,
+        return all({
+          outcome: 'unknown',
+          error: new TransientError(`${this.description}: the connection was lost after the COMMIT was sent; the batch may or may not have been committed`, {
+            cause: err,
+            outcomeUnknown: true,
+          }),
         });
       }
-      throw err;
+      return all(failedMember(err));
     }
   }
 
@@ -125,11 +147,22 @@ export class StompTarget extends StompEndpoint implements TargetEndpoint {
         },
         (e: unknown) => {
           clearTimeout(timer);
-          reject(asError(e));
+          reject(fullRefusal(asError(e)));
         },
       );
     });
   }
+}
+
+/**
+ * ActiveMQ Classic answers a SEND it has no room for (sendFailIfNoSpace on, a memory, store or temp limit reached) with
+ * an ERROR whose message names javax.jms.ResourceAllocationException ("Usage Manager Memory Limit reached …"): "not
+ * now", not a bad message (../../core/session/refusal-policy.ts).
+ */
+export function fullRefusal(err: Error): Error {
+  if (!(err instanceof MessageRejectedError) || err.reason === TARGET_FULL) return err;
+  if (!/ResourceAllocationException|Usage Manager .*Limit reached/i.test(err.message)) return err;
+  return new MessageRejectedError(TARGET_FULL, `${err.message} (the broker has no room for it now)`, { cause: err });
 }
 
 function checkLimits(headers: StompHeaders, body: Buffer): void {

@@ -1,0 +1,33 @@
+/**
+ * The one place that decides what the target's refusal of a message means (DESIGN §6). Every send path (a single
+ * send, a batch member, a suspect resent alone, a message held while the target is full) asks refusalAction and does
+ * what it says:
+ *
+ * - `wait-for-room`: "not now" — the target is full (AMQP basic.nack: RabbitMQ's reject-publish overflow, a queue it
+ *   cannot reach; ActiveMQ's ResourceAllocationException when sendFailIfNoSpace is on). Not the message's fault: no
+ *   attempt is counted; the bridge takes no new work, waits, and sends it again (./target-full.ts).
+ * - `isolate`: refused as one of several in flight, without saying which: resent alone, flagged, to find the culprit
+ *   (./isolate.ts). No attempt is counted.
+ * - `resend`: refused for itself (too large, unroutable, access to that destination, a STOMP ERROR naming it): the
+ *   attempt is counted and the message sent again, up to max-delivery-attempts;
+ * - `dead-letter`: that was its last attempt: it goes to the dead-letter destination (./dead-letter.ts);
+ * - `end-session`: not a refusal (a lost connection, an unknown outcome, a bug): the session ends and the broker
+ *   redelivers what was not settled.
+ */
+import { MessageRejectedError } from '../../shared/errors.js';
+
+export type RefusalAction = 'wait-for-room' | 'isolate' | 'resend' | 'dead-letter' | 'end-session';
+
+/** The reason a target gives to a refusal that means "full, try later" (see the endpoints). */
+export const TARGET_FULL = 'target-full';
+
+/**
+ * What to do after `err` ended a send of a message refused `attempts` times before (refusals counted against
+ * max-delivery-attempts).
+ */
+export function refusalAction(err: unknown, attempts: number, maxDeliveryAttempts: number): RefusalAction {
+  if (!(err instanceof MessageRejectedError)) return 'end-session';
+  if (err.reason === TARGET_FULL) return 'wait-for-room';
+  if (err.ambiguous) return 'isolate';
+  return attempts + 1 < maxDeliveryAttempts ? 'resend' : 'dead-letter';
+}

@@ -596,6 +596,13 @@ export class RedisIdCache implements IdCache {
         { cause: err },
       );
     }
+    if (err instanceof Error && err.name === 'ReplyError' && /^(NOAUTH|WRONGPASS)\b/.test(message)) {
+      // As a wrong broker password: no retry can fix it, and the sentence says what to change.
+      return new ConfigError(
+        `Redis at ${this.where} refused the login (${redactUrl(message)}): check the id-cache password (password-file, or the one in the Redis URL)`,
+        { cause: err },
+      );
+    }
     if (err instanceof Error && err.name === 'ReplyError' && !TRANSIENT_REPLIES.test(message)) {
       return new Error(`Redis at ${this.where} refused a duplicate-ID cache command: ${redactUrl(message)}`, {
         cause: err,

@@ -263,14 +263,14 @@ const bridgeSettings = {
   'use-duplicate-detection': setting(bool(), true, 'Stamp and check duplicate IDs; false = pass an existing ID through.'),
   'duplicate-id-header': setting(text('a header name'), '_AMQ_DUPL_ID', 'Header carrying the duplicate ID.'),
   prefetch: setting(intRange(1, 65535), 500, 'Unacknowledged messages the source may hand out at once.'),
-  'max-delivery-attempts': setting(intAtLeast(1), 5, 'Attempts at a rejected message before it is dead-lettered.'),
+  'max-delivery-attempts': setting(intAtLeast(1), 5, 'Attempts at a rejected message before it is dead-lettered; a refusal as full (AMQP basic.nack) is not counted: the bridge waits for room.'),
   'retry-interval': setting(millis(), 2000, 'First reconnect delay, ms.'),
   'retry-interval-multiplier': setting(
     z.number({ error: 'expected a number >= 1' }).min(1, { error: 'expected a number >= 1' }),
     1.0,
     'Factor applied to the delay after each failed reconnect.',
   ),
-  'max-retry-interval': setting(millis(), 2000, 'Upper bound of the reconnect delay, ms.'),
+  'max-retry-interval': setting(millis(), 2000, 'Upper bound of the reconnect delay, and of the pause before a full target is asked again, ms.'),
   'reconnect-attempts': setting(
     intAtLeast(-1, 'an integer', ' (-1 = forever)'),
     -1,

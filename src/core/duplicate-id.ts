@@ -7,7 +7,7 @@
  *    use it, so every redelivery gets the same ID with no bookkeeping.
  * 3. Otherwise (RabbitMQ without `message-id`): a first delivery gets a fresh random ID, recorded against a fingerprint
  *    of the message (body + properties + headers) together with its reservation; a redelivery (`redelivered` flag)
- *    claims a recorded ID for its fingerprint. See the IdCache port for the claim protocol and README for its limits.
+ *    claims a recorded ID for its fingerprint. See the IdCache port for the claim protocol and docs/delivery.md for its limits.
  */
 import { createHash, randomUUID } from 'node:crypto';
 import type { BridgeMessage, HeaderValue } from './message.js';

@@ -1,6 +1,6 @@
 /**
  * Prometheus metrics, one set per process, labelled by bridge. The worker and the supervisor only call these; the
- * HTTP exposition lives in src/service/http-server.ts. Names and labels are documented in the README (Operations).
+ * HTTP exposition lives in src/service/http-server.ts. Names and labels are documented in docs/operations.md.
  */
 import { Counter, Gauge, Registry, collectDefaultMetrics } from 'prom-client';
 import { LightHistogram } from './light-histogram.js';

@@ -184,7 +184,9 @@ async function checkRedis(config: Config): Promise<Finding[]> {
     }
     return findings;
   } catch (err) {
-    return [{ level: 'error', subject, message: `Redis at ${where} cannot be used: ${(err as Error).message}` }];
+    // The cache's errors name the Redis already ("Redis at … refused the login …").
+    const message = (err as Error).message;
+    return [{ level: 'error', subject, message: message.startsWith('Redis at ') ? message : `Redis at ${where} cannot be used: ${message}` }];
   } finally {
     await cache.close().catch(() => undefined);
   }

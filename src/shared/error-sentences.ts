@@ -3,7 +3,7 @@
  * socket error code (ECONNREFUSED…) and a failed TLS handshake. Protocol codes (AMQP reply codes, STOMP ERROR frames,
  * Redis error replies) stay with their protocol: only it knows what they mean.
  *
- * Which TLS failures are permanent (see README, "TLS and secrets"): everything that says the two sides do not trust
+ * Which TLS failures are permanent (see docs/tls.md): everything that says the two sides do not trust
  * each other or do not speak the same TLS — a server certificate not signed by a CA in tls.ca, issued for another
  * name, expired or not yet valid; a server that refuses our client certificate or wants one we did not give; a peer
  * that does not speak TLS at all. Retrying cannot fix any of these (it takes a change of certificates or of the

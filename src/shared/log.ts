@@ -31,7 +31,9 @@ export function createLogger(level: string = process.env.LOG_LEVEL ?? 'info', fo
     serializers: {
       err: (err: unknown) => {
         const s = pino.stdSerializers.err(err as Error);
-        if (typeof s.message === 'string') s.message = redactUrl(s.message);
+        // pino appends every cause's message to the error's own; ours already say what their causes said, so the
+        // line would repeat itself. The causes stay in the stack ("caused by: …").
+        if (typeof s.message === 'string') s.message = redactUrl(err instanceof Error ? err.message : s.message);
         if (typeof s.stack === 'string') s.stack = redactUrl(s.stack);
         return s;
       },

@@ -99,7 +99,7 @@ async function main(): Promise<number> {
     paths = paths.filter((p) => !ACTIVEMQ_PATHS.includes(p));
   }
   if (paths.some((p) => RABBITMQ_STOMP_PATHS.includes(p)) && !(await answers(rabbitStompUrl))) {
-    console.log(`nothing answers at RABBITMQ_STOMP_URL (${new URL(rabbitStompUrl).host}): skipping ${RABBITMQ_STOMP_PATHS.join(', ')} (enable rabbitmq_stomp on 127.0.0.1:61614, see README)`);
+    console.log(`nothing answers at RABBITMQ_STOMP_URL (${new URL(rabbitStompUrl).host}): skipping ${RABBITMQ_STOMP_PATHS.join(', ')} (bash scripts/rabbitmq-plugins.sh enable turns it on for a local RabbitMQ; see docs/tests.md)`);
     paths = paths.filter((p) => !RABBITMQ_STOMP_PATHS.includes(p));
   }
   if (onlyBackpressure) paths = [];

@@ -151,8 +151,46 @@ describe('broker-bridge check', () => {
     const stopped = checkJson(good());
     expect(stopped.exitCode).toBe(1);
     expect(stopped.findings.filter((f) => f.subject === 'id-cache')).toEqual([
-      { level: 'error', subject: 'id-cache', message: expect.stringMatching(/^Redis at 127\.0\.0\.1:\d+ cannot be used: /) as string },
+      { level: 'error', subject: 'id-cache', message: expect.stringMatching(/^Redis at 127\.0\.0\.1:\d+ is unreachable: connection refused$/) as string },
     ]);
+  });
+
+  it("says a wrong Redis password once, in a sentence (check exits 1; run ends with the same sentence)", async () => {
+    const port = await freePort();
+    const locked = spawn('redis-server', ['--port', String(port), '--bind', '127.0.0.1', '--requirepass', 'right', '--save', '', '--appendonly', 'no'], { stdio: 'ignore' });
+    try {
+      const probe = new Redis({ port, host: '127.0.0.1', password: 'right', lazyConnect: true, maxRetriesPerRequest: 1 });
+      probe.on('error', () => undefined);
+      await until('the locked Redis answers', async () => (await probe.ping().catch(() => undefined)) === 'PONG', { timeoutMs: 15_000, everyMs: 100 });
+      probe.disconnect();
+      const yaml = good({ redisUrl: `redis://:wrong@127.0.0.1:${port}` });
+      const r = checkJson(yaml);
+      expect(r.exitCode).toBe(1);
+      const cache = r.findings.filter((f) => f.subject === 'id-cache');
+      expect(cache).toHaveLength(1);
+      expect(cache[0]!.message).toMatch(/^Redis at 127\.0\.0\.1:\d+ refused the login \(WRONGPASS [^)]*\): check the id-cache password/);
+      expect(cache[0]!.message.match(/WRONGPASS/g)).toHaveLength(1);
+      expect(JSON.stringify(r)).not.toContain(':wrong@');
+
+      const file = join(dir, `${uniqueName('run')}.yaml`);
+      writeFileSync(file, yaml);
+      const env: Record<string, string | undefined> = { ...process.env, LOG_FORMAT: 'json' };
+      for (const k of ['BRIDGE_CONFIG', 'AMQP_URL', 'STOMP_URL', 'REDIS_URL']) delete env[k];
+      const run = spawnSync(process.execPath, [CLI, 'run', '--config', file], { cwd: root, env, encoding: 'utf8', timeout: 60_000 });
+      expect(run.status).toBe(1);
+      const stopped = `${run.stdout}${run.stderr}`
+        .split('\n')
+        .filter((l) => l.startsWith('{'))
+        .map((l) => JSON.parse(l) as { msg?: string; err?: { message?: string } })
+        .filter((l) => l.msg?.startsWith('bridge stopped'));
+      expect(stopped.length).toBeGreaterThan(0);
+      for (const l of stopped) {
+        expect(l.msg).toMatch(/refused the login/);
+        expect(`${l.msg} ${l.err?.message}`.match(/WRONGPASS/g), 'the sentence in msg and err.message, once each').toHaveLength(2);
+      }
+    } finally {
+      locked.kill('SIGKILL');
+    }
   });
 
   it('reports an invalid file as an error with its location (exit 1), connecting to nothing', () => {

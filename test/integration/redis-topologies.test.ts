@@ -260,7 +260,7 @@ describe('Redis Cluster', () => {
     expect(got).toHaveLength(messages.length);
     expect(outageLogged(p)).toBe(false);
     expect(await masterForSlot(home!.slot)).toBe(other!.port);
-    // Another server holds the cache now: from outside that cannot be told from a failover, so it is said (README).
+    // Another server holds the cache now: from outside that cannot be told from a failover, so it is said (docs/redis.md).
     expect(p.logs.some((l) => l.level >= 50 && /another Redis server now holds the duplicate-ID cache/.test(l.msg))).toBe(true);
   }, 180_000);
 

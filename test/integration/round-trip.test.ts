@@ -1,5 +1,5 @@
 /**
- * The AMQP ↔ STOMP mapping end to end (README "AMQP ↔ STOMP mapping", docs/mapping.md): AMQP → STOMP → AMQP through
+ * The AMQP ↔ STOMP mapping end to end (docs/mapping.md): AMQP → STOMP → AMQP through
  * two bridges of one `broker-bridge run` process (RabbitMQ q1 → ActiveMQ qX → RabbitMQ q2), and what a JMS consumer
  * of ActiveMQ sees from an AMQP → STOMP bridge (JmsPeek over OpenWire).
  */
@@ -269,7 +269,7 @@ describe('JMS view of an AMQP → STOMP bridge (JmsPeek over OpenWire)', () => {
 
   // ActiveMQ 5.17 turns a STOMP SEND without content-length into a TextMessage whose content is the raw UTF-8 bytes,
   // but its JMS client decodes TextMessage content as Java's *modified* UTF-8, which has no 4-byte sequences:
-  // getText() throws UTFDataFormatException for any character outside the BMP. The README promises "the same text".
+  // getText() throws UTFDataFormatException for any character outside the BMP. docs/mapping.md promises "the same text".
   it('a text/plain UTF-8 body with 4-byte characters (emoji) reaches a JMS consumer with the same text', { timeout: 60_000 }, async (ctx) => {
     if (!jms.ok) ctx.skip(`JmsPeek cannot run here: ${jms.reason}`);
     const q = await fx.queue('jms-astral-in');

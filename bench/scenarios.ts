@@ -12,6 +12,7 @@ import { cpuMs, ownCpuMs } from './process-cpu.js';
 import { percentile } from './report.js';
 import { type RunResult, WARMUP, Window } from './window.js';
 import { stompScenarios } from './stomp-scenarios.js';
+import { fullTargetScenarios } from './full-target-scenarios.js';
 
 export type { RunResult } from './window.js';
 
@@ -206,7 +207,7 @@ function vhost(): string {
   return path.length > 1 ? decodeURIComponent(path.slice(1)) : '/';
 }
 
-async function shovelUnavailable(): Promise<string | undefined> {
+export async function shovelUnavailable(): Promise<string | undefined> {
   const { base, auth } = management();
   try {
     const r = await fetch(`${base}/api/parameters/shovel`, { headers: { authorization: auth }, signal: AbortSignal.timeout(5000) });
@@ -225,6 +226,15 @@ async function shovelBaseline(n: number): Promise<RunResult> {
   const src = uniq('shovel-src');
   const dst = uniq('shovel-dst');
   await prefillAmqp(src, WARMUP + n, true, dst);
+  try {
+    return await runShovel(src, dst, n, (window) => waitAmqpCount(dst, window));
+  } finally {
+    await deleteAmqpQueues(src, dst);
+  }
+}
+
+/** Runs a dynamic shovel from `src` to `dst` until `waitDone` says the target holds the window's messages. */
+export async function runShovel(src: string, dst: string, n: number, waitDone: (window: Window) => Promise<void>): Promise<RunResult> {
   const { base, auth } = management();
   const v = vhost();
   const uri = v === '/' ? 'amqp://' : `amqp:///${encodeURIComponent(v)}`;
@@ -243,11 +253,10 @@ async function shovelBaseline(n: number): Promise<RunResult> {
     const window = new Window(n);
     const r = await fetch(path, { method: 'PUT', headers: { authorization: auth, 'content-type': 'application/json' }, body: JSON.stringify({ value }) });
     if (!r.ok) throw new Error(`creating the shovel failed: ${r.status} ${await r.text()}`);
-    await waitAmqpCount(dst, window);
+    await waitDone(window);
     return window.result();
   } finally {
     await fetch(path, { method: 'DELETE', headers: { authorization: auth } }).catch(() => undefined);
-    await deleteAmqpQueues(src, dst);
   }
 }
 
@@ -336,6 +345,7 @@ export const scenarios: Scenario[] = [
   { group: 'amqp→amqp', name: 'bridge, dedupe on (stamped IDs)', baseline: 'amqplib baseline', versus: SHOVEL, run: amqpBridge(true, false) },
   { group: 'amqp→amqp', name: 'bridge, dedupe off', baseline: 'amqplib baseline', versus: SHOVEL, run: amqpBridge(false, true) },
   ...stompScenarios,
+  ...fullTargetScenarios,
   { group: 'min-replicas', name: REPLICAS_0, run: amqpBridge(true, true, viaSentinel(0)), unavailable: sentinelUnavailable },
   {
     group: 'min-replicas',

@@ -7,6 +7,7 @@ import { MemoryIdCache } from '../../src/cache/memory-id-cache.js';
 import type { IdCache } from '../../src/core/id-cache.js';
 import type { BridgeConfig } from '../../src/config/types.js';
 import { MessageRejectedError, TransientError } from '../../src/shared/errors.js';
+import { TARGET_FULL } from '../../src/core/session/refusal-policy.js';
 import type { BridgeMessage } from '../../src/core/message.js';
 import { Metrics } from '../../src/core/metrics.js';
 import { BridgeSession } from '../../src/core/session.js';
@@ -121,6 +122,43 @@ describe('BridgeSession', () => {
     expect(resent.every((m) => m.headers['x-bridge-possible-duplicate'] === true)).toBe(true);
     // The culprit is counted only when refused alone: 3 attempts, then the dead-letter destination.
     expect(resent.filter((m) => m.headers._AMQ_DUPL_ID === 'id-2')).toHaveLength(3);
+    expect(deadLetter!.sent.map((m) => m.headers._AMQ_DUPL_ID)).toEqual(['id-2']);
+  });
+
+  it('holds messages a full target refuses, counts no attempt, takes no new work meanwhile, and sends them when it has room', async () => {
+    const { source, target, deadLetter, session } = setup({ maxDeliveryAttempts: 2 }, { deadLetter: true });
+    let room = false;
+    target.outcome = () => (room ? 'confirm' : new MessageRejectedError(TARGET_FULL, 'basic.nack'));
+    await session.open();
+    for (let i = 0; i < 3; i++) source.deliver(msg(i));
+    await until('target full', () => session.conditions.targetFullSince !== undefined, quick());
+    // Many more refusals than max-delivery-attempts allows a bad message: still held, none dead-lettered.
+    await until('refused 6 times', () => target.sent.length >= 6, quick());
+    source.deliver(msg(3));
+    await sleep(50);
+    expect(target.sent.some((m) => m.headers._AMQ_DUPL_ID === 'id-3'), 'no new work while full').toBe(false);
+    expect(source.acked).toEqual([]);
+    room = true;
+    await until('4 acked', () => source.acked.length === 4, quick(5000));
+    expect(deadLetter!.sent).toEqual([]);
+    expect(session.conditions.targetFullSince).toBeUndefined();
+    // Each ID confirmed once, in source order, unflagged (a refused publish was not delivered).
+    const confirmedOrder = target.sent.slice(-4).map((m) => m.headers._AMQ_DUPL_ID);
+    expect(confirmedOrder).toEqual(['id-0', 'id-1', 'id-2', 'id-3']);
+    expect(target.sent.every((m) => m.headers['x-bridge-possible-duplicate'] === undefined)).toBe(true);
+  });
+
+  it('settles a batch member by member: confirmed members are acked and never sent again; a refused one alone is retried', async () => {
+    const { source, target, deadLetter, session } = setup({ maxBatchSize: 5, maxBatchTime: 1000, maxDeliveryAttempts: 2 }, { deadLetter: true });
+    target.batching = true;
+    target.outcome = (m) => (m.headers._AMQ_DUPL_ID === 'id-2' ? new MessageRejectedError('unroutable', 'no route') : 'confirm');
+    await session.open();
+    for (let i = 0; i < 5; i++) source.deliver(msg(i));
+    await until('5 acked', () => source.acked.length === 5, quick());
+    expect(target.batches).toEqual([5]);
+    const sends = (id: string) => target.sent.filter((m) => m.headers._AMQ_DUPL_ID === id).length;
+    for (const id of ['id-0', 'id-1', 'id-3', 'id-4']) expect(sends(id), id).toBe(1);
+    expect(sends('id-2')).toBe(2);
     expect(deadLetter!.sent.map((m) => m.headers._AMQ_DUPL_ID)).toEqual(['id-2']);
   });
 

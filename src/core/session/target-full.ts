@@ -1,9 +1,9 @@
 /**
  * A full target (./refusal-policy.ts: `wait-for-room`): the refused messages are held, the send loop takes no new work,
- * and once nothing else is in flight the held messages are sent again one at a time after a pause. A message the target
- * takes ends the pause schedule; one it refuses as full again makes the next pause longer. When every held message has
- * been taken, the send loop resumes. Nothing of this counts toward max-delivery-attempts, and nothing is flagged: a
- * message refused as full was not delivered.
+ * and once nothing else is in flight the first held message is sent again alone after a pause. Refused as full again,
+ * the next pause is longer; taken, the other held messages go out again (pipelined, in order) and the send loop
+ * resumes. Nothing of this counts toward max-delivery-attempts, and nothing is flagged: a message refused as full was
+ * not delivered.
  *
  * The pauses start at FIRST_PAUSE_MS and double up to max-retry-interval: a queue that a consumer drains gets its next
  * message as soon as it has room for it, and a target that stays full is asked at most once per max-retry-interval.
@@ -44,19 +44,27 @@ async function waitForRoom(ctx: SessionContext): Promise<void> {
       while (ctx.sendsInFlight > 0 && !ctx.failure) await ctx.sendsIdle.wait();
       if (ctx.failure) return;
       await ctx.roomPause.wait(pauseBefore(tries, ctx.cfg.maxRetryInterval));
-      tries += 1;
-      while (ctx.held.length > 0 && !ctx.failure) {
-        const taken = await sendHeld(ctx, ctx.held[0]!);
-        if (!taken) break;
-        ctx.held.shift();
-        tries = 0;
+      if (ctx.failure) return;
+      // One message probes for room; once the target takes it, the others go out as usual, pipelined, in order: those
+      // it refuses as full again come back here. Sending them one at a time instead would cap the rate at one round
+      // trip (confirm and commit) per message, below what a consumer draining the queue makes room for.
+      const probe = ctx.held[0]!;
+      if (!(await sendHeld(ctx, probe))) {
+        tries += 1;
+        continue;
       }
+      ctx.held.shift();
+      tries = 0;
+      // Back to the send loop, ahead of new deliveries (their `prepared` is this same Forwarding: the reservation holds).
+      for (const sending of ctx.held.splice(0)) ctx.retried.push(sending.job);
+      ctx.targetFullSince = undefined;
+      ctx.work.wake();
     }
   } finally {
     ctx.waitingForRoom = false;
-    if (ctx.held.length === 0 && ctx.targetFullSince !== undefined && !ctx.failure) {
-      ctx.log.info({ seconds: Math.round((Date.now() - ctx.targetFullSince) / 100) / 10 }, 'target takes messages again: resuming');
-      ctx.targetFullSince = undefined;
+    if (ctx.held.length === 0 && ctx.targetFullSince !== undefined && !ctx.failure) ctx.targetFullSince = undefined;
+    if (!ctx.failure) {
+      ctx.log.info('target takes messages again: resuming');
       ctx.deps.observer?.conditionChanged();
     }
     ctx.sendable.wake();

@@ -3,7 +3,7 @@
  * The `broker-bridge` command: validate, check, run, status, schema. Exit codes: 0 fine; 2 invalid configuration
  * (nothing started); 64 bad command line; 1 anything else; `run` otherwise exits with what the service returns;
  * `status`: 1 a bridge is not running, 3 the HTTP API could not be asked; `check`: 1 an error (an invalid
- * configuration included), 2 warnings only.
+ * configuration included), 2 warnings only; `move`: 1 an error, 3 dead-lettered messages, 130 interrupted.
  */
 import { readFileSync, realpathSync, writeFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
@@ -13,6 +13,7 @@ import { renderJsonSchema } from './config/json-schema.js';
 import { loadConfig, warnings } from './config/load.js';
 import type { Config } from './config/types.js';
 import { createLogger, logFormat } from './shared/log.js';
+import type { MoveUntil } from './service/move.js';
 
 export const EXIT_CONFIG = 2;
 export const EXIT_USAGE = 64;
@@ -25,6 +26,9 @@ Commands:
              finding (reachable, login, TLS, queues and exchanges present, STOMP peer, Redis persistence); never
              consumes or publishes; exit 0 all well, 1 an error, 2 warnings only
   run        validate the configuration, then run the bridges until SIGTERM/SIGINT
+  move       run one bridge (--bridge NAME) until its source is empty (--until-empty) or N messages are settled
+             (--count N), then drain and exit: 0 done, 3 done but messages were dead-lettered, 1 an error,
+             130 interrupted (drained; the rest stays in the source)
   status     ask a running bridge process (its HTTP API) how its bridges are; exit 1 if one is not running
   schema     print the JSON Schema of the configuration file (or write it with --out)
 
@@ -34,6 +38,10 @@ Options:
                       http://127.0.0.1:9464)
       --json          status, check: print JSON instead of a table (check: one object, the last line of stdout)
   -o, --out FILE      schema: write the JSON Schema to FILE instead of printing it
+  -b, --bridge NAME   move: the bridge of the configuration to run
+      --until-empty   move: end when the source is empty and nothing is in flight (STOMP: no message for --idle ms)
+      --count N       move: end after N messages are settled (forwarded, dropped as duplicates, or dead-lettered)
+      --idle MS       move: over STOMP, how long without a message means empty (default 2000)
   -h, --help          show this help
   -v, --version       show the version
 
@@ -74,6 +82,10 @@ function parse(argv: readonly string[]) {
         out: { type: 'string', short: 'o' },
         url: { type: 'string', short: 'u' },
         json: { type: 'boolean' },
+        bridge: { type: 'string', short: 'b' },
+        'until-empty': { type: 'boolean' },
+        count: { type: 'string' },
+        idle: { type: 'string' },
         help: { type: 'boolean', short: 'h' },
         version: { type: 'boolean', short: 'v' },
       },
@@ -133,6 +145,18 @@ async function run(config: Config, io: CliIo): Promise<number> {
   }
 }
 
+/** `move`'s end condition from --until-empty / --count N / --idle MS; exactly one of the first two. */
+function moveUntil(values: { bridge?: string; 'until-empty'?: boolean; count?: string; idle?: string }): MoveUntil {
+  if (values.bridge === undefined) throw new UsageError('--bridge NAME is required');
+  if ((values['until-empty'] ?? false) === (values.count !== undefined)) throw new UsageError('give exactly one of --until-empty and --count N');
+  const idleMs = values.idle === undefined ? 2000 : Number(values.idle);
+  if (!Number.isInteger(idleMs) || idleMs < 1) throw new UsageError(`--idle expects milliseconds (a positive integer), got '${values.idle}'`);
+  if (values.count === undefined) return { kind: 'empty', idleMs };
+  const count = Number(values.count);
+  if (!Number.isInteger(count) || count < 1) throw new UsageError(`--count expects a positive integer, got '${values.count}'`);
+  return { kind: 'count', count };
+}
+
 /** The status command's URL: --url, else the configuration's HTTP API (when it loads), else the usual port. */
 function statusUrl(given: string | undefined, file: string, env: CliIo['env']): string {
   if (given !== undefined) return given;
@@ -182,6 +206,27 @@ export async function main(argv: readonly string[], io: CliIo = processIo): Prom
     }
     case 'check':
       return check(file, values.json ?? false, io);
+    case 'move': {
+      let until: MoveUntil;
+      try {
+        until = moveUntil(values);
+      } catch (err) {
+        if (!(err instanceof UsageError)) throw err;
+        io.stderr(`broker-bridge move: ${err.message}\n\n${USAGE}`);
+        return EXIT_USAGE;
+      }
+      const config = load(file, io);
+      if (config === undefined) return 1;
+      const bridge = config.bridges.find((b) => b.name === values.bridge);
+      if (bridge === undefined) {
+        io.stderr(`broker-bridge move: ${file} has no bridge named '${values.bridge ?? ''}' (it has: ${config.bridges.map((b) => b.name).join(', ')})\n`);
+        return 1;
+      }
+      // stdout is the summary's (and the progress bar's): logs go to stderr, warnings and errors only unless LOG_LEVEL says.
+      const log = createLogger(io.env.LOG_LEVEL ?? 'warn', logFormat(io.env, process.stderr.isTTY), 'stderr');
+      const { moveCommand } = await import('./service/move-command.js');
+      return moveCommand(config, bridge, until, values.json ?? false, log, { stdout: io.stdout, stderr: io.stderr, isTty: process.stdout.isTTY === true });
+    }
     case 'run': {
       const config = load(file, io);
       if (config === undefined) {

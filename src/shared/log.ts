@@ -20,10 +20,20 @@ export function logFormat(env: Readonly<Record<string, string | undefined>>, isT
   return isTty ? 'pretty' : 'json';
 }
 
-export function createLogger(level: string = process.env.LOG_LEVEL ?? 'info', format: LogFormat = 'json'): Logger {
+/**
+ * `to`: where the lines go — stdout (the service's logs), or stderr for a command whose stdout is its result (`move`
+ * prints its summary and progress there).
+ */
+export function createLogger(level: string = process.env.LOG_LEVEL ?? 'info', format: LogFormat = 'json', to: 'stdout' | 'stderr' = 'stdout'): Logger {
+  const fd = to === 'stdout' ? 1 : 2;
+  const tty = to === 'stdout' ? process.stdout.isTTY : process.stderr.isTTY;
   // pino's own pretty printer, in process (a synchronous stream), after redaction like the JSON lines.
   const destination: DestinationStream | undefined =
-    format === 'pretty' ? PinoPretty({ colorize: process.stdout.isTTY, translateTime: 'SYS:HH:MM:ss.l', ignore: 'pid,hostname,service', sync: true }) : undefined;
+    format === 'pretty'
+      ? PinoPretty({ colorize: tty, translateTime: 'SYS:HH:MM:ss.l', ignore: 'pid,hostname,service', sync: true, destination: fd })
+      : to === 'stderr'
+        ? pino.destination({ fd, sync: true })
+        : undefined;
   const options = {
     level,
     base: { service: 'broker-bridge' },

@@ -1,0 +1,243 @@
+/**
+ * `broker-bridge move`: runs one bridge of a configuration with the same promise as `run` (the same supervisor, session
+ * and cache), and ends by itself:
+ * - `--until-empty`: once the source is empty and nothing is in flight — AMQP: a passive declare says 0 ready, twice in
+ *   a row, with nothing delivered and unsettled in between; STOMP (no queue depth): no delivery for `--idle` ms;
+ * - `--count N`: once N messages are settled (forwarded, dropped as duplicates, or dead-lettered). Deliveries beyond N
+ *   are not taken: they stay unacknowledged and go back to the source when the move ends.
+ * Then it drains and closes. Exit status: 0 done; 3 done, but messages were dead-lettered; 1 a permanent error (the
+ * configuration, a refused login, TLS); 130 interrupted by SIGINT/SIGTERM (drained: nothing lost, the rest stays in the
+ * source).
+ *
+ * Killed outright (SIGKILL) and run again, a move finishes the job as a restarted `run` would: unacked messages come
+ * back, IDs already forwarded are dropped, copies whose fate was unknown are flagged.
+ */
+import type { BridgeConfig, Config } from '../config/types.js';
+import type { Logger } from '../shared/log.js';
+import type { SourceDelivery } from '../core/message.js';
+import type { SourceEndpoint, SourceHandlers } from '../core/ports.js';
+import { randomBytes } from 'node:crypto';
+import { createIdCache } from '../cache/create-id-cache.js';
+import { createEndpoints } from '../endpoints/create-endpoints.js';
+import { Metrics } from '../core/metrics.js';
+import { BridgeSupervisor, type BridgeEndpoints, type BridgeOutcome } from '../core/supervisor.js';
+
+export const EXIT_MOVE_DEAD_LETTERED = 3;
+export const EXIT_MOVE_INTERRUPTED = 130;
+
+export type MoveUntil = { kind: 'empty'; idleMs: number } | { kind: 'count'; count: number };
+
+export interface MoveSummary {
+  bridge: string;
+  forwarded: number;
+  duplicatesDropped: number;
+  deadLettered: number;
+  /** Forwarded with the possible-duplicate flag. */
+  flagged: number;
+  seconds: number;
+  /** Settled messages per second. */
+  rate: number;
+  result: 'done' | 'dead-lettered' | 'interrupted' | 'failed';
+  error?: string;
+}
+
+/** What the move watches while it runs, for its end condition and its progress bar. */
+export interface MoveProgress {
+  /** Settled so far (forwarded + duplicates dropped + dead-lettered). */
+  settled: number;
+  /** Messages in the source when the move started (AMQP), or the count asked for; undefined when unknown. */
+  total: number | undefined;
+}
+
+export interface MoveOptions {
+  until: MoveUntil;
+  log: Logger;
+  /** Called every PROGRESS_EVERY_MS while the move runs. */
+  onProgress?: (p: MoveProgress) => void;
+  /** Resolves to stop the move early (SIGINT/SIGTERM): it drains and ends as interrupted. */
+  interrupted?: Promise<void>;
+}
+
+const PROGRESS_EVERY_MS = 250;
+
+/**
+ * The source of one session, counting what it admits and acks for the whole move. It refuses (leaves unacked, and
+ * stops the consumer) deliveries past a `--count`, so that no more than N are ever taken.
+ */
+class CountingSource implements SourceEndpoint {
+  /** Admitted in this session and not acked yet. */
+  inFlight = 0;
+  private stopped = false;
+
+  constructor(
+    private readonly inner: SourceEndpoint,
+    private readonly shared: { acked: number; lastDeliveryAt: number; limit: number | undefined },
+  ) {}
+
+  get description(): string {
+    return this.inner.description;
+  }
+  get address(): string {
+    return this.inner.address;
+  }
+
+  open(handlers: SourceHandlers): Promise<void> {
+    this.shared.lastDeliveryAt = Date.now();
+    return this.inner.open({
+      onLost: (e) => handlers.onLost(e),
+      onDelivery: (d) => {
+        this.shared.lastDeliveryAt = Date.now();
+        const limit = this.shared.limit;
+        if (limit !== undefined && this.shared.acked + this.inFlight >= limit) {
+          // Past the count: left unacknowledged, it goes back to the queue when the move closes.
+          if (!this.stopped) {
+            this.stopped = true;
+            void this.inner.stopConsuming().catch(() => undefined);
+          }
+          return;
+        }
+        this.inFlight += 1;
+        // The Nth taken: stop the consumer now, before the acks of those in flight make the broker push more.
+        if (limit !== undefined && !this.stopped && this.shared.acked + this.inFlight >= limit) {
+          this.stopped = true;
+          void this.inner.stopConsuming().catch(() => undefined);
+        }
+        handlers.onDelivery(d);
+      },
+    });
+  }
+
+  ack(delivery: SourceDelivery): void {
+    this.inFlight -= 1;
+    this.shared.acked += 1;
+    this.inner.ack(delivery);
+  }
+
+  ackBarrier(): Promise<void> {
+    return this.inner.ackBarrier();
+  }
+  stopConsuming(): Promise<void> {
+    return this.inner.stopConsuming();
+  }
+  close(): Promise<void> {
+    return this.inner.close();
+  }
+  // Optional members stay absent when the inner source lacks them: the supervisor tells sources apart by them.
+  get resumeConsuming(): SourceEndpoint['resumeConsuming'] {
+    const inner = this.inner;
+    return inner.resumeConsuming ? () => inner.resumeConsuming!() : undefined;
+  }
+  get depth(): SourceEndpoint['depth'] {
+    const inner = this.inner;
+    return inner.depth ? () => inner.depth!() : undefined;
+  }
+}
+
+export async function moveBridge(config: Config, given: BridgeConfig, o: MoveOptions): Promise<MoveSummary> {
+  const started = Date.now();
+  // With --count, no more than N deliveries need be in flight: fewer come back unacked (and redelivered) at the end.
+  const bridge = o.until.kind === 'count' ? { ...given, prefetch: Math.min(given.prefetch, o.until.count) } : given;
+  const metrics = new Metrics('move', { defaultMetrics: false });
+  const cache = createIdCache(config.idCache, o.log.child({ component: 'id-cache' }));
+  const shared = { acked: 0, lastDeliveryAt: Date.now(), limit: o.until.kind === 'count' ? o.until.count : undefined };
+  let current: CountingSource | undefined;
+  const endpoints = (b: BridgeConfig, log: Logger): BridgeEndpoints => {
+    const e = createEndpoints(b, log);
+    current = new CountingSource(e.source, shared);
+    return { ...e, source: current };
+  };
+  const supervisor = new BridgeSupervisor(bridge, {
+    cache,
+    log: o.log,
+    metrics,
+    instanceId: randomBytes(6).toString('hex'),
+    createEndpoints: endpoints,
+    restartDrainTimeout: config.shutdownTimeout,
+  });
+  const counters = () => metrics.countersOf(bridge.name);
+  let total: number | undefined = o.until.kind === 'count' ? o.until.count : undefined;
+  let interrupted = false;
+  let outcome: BridgeOutcome | undefined;
+  const running = supervisor.start().then((r) => (outcome = r));
+
+  const settledNow = async (): Promise<number> => {
+    const c = await counters();
+    return c.forwarded + c.duplicatesDropped + c.deadLettered;
+  };
+
+  let emptySeen = 0;
+  const finished = async (): Promise<boolean> => {
+    if (o.until.kind === 'count') return shared.acked >= o.until.count;
+    const source = current;
+    if (source === undefined || !supervisor.connected || source.inFlight > 0) {
+      emptySeen = 0;
+      return false;
+    }
+    if (source.depth === undefined) return Date.now() - shared.lastDeliveryAt >= o.until.idleMs;
+    const deliveredBefore = shared.lastDeliveryAt;
+    let depth: number;
+    try {
+      depth = await source.depth();
+    } catch {
+      emptySeen = 0;
+      return false;
+    }
+    if (total === undefined) total = depth + shared.acked;
+    // Twice in a row, with nothing delivered in between: a delivery may be on the wire when the first answer comes.
+    emptySeen = depth === 0 && source.inFlight === 0 && shared.lastDeliveryAt === deliveredBefore ? emptySeen + 1 : 0;
+    return emptySeen >= 2;
+  };
+
+  const stopReason = o.interrupted?.then(() => {
+    interrupted = true;
+  });
+  for (;;) {
+    const done = await Promise.race([
+      new Promise<'tick'>((r) => setTimeout(() => r('tick'), PROGRESS_EVERY_MS).unref()),
+      running.then(() => 'ended' as const),
+      ...(stopReason ? [stopReason.then(() => 'interrupted' as const)] : []),
+    ]);
+    if (done !== 'tick') break;
+    o.onProgress?.({ settled: await settledNow(), total });
+    if (await finished()) break;
+  }
+  if (outcome === undefined) outcome = await supervisor.stop(config.shutdownTimeout);
+  await running;
+  await cache.close().catch(() => undefined);
+
+  const c = await counters();
+  o.onProgress?.({ settled: c.forwarded + c.duplicatesDropped + c.deadLettered, total });
+  const seconds = Math.round((Date.now() - started) / 100) / 10;
+  const settled = c.forwarded + c.duplicatesDropped + c.deadLettered;
+  const summary: MoveSummary = {
+    bridge: bridge.name,
+    forwarded: c.forwarded,
+    duplicatesDropped: c.duplicatesDropped,
+    deadLettered: c.deadLettered,
+    flagged: c.possibleDuplicates,
+    seconds,
+    rate: Math.round((settled / Math.max(0.1, seconds)) * 10) / 10,
+    result: outcome.kind === 'failed' ? 'failed' : interrupted ? 'interrupted' : c.deadLettered > 0 ? 'dead-lettered' : 'done',
+  };
+  if (outcome.kind === 'failed') summary.error = outcome.error.message;
+  return summary;
+}
+
+export function moveExitCode(summary: MoveSummary): number {
+  switch (summary.result) {
+    case 'done':
+      return 0;
+    case 'dead-lettered':
+      return EXIT_MOVE_DEAD_LETTERED;
+    case 'interrupted':
+      return EXIT_MOVE_INTERRUPTED;
+    case 'failed':
+      return 1;
+  }
+}
+
+/** The summary for a person: one line. */
+export function formatSummary(s: MoveSummary): string {
+  const what = s.result === 'failed' ? `failed: ${s.error ?? ''}` : s.result === 'interrupted' ? 'interrupted (drained; the rest stays in the source)' : 'done';
+  return `move ${s.bridge}: ${what}; forwarded ${s.forwarded}, duplicates dropped ${s.duplicatesDropped}, dead-lettered ${s.deadLettered}, flagged ${s.flagged}; ${s.seconds} s, ${s.rate} msgs/s`;
+}

@@ -5,6 +5,11 @@
  *
  * Maps iterate in insertion order. Every write re-inserts its entry with `now + <constant>` as expiry, so the first
  * entries are always the oldest: expiry and eviction look only at the front (bounded work per call).
+ *
+ * Where the scripts' answers depend on Redis key expiry (PEXPIRE), this cache keeps the same deadlines: an address's
+ * reservations all go once no reserve came for lease + marker retention (reserve-5.lua), and a fingerprint's stamp
+ * record lives stampTtl after the last script that wrote it. test/integration/id-cache-differential.test.ts checks
+ * that both answer alike.
  */
 import type { ClaimRequest, ClaimResult, IdCache, IdCacheSemantics, ReserveResult } from '../core/id-cache.js';
 
@@ -24,18 +29,27 @@ interface AddressState {
   ids: Map<string, number>;
   /** id → reservation, in expiry order. */
   res: Map<string, Reservation>;
+  /**
+   * When `res` goes as a whole: the last reserve + lease + marker retention (the PEXPIRE of reserve-5.lua on the
+   * reservation keys), so that a quiet address forgets its abandoned reservations as Redis does.
+   */
+  resUntil: number;
   /** id → marker expiry, in expiry order. */
   markers: Map<string, number>;
 }
+
+/**
+ * A stamp's one mark, as in stamp-entry.inc.lua: `done` (d): the message it stands for was handled (ID recorded at the
+ * target, or dead-lettered); `flagged` (f): every copy forwarded under it is a possible duplicate. Marking a flagged
+ * stamp done replaces the flag (a done stamp is never forwarded under again).
+ */
+type StampMark = '' | 'done' | 'flagged';
 
 interface StampEntry {
   /** Empty = free to claim. */
   token: string;
   expiry: number;
-  /** The message it stands for was handled (ID recorded at the target, or dead-lettered): see stamp-entry.inc.lua. */
-  done: boolean;
-  /** Every copy forwarded under it is a possible duplicate (mark `f`). */
-  flagged: boolean;
+  mark: StampMark;
 }
 
 interface StampRecord {
@@ -87,8 +101,15 @@ export class MemoryIdCache implements IdCache {
   async reserve(address: string, id: string, token: string): Promise<ReserveResult> {
     this.assertOpen();
     assertToken(token);
-    const a = this.state(address);
     const now = this.now();
+    const a = this.state(address, now);
+    const result = this.reserveIn(a, now, id, token);
+    // Every reserve call, whatever it answers, extends the life of the address's reservations (reserve-5.lua).
+    a.resUntil = now + this.lease + this.markerRetention;
+    return result;
+  }
+
+  private reserveIn(a: AddressState, now: number, id: string, token: string): ReserveResult {
     this.housekeep(a, now, id);
 
     const at = a.ids.get(id);
@@ -116,8 +137,8 @@ export class MemoryIdCache implements IdCache {
   async commit(address: string, id: string, token: string): Promise<void> {
     this.assertOpen();
     assertToken(token);
-    const a = this.state(address);
     const now = this.now();
+    const a = this.state(address, now);
     const cur = a.res.get(id);
     // Record even if the reservation was taken over (the message was delivered), but leave a live owner's alone.
     if (cur && (cur.token === token || cur.expiry <= now)) a.res.delete(id);
@@ -139,12 +160,13 @@ export class MemoryIdCache implements IdCache {
   async release(address: string, id: string, token: string, uncertain: boolean): Promise<void> {
     this.assertOpen();
     assertToken(token);
-    const a = this.state(address);
+    const now = this.now();
+    const a = this.state(address, now);
     const cur = a.res.get(id);
     if (!cur || cur.token !== token) return;
     a.res.delete(id);
     // A certain failure now does not undo an earlier send of unknown outcome.
-    if (uncertain || cur.possibleDuplicate) this.mark(a, id, this.now());
+    if (uncertain || cur.possibleDuplicate) this.mark(a, id, now);
   }
 
   async recordStamp(source: string, fingerprint: string, id: string, token: string, flagged = false): Promise<void> {
@@ -154,7 +176,8 @@ export class MemoryIdCache implements IdCache {
     this.trimStamps(now);
     const record = this.stampRecord(source, fingerprint, now, true);
     if (!record) return;
-    record.entries.set(id, { token, expiry: now + this.lease, done: false, flagged });
+    // A new stamp for the ID: whatever mark an earlier one had goes with it (stamp-record-n.lua).
+    record.entries.set(id, { token, expiry: now + this.lease, mark: flagged ? 'flagged' : '' });
     this.touch(source, fingerprint, record, now);
   }
 
@@ -177,38 +200,49 @@ export class MemoryIdCache implements IdCache {
     this.trimStamps(now);
     const record = this.stampRecord(source, fingerprint, now, false);
     if (!record || record.entries.size === 0) return { status: 'none', possibleDuplicate: false };
-    for (const [id, e] of record.entries) if (e.token === token) return { status: 'claimed', id, possibleDuplicate: e.flagged, done: e.done };
+    for (const [id, e] of record.entries) {
+      if (e.token === token) return { status: 'claimed', id, possibleDuplicate: e.mark === 'flagged', done: e.mark === 'done' };
+    }
 
     const since = request.since > 0 ? request.since : now;
     const recorded = new Set(request.recorded);
     const notRecorded = new Set(request.notRecorded);
+    let marked = false;
     const entries = [...record.entries].map(([id, e]) => {
-      if (!e.done && recorded.has(id)) e.done = true;
+      if (e.mark !== 'done' && recorded.has(id)) {
+        // Sticky, and it replaces the flag (stamp-claim-1.lua writes mark `d`).
+        e.mark = 'done';
+        marked = true;
+      }
       // See stamp-claim-1.lua: the caller's own session is alive, its entries are never free.
       const own = e.token !== '' && e.token.startsWith(request.ownPrefix);
       const free = !own && (e.token === '' || e.expiry <= now);
-      return { id, e, free, own, late: !free && !own && e.expiry - this.lease > since };
+      return { id, e, done: e.mark === 'done', free, own, late: !free && !own && e.expiry - this.lease > since };
     });
-    // The caller takes a stamp (its marks stay); `done` when it is the only, handled one (rule 3).
+    // Marking a stamp done is a write: it extends the record's life as the script's PEXPIRE does, whatever the answer.
+    if (marked) this.touch(source, fingerprint, record, now);
+    // The caller takes a stamp (its mark stays); `done` when it is the only, handled one (rule 3).
     const take = (x: (typeof entries)[number], done: boolean): ClaimResult => {
       record.entries.set(x.id, { ...x.e, token, expiry: now + this.lease });
       this.touch(source, fingerprint, record, now);
-      return { status: 'claimed', id: x.id, possibleDuplicate: x.e.flagged, done };
+      return { status: 'claimed', id: x.id, possibleDuplicate: x.e.mark === 'flagged', done };
     };
-    const fresh = entries.find((x) => x.free && !x.e.done && notRecorded.has(x.id));
+    const fresh = entries.find((x) => x.free && !x.done && notRecorded.has(x.id));
     if (fresh) return take(fresh, false);
-    const unknown = entries.filter((x) => !x.e.done && !x.own && !x.late && !notRecorded.has(x.id)).map((x) => x.id);
+    const unknown = entries.filter((x) => !x.done && !x.own && !x.late && !notRecorded.has(x.id)).map((x) => x.id);
     if (unknown.length > 0) return { status: 'check', ids: unknown };
-    if (entries.some((x) => !x.e.done && !x.own && !x.late && !x.free)) return { status: 'busy', since: now };
+    if (entries.some((x) => !x.done && !x.own && !x.late && !x.free)) return { status: 'busy', since: now };
     const only = entries.length === 1 ? entries[0] : undefined;
-    if (only && only.e.done && !only.own && !only.late) {
+    if (only && only.done && !only.own && !only.late) {
       return only.free ? take(only, true) : { status: 'busy', since: now };
     }
-    return { status: 'none', possibleDuplicate: entries.some((x) => x.e.done && !x.own) };
+    return { status: 'none', possibleDuplicate: entries.some((x) => x.done && !x.own) };
   }
 
   async renewStamps(source: string, fingerprint: string, held: readonly { id: string; token: string }[]): Promise<string[]> {
     this.assertOpen();
+    // Nothing to renew: no write at all (RedisIdCache makes no script call, so the record's life is not extended).
+    if (held.length === 0) return [];
     const now = this.now();
     const record = this.stampRecord(source, fingerprint, now, false);
     const lost: string[] = [];
@@ -222,7 +256,8 @@ export class MemoryIdCache implements IdCache {
   }
 
   async markStampDone(source: string, fingerprint: string, id: string, token: string): Promise<void> {
-    this.changeOwnStamp(source, fingerprint, id, token, (e) => ({ ...e, done: true }));
+    // Mark `d` replaces mark `f` (stamp-done-1.lua).
+    this.changeOwnStamp(source, fingerprint, id, token, (e) => ({ ...e, mark: 'done' }));
   }
 
   async forgetStamp(source: string, fingerprint: string, id: string): Promise<void> {
@@ -263,6 +298,7 @@ export class MemoryIdCache implements IdCache {
   /** How much one address holds (tests use it to check that nothing grows without bound). */
   sizes(address: string): MemoryCacheSizes {
     const a = this.addresses.get(address);
+    if (a) this.expireReservations(a, this.now());
     return { ids: a?.ids.size ?? 0, reservations: a?.res.size ?? 0, markers: a?.markers.size ?? 0 };
   }
 
@@ -275,13 +311,19 @@ export class MemoryIdCache implements IdCache {
     if (this.closed) throw new Error('the duplicate-ID cache is closed');
   }
 
-  private state(address: string): AddressState {
+  private state(address: string, now: number): AddressState {
     let a = this.addresses.get(address);
     if (!a) {
-      a = { ids: new Map(), res: new Map(), markers: new Map() };
+      a = { ids: new Map(), res: new Map(), resUntil: 0, markers: new Map() };
       this.addresses.set(address, a);
     }
+    this.expireReservations(a, now);
     return a;
+  }
+
+  /** The reservation keys' expiry: Redis drops a key once its clock is past the deadline. */
+  private expireReservations(a: AddressState, now: number): void {
+    if (now > a.resUntil && a.res.size > 0) a.res.clear();
   }
 
   /** Bounded cleanup, as reserve-5.lua does: abandoned reservations become markers; old markers and IDs go. */
@@ -322,7 +364,8 @@ export class MemoryIdCache implements IdCache {
   private stampRecord(source: string, fingerprint: string, now: number, create: boolean): StampRecord | undefined {
     const key = stampMapKey(source, fingerprint);
     let record = this.stamps.get(key);
-    if (record && record.expiry <= now) {
+    // Redis drops a key once its clock is past the key's deadline (not at it).
+    if (record && record.expiry < now) {
       this.stamps.delete(key);
       record = undefined;
     }
@@ -344,7 +387,7 @@ export class MemoryIdCache implements IdCache {
   private trimStamps(now: number): void {
     let n = 0;
     for (const [key, record] of this.stamps) {
-      if (n++ >= this.batch || record.expiry > now) break;
+      if (n++ >= this.batch || record.expiry >= now) break;
       this.stamps.delete(key);
     }
   }

@@ -1,7 +1,8 @@
 /**
  * The service: one supervisor per bridge, one shared duplicate-ID cache, metrics, and signal handling.
  * SIGTERM/SIGINT: every bridge stops consuming and drains within shutdown-timeout; a second signal exits at once
- * (unacked messages are redelivered by the brokers either way).
+ * (unacked messages are redelivered by the brokers either way). SIGHUP (and POST /reload) reloads the configuration
+ * (./reload.ts).
  */
 import { randomBytes } from 'node:crypto';
 import { readFileSync } from 'node:fs';
@@ -16,7 +17,9 @@ import { cacheAddress } from '../config/target-address.js';
 import { createEndpoints } from '../endpoints/create-endpoints.js';
 import { startHttpServer } from './http-server.js';
 import { Metrics } from '../core/metrics.js';
-import { BridgeSupervisor, type BridgeOutcome } from '../core/supervisor.js';
+import type { BridgeOutcome } from '../core/supervisor.js';
+import { BridgeSet } from './bridge-set.js';
+import { Reloader } from './reload.js';
 
 /**
  * Runs until every bridge stopped; resolves to the process exit code (0 after a clean shutdown, 1 if a bridge failed).
@@ -36,10 +39,8 @@ export async function runService(config: Config, log: Logger, env: Readonly<Reco
   log.info({ instanceId, bridges: config.bridges.map((b) => b.name), cache: cache.kind }, 'broker-bridge starting');
   if (cache instanceof RedisIdCache) void reportDurability(cache, log.child({ component: 'id-cache' }));
 
-  const supervisors = config.bridges.map(
-    (bridge) =>
-      new BridgeSupervisor(bridge, { cache, log, metrics, instanceId, createEndpoints, restartDrainTimeout: config.shutdownTimeout }),
-  );
+  const set = new BridgeSet({ cache, log, metrics, instanceId, createEndpoints }, config.shutdownTimeout);
+  const reloader = new Reloader(config, { set, metrics, log, env: () => process.env });
 
   // A bridge whose target address's cache was lost (or may have been) shows `cache-untrusted` (still ready) for as long
   // as the cache flags redelivered copies there after the loss: checked when a loss is reported, and every few seconds
@@ -48,7 +49,8 @@ export async function runService(config: Config, log: Logger, env: Readonly<Reco
     if (!(cache instanceof RedisIdCache)) return;
     // A first contact's short window (a new deployment, most likely) is not a state worth an operator's attention.
     const flagging = new Set(cache.trust().flagging.filter((f) => f.reason !== 'no-history').map((f) => f.address));
-    for (const [i, s] of supervisors.entries()) s.setCacheUntrusted(flagging.has(cacheAddress(config.bridges[i]!.target)));
+    const bridges = set.bridges;
+    for (const [i, s] of set.supervisors.entries()) s.setCacheUntrusted(flagging.has(cacheAddress(bridges[i]!.target)));
   };
   onCacheLoss = showTrust;
   const trustTimer = setInterval(showTrust, 5000).unref();
@@ -59,9 +61,14 @@ export async function runService(config: Config, log: Logger, env: Readonly<Reco
     try {
       const started = await startHttpServer(config.httpPort, config.httpHost, {
         metrics,
-        supervisors,
+        // Read on every request: a reload changes the set.
+        get supervisors() {
+          return set.supervisors;
+        },
         adminToken,
         log: httpLog,
+        generation: () => reloader.generation,
+        reload: () => reloader.reload('POST /reload'),
         ...(cache instanceof RedisIdCache ? { cacheTrust: () => cache.trust() } : {}),
       });
       server = started.server;
@@ -76,6 +83,8 @@ export async function runService(config: Config, log: Logger, env: Readonly<Reco
     }
   }
 
+  // Only once the HTTP API listens: a port that cannot be bound stops the start before any message is taken.
+  set.start(config.bridges);
   let signals = 0;
   const onSignal = (signal: NodeJS.Signals) => {
     signals += 1;
@@ -84,18 +93,20 @@ export async function runService(config: Config, log: Logger, env: Readonly<Reco
       process.exit(130);
     }
     log.info({ signal, drainTimeout: config.shutdownTimeout }, 'shutting down: draining in-flight messages');
-    void Promise.all(supervisors.map((s) => s.stop(config.shutdownTimeout)));
+    void set.stopAll();
   };
+  const onHangup = () => void reloader.reload('SIGHUP').catch((err: unknown) => log.error({ err }, 'configuration reload failed'));
   process.on('SIGTERM', onSignal);
   process.on('SIGINT', onSignal);
+  process.on('SIGHUP', onHangup);
 
-  const outcomes: BridgeOutcome[] = await Promise.all(supervisors.map((s) => s.start()));
+  const failed: BridgeOutcome[] = await set.ended;
   process.off('SIGTERM', onSignal);
   process.off('SIGINT', onSignal);
+  process.off('SIGHUP', onHangup);
   clearInterval(trustTimer);
   await cache.close().catch(() => undefined);
   await new Promise<void>((r) => (server ? server.close(() => r()) : r()));
-  const failed = outcomes.filter((o) => o.kind === 'failed');
   log.info({ failed: failed.length }, 'broker-bridge stopped');
   return failed.length > 0 ? 1 : 0;
 }

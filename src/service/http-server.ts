@@ -5,6 +5,7 @@
  *   stalled; 503 with the reasons as JSON otherwise (the compose healthcheck). GET /health is kept as an alias. Both
  *   also say what a Redis cache detected: `cache.losses` (by event) and `cache.flagging` (addresses, until when).
  * - GET /bridges, GET /bridges/{name}: state, since, last error, counters, in flight, rate, source depth.
+ * - POST /reload (admin, like the next): re-reads the configuration (400 with the located errors when it does not validate; nothing changes).
  * - POST /bridges/{name}/pause|resume|restart: only when an admin token is configured (absent, 404, otherwise), with
  *   `Authorization: Bearer <token>` (compared in constant time; missing or wrong → 401).
  * - GET /metrics: Prometheus exposition.
@@ -15,6 +16,7 @@ import type { AddressInfo } from 'node:net';
 import type { BridgeCounters, Metrics } from '../core/metrics.js';
 import type { BridgeStatus, BridgeSupervisor } from '../core/supervisor.js';
 import type { Logger } from '../shared/log.js';
+import type { Generation, ReloadOutcome } from './reload.js';
 
 export interface HttpApiDeps {
   metrics: Metrics;
@@ -23,6 +25,10 @@ export interface HttpApiDeps {
   adminToken?: string;
   /** What a Redis cache says of the losses it detected and the addresses whose redelivered copies it flags now. */
   cacheTrust?: () => unknown;
+  /** The configuration's generation (counter and file hash), shown by GET /bridges. */
+  generation?: () => Generation;
+  /** POST /reload (admin): re-reads the configuration; refused as a whole when it does not validate. */
+  reload?: () => Promise<ReloadOutcome>;
   log: Logger;
 }
 
@@ -81,7 +87,22 @@ async function handle(req: IncomingMessage, res: ServerResponse, deps: HttpApiDe
   }
   if (path === '/bridges') {
     if (!get) return notAllowed(res, 'GET');
-    return json(res, 200, { bridges: await Promise.all(deps.supervisors.map((s) => report(s, deps.metrics))) });
+    return json(res, 200, {
+      ...(deps.generation ? { config: deps.generation() } : {}),
+      bridges: await Promise.all(deps.supervisors.map((s) => report(s, deps.metrics))),
+    });
+  }
+  if (path === '/reload') {
+    // Like the other admin endpoints: without a token it does not exist.
+    if (deps.adminToken === undefined || deps.reload === undefined) return json(res, 404, { error: 'not found' });
+    if (method !== 'POST') return notAllowed(res, 'POST');
+    if (!authorized(req, deps.adminToken)) {
+      res.setHeader('www-authenticate', 'Bearer realm="broker-bridge"');
+      return json(res, 401, { error: 'a valid bearer token is required' });
+    }
+    deps.log.info('HTTP API: reload requested');
+    const outcome = await deps.reload();
+    return json(res, outcome.applied ? 200 : 400, outcome);
   }
   const m = /^\/bridges\/([^/]+)(?:\/([^/]+))?$/.exec(path);
   if (m) {

@@ -20,20 +20,26 @@ export interface StatusOutput {
 export async function statusCommand(baseUrl: string, asJson: boolean, io: StatusOutput, timeoutMs = 5000): Promise<number> {
   const url = new URL('bridges', baseUrl.endsWith('/') ? baseUrl : `${baseUrl}/`);
   let bridges: BridgeReport[];
+  let generation: { generation: number; hash: string; loadedAt: string } | undefined;
   try {
     const res = await fetch(url, { signal: AbortSignal.timeout(timeoutMs) });
     if (!res.ok) throw new Error(`it answered HTTP ${res.status}`);
-    const body = (await res.json()) as { bridges?: BridgeReport[] };
+    const body = (await res.json()) as { bridges?: BridgeReport[]; config?: { generation: number; hash: string; loadedAt: string } };
     if (!Array.isArray(body.bridges)) throw new Error('its answer has no bridges list');
     bridges = body.bridges;
+    generation = body.config;
   } catch (err) {
     const refused = socketFailure((err as { cause?: unknown }).cause) === 'refused';
     const why = refused ? 'connection refused (is the bridge running, with http-port set?)' : (err as Error).message;
     io.stderr(`broker-bridge status: cannot ask ${url.origin}: ${why}\n`);
     return EXIT_UNREACHABLE;
   }
-  if (asJson) io.stdout(`${JSON.stringify({ url: url.href, bridges }, null, 2)}\n`);
-  else io.stdout(renderTable(bridges));
+  if (asJson) io.stdout(`${JSON.stringify({ url: url.href, ...(generation ? { config: generation } : {}), bridges }, null, 2)}\n`);
+  else {
+    io.stdout(renderTable(bridges));
+    // Which configuration runs: after a reload, the generation and the file's hash say whether the edit was taken.
+    if (generation) io.stdout(`configuration generation ${generation.generation} (sha256 ${generation.hash.slice(0, 12)}…), loaded ${ago(generation.loadedAt, Date.now())} ago\n`);
+  }
   return bridges.every((b) => RUNNING.has(b.state)) ? 0 : EXIT_NOT_RUNNING;
 }
 

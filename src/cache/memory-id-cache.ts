@@ -11,7 +11,7 @@
  * record lives stampTtl after the last script that wrote it. test/integration/id-cache-differential.test.ts checks
  * that both answer alike.
  */
-import type { ClaimRequest, ClaimResult, IdCache, IdCacheSemantics, ReserveResult } from '../core/id-cache.js';
+import type { CacheHorizon, ClaimRequest, ClaimResult, IdCache, IdCacheSemantics, ReserveResult } from '../core/id-cache.js';
 
 export interface MemoryIdCacheOptions extends IdCacheSemantics {
   /** The clock, in ms (tests pass a fake one). Default Date.now. */
@@ -300,6 +300,16 @@ export class MemoryIdCache implements IdCache {
     const a = this.addresses.get(address);
     if (a) this.expireReservations(a, this.now());
     return { ids: a?.ids.size ?? 0, reservations: a?.res.size ?? 0, markers: a?.markers.size ?? 0 };
+  }
+
+  async horizon(address: string): Promise<CacheHorizon> {
+    this.assertOpen();
+    const a = this.addresses.get(address);
+    const now = this.now();
+    if (a === undefined || a.ids.size === 0) return { ids: 0, oldestAgeMs: null };
+    // Insertion order is commit order: the first entry is the oldest remembered.
+    const oldest = a.ids.values().next().value as number;
+    return Promise.resolve({ ids: a.ids.size, oldestAgeMs: Math.max(0, now - oldest) });
   }
 
   /** Number of fingerprint records held (all sources). */

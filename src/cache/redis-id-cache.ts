@@ -12,8 +12,9 @@
 import { readdirSync, readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import type { RedisTopology } from '../config/types.js';
-import type { ClaimRequest, ClaimResult, IdCache, IdCacheSemantics, ReserveResult } from '../core/id-cache.js';
+import type { CacheHorizon, ClaimRequest, ClaimResult, IdCache, IdCacheSemantics, ReserveResult } from '../core/id-cache.js';
 import { addressKeys, epochKey, hashSlot, stampKey } from './keys.js';
+import { readHorizon } from './horizon.js';
 import { ScriptStatus, ScriptReplyError, decodeRecordedReply, decodeReserveReply, decodeScriptReply } from './script-status.js';
 import { ConfigError, TransientError, isProgrammerError, redactUrl } from '../shared/errors.js';
 import type { TlsConfig } from '../config/types.js';
@@ -352,6 +353,15 @@ export class RedisIdCache implements IdCache {
       );
     }
     return { warnings };
+  }
+
+  async horizon(address: string): Promise<CacheHorizon> {
+    this.assertOpen();
+    try {
+      return await readHorizon(this.redis, addressKeys(this.o.keyPrefix, address));
+    } catch (err) {
+      throw this.translate(err);
+    }
   }
 
   async ping(): Promise<void> {

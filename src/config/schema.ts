@@ -284,6 +284,11 @@ const bridgeSettings = {
     60000,
     'A bridge with messages waiting or in flight that forwards nothing for this long is stalled: logged, counted, not ready, its session restarted, ms.',
   ),
+  'min-cache-horizon': setting(
+    millis(0),
+    0,
+    'Warn (once per crossing; state cache-horizon-short, still ready) when the target address cache is full and its oldest remembered ID is younger than this: a re-send older than the horizon passes as new, ms; 0 = no check.',
+  ),
 } as const;
 
 type BridgeSettings = typeof bridgeSettings;

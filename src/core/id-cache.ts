@@ -114,7 +114,19 @@ export interface IdCache {
    */
   vouchesFor(address: string): boolean;
 
+  /**
+   * How far back the cache of an address remembers: how many IDs it holds and the age of the oldest one (ms, by the
+   * store's clock; null when it holds none). A publisher's re-send of an ID older than that passes as new. Read by the
+   * supervisor every few seconds, never per message.
+   */
+  horizon(address: string): Promise<CacheHorizon>;
+
   close(): Promise<void>;
+}
+
+export interface CacheHorizon {
+  ids: number;
+  oldestAgeMs: number | null;
 }
 
 /** The cache's semantics, the same for every implementation (from IdCacheConfig, plus housekeeping bounds). */

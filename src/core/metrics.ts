@@ -11,7 +11,8 @@ import { LightHistogram } from './light-histogram.js';
  * cache is unreachable: messages are held), `blocked` (the target broker's flow control), `target-full` (the target refuses messages as full: they are held and sent
  * again after pauses), `stalled` (the stall
  * watchdog fired; the session is being restarted), `cache-untrusted` (the cache may have lost IDs: copies are
- * flagged as possible duplicates; set through BridgeSupervisor.setCacheUntrusted).
+ * flagged as possible duplicates; set through BridgeSupervisor.setCacheUntrusted), `cache-horizon-short` (the target
+ * address's cache is full and remembers less time back than min-cache-horizon).
  */
 export type BridgeState =
   | 'starting'
@@ -20,6 +21,7 @@ export type BridgeState =
   | 'target-full'
   | 'cache-down'
   | 'cache-untrusted'
+  | 'cache-horizon-short'
   | 'paused'
   | 'reconnecting'
   | 'stalled'
@@ -32,6 +34,7 @@ export const BRIDGE_STATES: readonly BridgeState[] = [
   'target-full',
   'cache-down',
   'cache-untrusted',
+  'cache-horizon-short',
   'paused',
   'reconnecting',
   'stalled',
@@ -70,6 +73,8 @@ export class Metrics {
   readonly state = new Gauge({ name: 'bridge_state', help: '1 for the state each bridge is in, 0 for the others', labelNames: ['bridge', 'state'], registers: [this.registry] });
   readonly inFlight = new Gauge({ name: 'bridge_in_flight_messages', help: 'Messages received from the source and not settled yet (not acked)', labelNames: ['bridge'], registers: [this.registry] });
   readonly sourceDepth = new Gauge({ name: 'bridge_source_queue_depth_messages', help: 'Messages ready in the source queue (AMQP passive declare); absent for STOMP sources', labelNames: ['bridge'], registers: [this.registry] });
+  readonly cacheHorizon = new Gauge({ name: 'bridge_id_cache_horizon_seconds', help: 'Age of the oldest ID the duplicate-ID cache of a target address still remembers (a re-send older than this passes as new)', labelNames: ['address'], registers: [this.registry] });
+  readonly cacheIds = new Gauge({ name: 'bridge_id_cache_ids', help: 'IDs the duplicate-ID cache of a target address holds (at most id-cache-size)', labelNames: ['address'], registers: [this.registry] });
   readonly lastForward = new Gauge({ name: 'bridge_last_forward_timestamp_seconds', help: 'Unix time of the last message forwarded', labelNames: ['bridge'], registers: [this.registry] });
   readonly forwardLatency = new LightHistogram({ name: 'bridge_forward_latency_seconds', help: 'From the delivery of a message by the source to the target confirmation', labelNames: ['bridge'], buckets: LATENCY_BUCKETS, registers: [this.registry] });
   readonly cacheLatency = new LightHistogram({ name: 'bridge_cache_call_duration_seconds', help: 'Duration of each duplicate-ID cache call (each attempt), by operation and outcome', labelNames: ['bridge', 'op', 'outcome'], buckets: CACHE_BUCKETS, registers: [this.registry] });

@@ -18,6 +18,8 @@ import type { SourceEndpoint, TargetEndpoint } from './ports.js';
 import { BridgeError, FatalBridgeError, TransientError, isProgrammerError, isTransient, redactUrl } from '../shared/errors.js';
 import { BridgeSession, type SessionEnd, type SessionObserver } from './session.js';
 import type { BridgeState } from './metrics.js';
+import { CacheHorizonWatch, type HorizonReading } from './cache-horizon-watch.js';
+import { cacheAddress } from '../config/target-address.js';
 
 export interface BridgeEndpoints {
   source: SourceEndpoint;
@@ -37,6 +39,8 @@ export interface SupervisorDeps {
   restartDrainTimeout?: number;
   /** The watchdog's and probes' tick, ms (default 1000; tests may shorten it). */
   monitorInterval?: number;
+  /** id-cache-size, for the horizon check (./cache-horizon-watch.ts); undefined = never short. */
+  cacheSize?: number;
 }
 
 export type BridgeOutcome = { kind: 'stopped' } | { kind: 'failed'; error: BridgeError };
@@ -61,6 +65,8 @@ export interface BridgeStatus {
   lastForwardAt: string | null;
   /** Since when the target refuses messages as full (they are held and sent again after pauses); null while it takes them. */
   targetFullSince: string | null;
+  /** How far back the target address's duplicate-ID cache remembers (read every few seconds); null before the first read. */
+  cacheHorizon: HorizonReading | null;
 }
 
 export interface Readiness {
@@ -117,11 +123,22 @@ export class BridgeSupervisor {
     conditionChanged: () => this.refreshState(),
   };
 
+  private readonly horizon: CacheHorizonWatch;
+
   constructor(
     private readonly bridge: BridgeConfig,
     private readonly deps: SupervisorDeps,
   ) {
     this.log = deps.log.child({ bridge: bridge.name });
+    this.horizon = new CacheHorizonWatch({
+      cache: deps.cache,
+      address: cacheAddress(bridge.target),
+      size: deps.cacheSize,
+      minHorizonMs: bridge.minCacheHorizon,
+      metrics: deps.metrics,
+      log: this.log,
+      onChange: () => this.refreshState(),
+    });
   }
 
   get name(): string {
@@ -240,6 +257,7 @@ export class BridgeSupervisor {
       sourceDepth: depthKnown ? (this.sourceDepth ?? null) : null,
       lastForwardAt: this.lastForwardAt !== undefined ? new Date(this.lastForwardAt).toISOString() : null,
       targetFullSince: fullSince !== undefined ? new Date(fullSince).toISOString() : null,
+      cacheHorizon: this.horizon.value,
     };
     if (!depthKnown) {
       out.sourceDepthNote =
@@ -260,6 +278,7 @@ export class BridgeSupervisor {
     switch (this.state) {
       case 'running':
       case 'cache-untrusted':
+      case 'cache-horizon-short':
       case 'blocked':
       case 'target-full':
       case 'paused':
@@ -306,6 +325,7 @@ export class BridgeSupervisor {
     if (c.blocked) return 'blocked';
     if (c.targetFullSince !== undefined) return 'target-full';
     if (this.cacheUntrusted) return 'cache-untrusted';
+    if (this.horizon.short) return 'cache-horizon-short';
     return 'running';
   }
 
@@ -350,6 +370,7 @@ export class BridgeSupervisor {
     if (session && this.phase === 'connected') {
       if (now - this.lastCacheProbe >= CACHE_PROBE_EVERY_MS) void this.probeCache(now);
       if (session.source.depth && now - this.lastDepthProbe >= DEPTH_PROBE_EVERY_MS) void this.probeDepth(session, now);
+      if (this.bridge.useDuplicateDetection) this.horizon.tick(now);
     }
     this.watchdog(session, now);
   }

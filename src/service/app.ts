@@ -39,7 +39,7 @@ export async function runService(config: Config, log: Logger, env: Readonly<Reco
   log.info({ instanceId, bridges: config.bridges.map((b) => b.name), cache: cache.kind }, 'broker-bridge starting');
   if (cache instanceof RedisIdCache) void reportDurability(cache, log.child({ component: 'id-cache' }));
 
-  const set = new BridgeSet({ cache, log, metrics, instanceId, createEndpoints }, config.shutdownTimeout);
+  const set = new BridgeSet({ cache, log, metrics, instanceId, createEndpoints, cacheSize: config.idCache.idCacheSize }, config.shutdownTimeout);
   const reloader = new Reloader(config, { set, metrics, log, env: () => process.env });
 
   // A bridge whose target address's cache was lost (or may have been) shows `cache-untrusted` (still ready) for as long

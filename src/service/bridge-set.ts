@@ -16,6 +16,8 @@ export interface BridgeSetDeps {
   metrics: Metrics;
   instanceId: string;
   createEndpoints(bridge: BridgeConfig, log: Logger): BridgeEndpoints;
+  /** id-cache-size, for the horizon check. */
+  cacheSize?: number;
 }
 
 /** What a reload did, by bridge name. */

@@ -153,6 +153,7 @@ export async function moveBridge(config: Config, given: BridgeConfig, o: MoveOpt
     instanceId: randomBytes(6).toString('hex'),
     createEndpoints: endpoints,
     restartDrainTimeout: config.shutdownTimeout,
+    cacheSize: config.idCache.idCacheSize,
   });
   const counters = () => metrics.countersOf(bridge.name);
   let total: number | undefined = o.until.kind === 'count' ? o.until.count : undefined;

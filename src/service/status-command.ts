@@ -10,7 +10,7 @@ export const EXIT_NOT_RUNNING = 1;
 export const EXIT_UNREACHABLE = 3;
 
 /** States in which a bridge counts as running for the exit status. */
-const RUNNING = new Set(['running', 'cache-untrusted']);
+const RUNNING = new Set(['running', 'cache-untrusted', 'cache-horizon-short']);
 
 export interface StatusOutput {
   stdout: (text: string) => void;

@@ -21,6 +21,7 @@ export function testBridgeConfig(over: Partial<BridgeConfig> = {}): BridgeConfig
     retryIntervalMultiplier: 1,
     maxRetryInterval: 10,
     reconnectAttempts: -1,
+    minCacheHorizon: 0,
     ...over,
   };
 }

@@ -49,6 +49,18 @@ export function idCacheContract(name: string, createHarness: () => ContractHarne
         }
       });
 
+      it('tells its horizon: how many IDs it holds and how old the oldest is (none for an empty address)', async () => {
+        const c = h.cache({ size: 3 });
+        expect(await c.horizon('orders')).toEqual({ ids: 0, oldestAgeMs: null });
+        for (const id of ['a', 'b', 'c', 'd']) await c.commit('orders', id, `t-${id}`);
+        const full = await c.horizon('orders');
+        expect(full.ids).toBe(3);
+        expect(full.oldestAgeMs).not.toBeNull();
+        expect(full.oldestAgeMs!).toBeGreaterThanOrEqual(0);
+        expect(full.oldestAgeMs!).toBeLessThan(60_000);
+        expect(await c.horizon('other')).toEqual({ ids: 0, oldestAgeMs: null });
+      });
+
       it('keeps commit order for commits issued all at once', async () => {
         const c = h.cache({ size: 10 });
         // Issued in one go (one pipeline against Redis, the same millisecond): order is the call order.

@@ -41,6 +41,7 @@ describe('loadConfig: defaults and layering', () => {
           retryInterval: 2000,
           retryIntervalMultiplier: 1,
           maxRetryInterval: 2000,
+          minCacheHorizon: 0,
           reconnectAttempts: -1,
         },
       ],

@@ -1,16 +1,19 @@
 /**
  * The layers of src/, and the rules that keep imports pointing one way (`npm run lint:deps`, run by .ci/run).
  *
- *   shared ← config ← core ← adapters (cache, endpoints, mapping) ← service ← cli
+ *   shared ← routing ← config ← core ← adapters (cache, endpoints, mapping) ← service ← cli
  *
  * Each layer imports only from layers to its left (and from itself). shared holds what every layer needs (errors,
- * logging, small utilities); config turns bridges.yaml into typed settings; core holds the ports, the message model,
- * the pipeline and the supervisor; the adapters implement core's ports; service wires them together; cli starts it.
+ * logging, small utilities); routing holds message selectors (config compiles them while loading bridges.yaml, core
+ * applies them; they read a message by its shape, not through core's types); config turns bridges.yaml into typed
+ * settings; core holds the ports, the message model, the pipeline and the supervisor; the adapters implement core's
+ * ports; service wires them together; cli starts it.
  * src/ never imports test/ or bench/ code.
  */
-const layers = ['shared', 'config', 'core', 'adapters', 'service', 'cli'];
+const layers = ['shared', 'routing', 'config', 'core', 'adapters', 'service', 'cli'];
 const paths = {
   shared: '^src/shared/',
+  routing: '^src/routing/',
   config: '^src/config/',
   core: '^src/core/',
   adapters: '^src/(cache|endpoints|mapping)/',
@@ -48,7 +51,7 @@ module.exports = {
       name: 'every-src-file-in-a-layer',
       comment: 'A new top-level folder or file under src/ needs a place in the layers above.',
       severity: 'error',
-      from: { path: '^src/', pathNot: '^src/(shared|config|core|cache|endpoints|mapping|service)/|^src/cli\\.ts$' },
+      from: { path: '^src/', pathNot: '^src/(shared|routing|config|core|cache|endpoints|mapping|service)/|^src/cli\\.ts$' },
       to: {},
     },
   ],

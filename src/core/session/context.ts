@@ -46,6 +46,8 @@ export class SessionContext {
   readonly held: Forwarding[] = [];
   /** When the target last started refusing as full (Date.now()); undefined while it takes messages. */
   targetFullSince: number | undefined = undefined;
+  /** When the target last took everything held (Date.now()); 0 = never full. */
+  targetFullEndedAt = 0;
   waitingForRoom = false;
 
   /** Stamp records of acked messages, forgotten at the next ack barrier (./stamps.ts). */

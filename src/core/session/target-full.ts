@@ -16,14 +16,20 @@ import { refusalAction } from './refusal-policy.js';
 import { commitAndAck, confirm } from './settle.js';
 
 const FIRST_PAUSE_MS = 20;
+const EPISODE_GAP_MS = 5000;
 
 /** Holds a message the target refused as full, and starts the wait (once) if it is not running. */
 export function holdForRoom(ctx: SessionContext, sending: Forwarding, err: MessageRejectedError): void {
   ctx.held.push(sending);
   if (ctx.targetFullSince === undefined) {
-    ctx.targetFullSince = Date.now();
-    ctx.deps.metrics.targetFullWaits.inc({ bridge: ctx.cfg.name });
-    ctx.log.warn({ reason: err.message }, 'target is full: taking no new work, and sending the refused messages again after a pause (not counted as delivery attempts)');
+    const now = Date.now();
+    ctx.targetFullSince = now;
+    // A queue that stays full refuses again right after each probe found room: one wait (and one warning) per
+    // episode, not per probe — an episode ends when the target took everything for EPISODE_GAP_MS.
+    if (now - ctx.targetFullEndedAt > EPISODE_GAP_MS) {
+      ctx.deps.metrics.targetFullWaits.inc({ bridge: ctx.cfg.name });
+      ctx.log.warn({ reason: err.message }, 'target is full: taking no new work, and sending the refused messages again after a pause (not counted as delivery attempts)');
+    }
     ctx.deps.observer?.conditionChanged();
   }
   void waitForRoom(ctx).catch((e: unknown) => ctx.fail(e));
@@ -58,13 +64,18 @@ async function waitForRoom(ctx: SessionContext): Promise<void> {
       // Back to the send loop, ahead of new deliveries (their `prepared` is this same Forwarding: the reservation holds).
       for (const sending of ctx.held.splice(0)) ctx.retried.push(sending.job);
       ctx.targetFullSince = undefined;
+      ctx.targetFullEndedAt = Date.now();
       ctx.work.wake();
     }
   } finally {
     ctx.waitingForRoom = false;
-    if (ctx.held.length === 0 && ctx.targetFullSince !== undefined && !ctx.failure) ctx.targetFullSince = undefined;
+    if (ctx.held.length === 0 && ctx.targetFullSince !== undefined && !ctx.failure) {
+      ctx.targetFullSince = undefined;
+      ctx.targetFullEndedAt = Date.now();
+    }
     if (!ctx.failure) {
-      ctx.log.info('target takes messages again: resuming');
+      // Debug: it comes after every probe that found room, many times a second while a consumer drains a full queue.
+      ctx.log.debug('target takes messages again: resuming');
       ctx.deps.observer?.conditionChanged();
     }
     ctx.sendable.wake();

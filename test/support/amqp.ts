@@ -5,6 +5,7 @@
 import amqp, { type ChannelModel, type ConfirmChannel, type GetMessage, type Options } from 'amqplib';
 import { services } from './services.js';
 import { sleep } from './wait.js';
+import { text } from './text.js';
 
 export interface TestMessage {
   body: Buffer;
@@ -109,4 +110,19 @@ export class AmqpTestClient {
   async close(): Promise<void> {
     await this.conn.close().catch(() => undefined);
   }
+}
+
+/**
+ * What a target queue's messages say about the promise: how many distinct duplicate IDs arrived, and the IDs of every
+ * extra copy that does not carry the possible-duplicate flag (a defect when non-empty).
+ */
+export function copiesById(messages: readonly ReceivedMessage[], idHeader = '_AMQ_DUPL_ID', flagHeader = 'x-bridge-possible-duplicate'): { distinct: number; unflaggedExtras: string[] } {
+  const seen = new Set<string>();
+  const unflaggedExtras: string[] = [];
+  for (const m of messages) {
+    const id = text(m.headers[idHeader]);
+    if (seen.has(id) && m.headers[flagHeader] !== true) unflaggedExtras.push(id);
+    seen.add(id);
+  }
+  return { distinct: seen.size, unflaggedExtras };
 }

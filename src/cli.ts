@@ -23,7 +23,7 @@ const USAGE = `Usage: broker-bridge <command> [options]
 Commands:
   validate   check the configuration and print warnings; exit 0 if valid, 2 if not
   check      validate, then connect to every broker and the Redis the configuration names and report one line per
-             finding (reachable, login, TLS, queues and exchanges present, STOMP peer, Redis persistence); never
+             finding (reachable, login, queues and exchanges present, STOMP peer, Redis persistence); never
              consumes or publishes; exit 0 all well, 1 an error, 2 warnings only
   run        validate the configuration, then run the bridges until SIGTERM/SIGINT
   move       run one bridge (--bridge NAME) until its source is empty (--until-empty) or N messages are settled

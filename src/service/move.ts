@@ -6,7 +6,7 @@
  * - `--count N`: once N messages are settled (forwarded, dropped as duplicates, or dead-lettered). Deliveries beyond N
  *   are not taken: they stay unacknowledged and go back to the source when the move ends.
  * Then it drains and closes. Exit status: 0 done; 3 done, but messages were dead-lettered; 1 a permanent error (the
- * configuration, a refused login, TLS); 130 interrupted by SIGINT/SIGTERM (drained: nothing lost, the rest stays in the
+ * configuration, a refused login); 130 interrupted by SIGINT/SIGTERM (drained: nothing lost, the rest stays in the
  * source).
  *
  * Killed outright (SIGKILL) and run again, a move finishes the job as a restarted `run` would: unacked messages come

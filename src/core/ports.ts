@@ -41,14 +41,28 @@ export interface SourceEndpoint {
    * channel after the acks; STOMP: a receipt on the last ACK). Rejects with TransientError if the connection is lost.
    */
   ackBarrier(): Promise<void>;
-  /** Stops new deliveries (used when draining on shutdown, and by pause). In-flight deliveries can still be acked. */
+  /**
+   * Stops new deliveries (used when draining on shutdown, by pause, and by the max-in-flight-bytes bound). In-flight
+   * deliveries can still be acked, and stay with this consumer (not handed to another one) until acked or closed.
+   * Deliveries already on their way may still arrive after it resolved; the session takes them.
+   */
   stopConsuming(): Promise<void>;
   /**
-   * Optional: starts delivering again after `stopConsuming`, on the same connection (resume after a pause). Rejects
-   * with TransientError when the connection is lost. Without it, the supervisor resumes by starting a new session
-   * (STOMP: a stopped subscription keeps its prefetched messages unacked until the connection closes).
+   * Optional: starts delivering again after `stopConsuming`, on the same connection (resume after a pause, and below
+   * the max-in-flight-bytes bound). Rejects with TransientError when the connection is lost. Without it, the
+   * supervisor resumes by starting a new session, and the session never stops the source for the byte bound (it is
+   * bounded by its prefetch alone). STOMP has none: a stopped subscription keeps its prefetched messages unacked until
+   * the connection closes, and UNSUBSCRIBE is no way back (see ../endpoints/stomp/stomp-source.ts).
    */
   resumeConsuming?(): Promise<void>;
+  /**
+   * Optional: caps the deliveries unacked at once on this source at `messages` (at most its prefetch), from now on,
+   * for every consumer of the session (AMQP: basic.qos with global=true; the broker holds back further deliveries
+   * until acks bring the count below it). The source opens with deliveryWindow(max-in-flight-bytes, prefetch) of
+   * ./session/byte-bound.ts; the session asks for other windows as it sees the bodies' sizes. Rejects with
+   * TransientError when the connection is lost.
+   */
+  setWindow?(messages: number): Promise<void>;
   /**
    * Optional: the number of messages ready in the source queue, as the broker tells it (AMQP: a passive declare on a
    * channel of its own, so that a failure never touches the consuming channel). Called by the supervisor every few

@@ -24,6 +24,7 @@
  *   isolate.ts      ambiguous refusals resent one at a time
  *   dead-letter.ts  refused too often: the dead-letter destination
  *   settle.ts       commit the ID, ack the source
+ *   byte-bound.ts   the bytes in flight against max-in-flight-bytes
  *   cache-retry.ts  the cache failing closed
  *   stamps.ts       stamp leases renewed, stamp records forgotten
  *   teardown.ts     the end: connections closed, reservations given back
@@ -49,6 +50,8 @@ export type { SessionEnd } from './session/teardown.js';
 const ACK_BARRIER_INTERVAL_MS = 50;
 /** How long a drain waits for the broker to confirm the acks written before it closes. */
 const ACK_BARRIER_TIMEOUT_MS = 2000;
+/** How long a drain waits for a source call under way (a pause, the byte bound) before it stops consuming. */
+const SOURCE_CALL_TIMEOUT_MS = 2000;
 
 export class BridgeSession {
   private readonly ctx: SessionContext;
@@ -56,6 +59,14 @@ export class BridgeSession {
   private paused = false;
   /** False while a session opened paused has not opened its source yet (see open()). */
   private sourceOpen = false;
+  /** The source's consumer is on: opened, or resumed, and not stopped since. */
+  private consuming = false;
+  /** Source calls (stop, resume) run one at a time, in order: the operator's pause and the byte bound both make them. */
+  private sourceCalls: Promise<void> = Promise.resolve();
+  /** The delivery window (./session/byte-bound.ts) the source has, the one wanted, and the setWindow call under way. */
+  private appliedWindow: number;
+  private wantedWindow: number;
+  private windowCall?: Promise<void>;
   private barrierTimer?: NodeJS.Timeout;
   private renewTimer?: NodeJS.Timeout;
   private readonly prepareJob = (job: Job): Promise<Prepared> => prepare(this.ctx, job);
@@ -65,7 +76,13 @@ export class BridgeSession {
 
   constructor(private readonly deps: SessionDeps) {
     this.finished = new Promise((resolve) => (this.resolveEnded = resolve));
-    this.ctx = new SessionContext(deps, (error) => this.ended(error));
+    this.ctx = new SessionContext(
+      deps,
+      (error) => this.ended(error),
+      (over) => this.byteBoundChanged(over),
+      (messages) => this.windowChanged(messages),
+    );
+    this.appliedWindow = this.wantedWindow = this.ctx.bytes.window;
   }
 
   /**
@@ -99,11 +116,17 @@ export class BridgeSession {
   private async openSource(): Promise<void> {
     await this.deps.source.open({ onDelivery: (d) => this.accept(d), onLost: (e) => this.ctx.fail(e) });
     this.sourceOpen = true;
+    this.consuming = true;
   }
 
   /** Messages received and not settled (acked) yet. */
   get inFlight(): number {
     return this.ctx.unsettled.size;
+  }
+
+  /** The bytes of their bodies (counted against max-in-flight-bytes). */
+  get inFlightBytes(): number {
+    return this.ctx.bytes.bytes;
   }
 
   /** What holds the session right now, for the supervisor's state. */
@@ -121,12 +144,14 @@ export class BridgeSession {
     if (this.paused || this.ctx.failure) return;
     this.paused = true;
     this.deps.observer?.conditionChanged();
-    if (this.sourceOpen) await this.deps.source.stopConsuming();
+    if (this.sourceOpen) await this.syncConsumer();
   }
 
   /**
    * Consumes again after pause(). Resolves to false when the source cannot resume on its connection
    * (no resumeConsuming): the caller must then start a new session. Rejects when the source cannot be opened.
+   * While the bytes in flight are over max-in-flight-bytes the pause ends but the consumer stays stopped: the byte
+   * bound starts it once they fall below it.
    */
   async resume(): Promise<boolean> {
     if (!this.paused || this.ctx.failure) return true;
@@ -134,13 +159,86 @@ export class BridgeSession {
     if (!this.sourceOpen) {
       await this.openSource();
     } else if (source.resumeConsuming) {
-      await source.resumeConsuming();
+      this.paused = false;
+      try {
+        await this.syncConsumer();
+      } catch (err) {
+        this.paused = true;
+        throw err;
+      }
     } else {
       return false;
     }
     this.paused = false;
     this.deps.observer?.conditionChanged();
     return true;
+  }
+
+  /**
+   * Brings the source's consumer in line with what holds it: it is on unless an operator paused the session or the
+   * byte bound holds (./session/byte-bound.ts), and it is left alone once the session drains or ended. One source
+   * call at a time, each deciding when its turn comes, so that a stop and a resume never overlap (AMQP: two resumes
+   * under way would make two consumers). Rejects with what the source call rejected with.
+   */
+  private syncConsumer(): Promise<void> {
+    const run = this.sourceCalls.then(() => this.applyConsumer());
+    this.sourceCalls = run.catch(() => undefined);
+    return run;
+  }
+
+  private async applyConsumer(): Promise<void> {
+    const ctx = this.ctx;
+    if (!this.sourceOpen || ctx.failure || ctx.draining) return;
+    const source = this.deps.source;
+    const wanted = !this.paused && !ctx.bytes.over;
+    if (wanted === this.consuming) return;
+    if (!wanted) {
+      this.consuming = false;
+      await source.stopConsuming();
+    } else if (source.resumeConsuming) {
+      await source.resumeConsuming();
+      this.consuming = true;
+    }
+  }
+
+  /**
+   * The bytes in flight exceeded max-in-flight-bytes (`over`), or fell below its resume mark: stop or start the
+   * consumer. Never resumes a source an operator paused (applyConsumer asks for both). Only sources that can resume
+   * get here (see ./session/context.ts). A source call that fails ends the session: its connection is gone.
+   */
+  private byteBoundChanged(over: boolean): void {
+    const ctx = this.ctx;
+    if (ctx.failure || ctx.draining) return;
+    ctx.log.debug(
+      { inFlight: ctx.unsettled.size, inFlightBytes: ctx.bytes.bytes, maxInFlightBytes: ctx.bytes.max },
+      over ? 'max-in-flight-bytes exceeded: consuming stopped' : 'in-flight bytes below the resume mark: consuming again',
+    );
+    void this.syncConsumer().catch((err: unknown) => ctx.fail(err));
+  }
+
+  /**
+   * The byte bound sized a new delivery window (./session/byte-bound.ts). One setWindow call at a time, the latest
+   * window wins: a call under way is followed by one for the window wanted when it returns, if that differs.
+   */
+  private windowChanged(messages: number): void {
+    this.wantedWindow = messages;
+    if (!this.windowCall) this.windowCall = this.applyWindow().finally(() => (this.windowCall = undefined));
+  }
+
+  private async applyWindow(): Promise<void> {
+    const ctx = this.ctx;
+    const source = this.deps.source;
+    while (source.setWindow && this.appliedWindow !== this.wantedWindow && !ctx.failure && !ctx.draining) {
+      const messages = this.wantedWindow;
+      try {
+        await source.setWindow(messages);
+      } catch (err) {
+        ctx.fail(err);
+        return;
+      }
+      ctx.log.debug({ window: messages, inFlightBytes: ctx.bytes.bytes }, 'delivery window resized for max-in-flight-bytes');
+      this.appliedWindow = messages;
+    }
   }
 
   /** Ends the session at once with `error` (the stall watchdog): nothing unconfirmed is acked, the broker redelivers it. */
@@ -153,7 +251,13 @@ export class BridgeSession {
     const ctx = this.ctx;
     if (!ctx.failure) {
       ctx.draining = true;
-      await this.deps.source.stopConsuming().catch(() => undefined);
+      // After the source call under way, if any: a resume of the byte bound's must not outlive this stop.
+      const stopped = this.sourceCalls.then(() => {
+        this.consuming = false;
+        return this.deps.source.stopConsuming();
+      });
+      this.sourceCalls = stopped.catch(() => undefined);
+      await within(stopped.catch(() => undefined), SOURCE_CALL_TIMEOUT_MS);
       const deadline = Date.now() + timeoutMs;
       while (ctx.unsettled.size > 0 && !ctx.failure && Date.now() < deadline) {
         await ctx.allSettled.wait(Math.min(100, Math.max(1, deadline - Date.now())));
@@ -178,6 +282,7 @@ export class BridgeSession {
     this.seq += 1;
     const job = new Job(delivery, performance.now(), `${this.deps.tokenPrefix}.${this.seq}`, this.prepareJob);
     ctx.unsettled.add(job);
+    ctx.bytes.received(delivery.message.body.length);
     ctx.pending.push(job);
     ctx.work.wake();
   }
@@ -201,4 +306,11 @@ export class BridgeSession {
     if (this.renewTimer) clearInterval(this.renewTimer);
     void teardown(this.ctx, error, this.resolveEnded);
   }
+}
+
+/** Waits for `promise`, at most `ms` (a source call may hang on a dead connection; a drain must not). */
+async function within(promise: Promise<unknown>, ms: number): Promise<void> {
+  let timer: NodeJS.Timeout | undefined;
+  await Promise.race([promise, new Promise<void>((resolve) => (timer = setTimeout(resolve, ms)))]);
+  clearTimeout(timer);
 }

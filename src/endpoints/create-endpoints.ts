@@ -5,6 +5,7 @@
 import type { BridgeConfig, TargetConfig } from '../config/types.js';
 import type { BridgeEndpoints } from '../core/supervisor.js';
 import type { TargetEndpoint } from '../core/ports.js';
+import { deliveryWindow } from '../core/session/byte-bound.js';
 import type { Logger } from '../shared/log.js';
 import { AmqpSource } from './amqp/amqp-source.js';
 import { AmqpTarget } from './amqp/amqp-target.js';
@@ -15,7 +16,13 @@ export function createEndpoints(bridge: BridgeConfig, log: Logger): BridgeEndpoi
   const src = bridge.source;
   const source =
     src.connection.type === 'amqp'
-      ? new AmqpSource(src.connection, src.queue, bridge.prefetch, log.child({ role: 'source' }))
+      ? new AmqpSource(
+          src.connection,
+          src.queue,
+          bridge.prefetch,
+          log.child({ role: 'source' }),
+          deliveryWindow(bridge.maxInFlightBytes, bridge.prefetch),
+        )
       : new StompSource(src.connection, src.queue, bridge.prefetch, log.child({ role: 'source' }));
   const target = createTarget(bridge.target, bridge.confirmTimeout, log.child({ role: 'target' }));
   const deadLetter = bridge.deadLetter

@@ -12,6 +12,7 @@ export function testBridgeConfig(over: Partial<BridgeConfig> = {}): BridgeConfig
     useDuplicateDetection: true,
     duplicateIdHeader: '_AMQ_DUPL_ID',
     prefetch: 100,
+    maxInFlightBytes: 64 * 1024 * 1024,
     maxDeliveryAttempts: 3,
     confirmTimeout: 1000,
     maxBatchSize: 1,

@@ -33,6 +33,7 @@ describe('loadConfig: defaults and layering', () => {
           useDuplicateDetection: true,
           duplicateIdHeader: '_AMQ_DUPL_ID',
           prefetch: 500,
+          maxInFlightBytes: 67108864,
           maxDeliveryAttempts: 5,
           confirmTimeout: 15000,
           maxBatchSize: 1,

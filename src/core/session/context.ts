@@ -11,6 +11,7 @@ import { BridgeError, FatalBridgeError } from '../../shared/errors.js';
 import { Deque } from '../../shared/deque.js';
 import { Signal } from '../../shared/signal.js';
 import { StampClaims } from '../stamp-claim.js';
+import { ByteBound } from './byte-bound.js';
 import { CacheRetry } from './cache-retry.js';
 
 export class SessionContext {
@@ -26,6 +27,8 @@ export class SessionContext {
   failure: BridgeError | undefined = undefined;
   /** Messages received and not settled (acked) yet. */
   readonly unsettled = new Set<Job>();
+  /** The bytes of their bodies, against max-in-flight-bytes (./byte-bound.ts). */
+  readonly bytes: ByteBound;
 
   // The send loop (./send-loop.ts): jobs in source order, and what holds it.
   readonly pending = new Deque<Job>();
@@ -69,8 +72,21 @@ export class SessionContext {
     readonly deps: SessionDeps,
     /** Called once, right after the failure is set: stops the session's timers and tears it down. */
     private readonly onFailed: (error: BridgeError) => void,
+    /** Called when the bytes in flight exceed max-in-flight-bytes (true) and when they fall back below it (false). */
+    onByteBound: (over: boolean) => void = () => undefined,
+    /** Called with a new delivery window (messages), for a source that has setWindow. */
+    onWindow: (messages: number) => void = () => undefined,
   ) {
     this.cfg = deps.bridge;
+    // Only a source that can consume again on its connection is stopped at the bound; any other is bounded by its
+    // prefetch alone (STOMP: see ../ports.ts resumeConsuming). Its bytes are still counted.
+    const source = deps.source;
+    this.bytes = new ByteBound(
+      source.resumeConsuming ? deps.bridge.maxInFlightBytes : Number.POSITIVE_INFINITY,
+      deps.bridge.prefetch,
+      onByteBound,
+      source.setWindow && source.resumeConsuming ? onWindow : undefined,
+    );
     this.log = deps.log;
     this.dedupe = deps.bridge.useDuplicateDetection;
     this.cacheRetry = new CacheRetry({

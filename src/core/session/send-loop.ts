@@ -19,8 +19,9 @@ export async function sendLoop(ctx: SessionContext): Promise<void> {
       if (!job) {
         if (batch.length > 0) {
           const waited = Date.now() - batchStarted;
-          // A full prefetch window brings no new deliveries: waiting would only add latency.
-          if (waited >= ctx.cfg.maxBatchTime || ctx.unsettled.size >= ctx.cfg.prefetch || ctx.draining) {
+          // A full delivery window (prefetch, or fewer under max-in-flight-bytes: ./byte-bound.ts) or the byte bound's
+          // stop brings no new deliveries: waiting would only add latency.
+          if (waited >= ctx.cfg.maxBatchTime || ctx.unsettled.size >= ctx.bytes.window || ctx.bytes.over || ctx.draining) {
             await untilSendable(ctx);
             if (ctx.failure) break;
             sendBatch(ctx, batch);

@@ -34,6 +34,7 @@ export function settle(ctx: SessionContext, job: Job): void {
   job.state = SETTLED;
   ctx.deps.source.ack(job.delivery);
   ctx.unsettled.delete(job);
+  ctx.bytes.settled(job.delivery.message.body.length);
   ctx.deps.observer?.progressed();
   if (job.stamp !== undefined) ctx.stampsToForget.push(job.stamp);
   if (ctx.unsettled.size === 0) ctx.allSettled.wake();

@@ -38,6 +38,8 @@ export class AmqpSource extends AmqpEndpoint<SourceHandlers> implements SourceEn
     private readonly queue: string,
     private readonly prefetch: number,
     log: Logger,
+    /** The first delivery window (see setWindow): at most prefetch; prefetch = no window of its own. */
+    private window = prefetch,
   ) {
     super(conn, describeSource(conn, queue), sourceAddress(conn, queue), 'source', queue, log);
   }
@@ -54,6 +56,7 @@ export class AmqpSource extends AmqpEndpoint<SourceHandlers> implements SourceEn
       this.channelClosed(this.channelError);
     });
     await ch.prefetch(this.prefetch);
+    if (this.window < this.prefetch) await ch.prefetch(this.window, true);
     try {
       await ch.checkQueue(this.queue);
     } catch (err) {
@@ -64,7 +67,7 @@ export class AmqpSource extends AmqpEndpoint<SourceHandlers> implements SourceEn
   }
 
   protected opened(): void {
-    this.log.info({ prefetch: this.prefetch }, 'consuming');
+    this.log.info({ prefetch: this.prefetch, window: this.window }, 'consuming');
   }
 
   protected settleOnLoss(): void {
@@ -106,6 +109,11 @@ export class AmqpSource extends AmqpEndpoint<SourceHandlers> implements SourceEn
     }
   }
 
+  /**
+   * basic.cancel. RabbitMQ leaves the deliveries of the cancelled consumer unacked on this channel (they are not
+   * requeued, and go to no other consumer) and takes their acks as before: delivery tags belong to the channel, not
+   * the consumer. Deliveries it sent before cancel-ok still reach onMessage (amqplib drops the consumer at cancel-ok).
+   */
   async stopConsuming(): Promise<void> {
     const tag = this.consumerTag;
     this.consumerTag = undefined;
@@ -126,6 +134,23 @@ export class AmqpSource extends AmqpEndpoint<SourceHandlers> implements SourceEn
       this.consumerTag = consumerTag;
     } catch (err) {
       throw this.lostReason ?? new TransientError(`${this.description}: could not resume consuming: ${replyText(err)}`, { cause: err });
+    }
+  }
+
+  /**
+   * basic.qos with global=true: RabbitMQ counts it over all the channel's consumers, beside each consumer's prefetch
+   * (global=false), and applies a new value at once, to deliveries already unacked too (checked against RabbitMQ
+   * 3.10: lowered below the unacked count, nothing more comes until acks bring the count under it).
+   */
+  async setWindow(messages: number): Promise<void> {
+    const ch = this.channel;
+    if (!this.channelOpen || ch === undefined || this.state !== 'open') throw this.notConnected();
+    const window = Math.max(1, Math.min(this.prefetch, messages));
+    try {
+      await ch.prefetch(window, true);
+      this.window = window;
+    } catch (err) {
+      throw this.lostReason ?? new TransientError(`${this.description}: could not set the delivery window: ${replyText(err)}`, { cause: err });
     }
   }
 

@@ -52,7 +52,8 @@ async function drainOne(queue: string): Promise<ReceivedMessage[]> {
 
 describe('header rules and provenance headers', () => {
   it('AMQP → AMQP: renamed, removed, set, provenance added; the ID untouched', async () => {
-    const [src, dst] = await fx.queues('src', 'dst');
+    const src = await fx.queue('src');
+    const dst = await fx.queue('dst');
     const p = await fx.start(fx.config({ bridges: [{ name: 'rules-aa', sourceQueue: src, target: `queue: "${dst}"`, extra: RULES }] }).yaml);
     await fx.amqp.publish(src, [
       { body: Buffer.from('a'), options: { headers: { [ID]: 'id-1', 'old-name': 'o', tmp: 'gone', keep: 7, env: 'dev', traceparent: TRACEPARENT } } },
@@ -126,7 +127,8 @@ describe('header rules and provenance headers', () => {
   });
 
   it('without add-forward-headers and rules, no header is added', async () => {
-    const [src, dst] = await fx.queues('src', 'dst');
+    const src = await fx.queue('src');
+    const dst = await fx.queue('dst');
     await fx.start(fx.config({ bridges: [{ sourceQueue: src, target: `queue: "${dst}"` }] }).yaml);
     await fx.amqp.publish(src, [{ body: Buffer.from('a'), options: { headers: { [ID]: 'id-4', tmp: 'stays' } } }]);
     const [m] = await drainOne(dst);

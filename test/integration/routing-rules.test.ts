@@ -5,11 +5,14 @@
  * - rules and provenance AMQP→AMQP, AMQP→STOMP(ActiveMQ) and STOMP(ActiveMQ)→AMQP: the exact application headers at
  *   the target; x-bridge-source names broker, vhost and queue and no credential;
  * - `traceparent` / `tracestate` unchanged AMQP→STOMP→AMQP, through ActiveMQ and through RabbitMQ's STOMP plugin
- *   (two bridges in one process: there, and back).
+ *   (two bridges in one process: there, and back);
+ * - `broker-bridge move` applies the same rules.
  */
+import { spawnSync } from 'node:child_process';
 import { describe, expect, it } from 'vitest';
 import type { ReceivedMessage } from '../support/amqp.js';
 import { useBridgeFixture } from '../support/bridge-fixture.js';
+import { CLI, writeConfig } from '../support/bridge-process.js';
 import { services } from '../support/services.js';
 import { publishStomp, readStomp } from '../support/stomp.js';
 import { ACTIVEMQ_PEER, STOMP_PEERS } from '../support/stomp-peers.js';
@@ -133,6 +136,31 @@ describe('header rules and provenance headers', () => {
     await fx.amqp.publish(src, [{ body: Buffer.from('a'), options: { headers: { [ID]: 'id-4', tmp: 'stays' } } }]);
     const [m] = await drainOne(dst);
     expect(m?.headers).toEqual({ [ID]: 'id-4', tmp: 'stays' });
+  });
+});
+
+describe('broker-bridge move', () => {
+  it('applies the same header rules and provenance headers', async () => {
+    const src = await fx.queue('mv-src');
+    const dst = await fx.queue('mv-dst');
+    await fx.amqp.publish(src, [{ body: Buffer.from('m'), options: { headers: { [ID]: 'id-mv', 'old-name': 'o', tmp: 'gone' } } }]);
+    const file = writeConfig(fx.config({ bridges: [{ name: 'mv', sourceQueue: src, target: `queue: "${dst}"`, extra: RULES }] }).yaml);
+    const env: Record<string, string | undefined> = { ...process.env, LOG_FORMAT: 'json' };
+    delete env.BRIDGE_CONFIG;
+    const r = spawnSync(process.execPath, [CLI, 'move', '--config', file, '--bridge', 'mv', '--until-empty'], { env, encoding: 'utf8', timeout: 60_000 });
+    expect(r.status, r.stderr).toBe(0);
+    const [m, ...more] = await fx.amqp.drain(dst);
+    expect(more).toEqual([]);
+    expect(m?.headers).toEqual({
+      [ID]: 'id-mv',
+      'new-name': 'o',
+      env: 'prod',
+      n: 3,
+      on: true,
+      'x-bridge-name': 'mv',
+      'x-bridge-source': `amqp://${amqpBroker.host}:${amqpBroker.port}/%2F/queue/${src}`,
+      'x-bridge-forwarded-at': anIsoTime(),
+    });
   });
 });
 

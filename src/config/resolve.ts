@@ -4,6 +4,7 @@
  * Nothing here mutates its input; every object in the result is new (connection objects are shared between the
  * endpoints that use the same connection, which lets the core tell them apart by identity).
  */
+import { hasHeaderRules, type HeaderRules } from '../routing/header-rules.js';
 import { camelKeys } from './camel-keys.js';
 import type { BridgeConfig, Config, ConnectionConfig, ConnectionKeysResolved, RedisTopology, TargetConfig } from './types.js';
 import {
@@ -80,8 +81,19 @@ function resolveBridge(
     source: { connection: lookup(connections, b.source.connection), queue: b.source.queue },
     target: resolveTarget(connections, b.target),
     ...(b['dead-letter'] !== undefined ? { deadLetter: resolveTarget(connections, b['dead-letter']) } : {}),
+    ...headerRulesOf(b),
     ...camelKeys(settings),
   };
+}
+
+/** The bridge's header rules, in the file's order; nothing when it has none. */
+function headerRulesOf(b: ConfigFileBridge): { headerRules?: HeaderRules } {
+  const rules: HeaderRules = {
+    rename: Object.entries(b['rename-headers'] ?? {}),
+    remove: [...(b['remove-headers'] ?? [])],
+    set: Object.entries(b['set-headers'] ?? {}),
+  };
+  return hasHeaderRules(rules) ? { headerRules: rules } : {};
 }
 
 /** The one Redis topology given (the cross-checks reject two), or the default standalone Redis. */

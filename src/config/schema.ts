@@ -294,6 +294,11 @@ const bridgeSettings = {
     0,
     'Warn (once per crossing; state cache-horizon-short, still ready) when the target address cache is full and its oldest remembered ID is younger than this: a re-send older than the horizon passes as new, ms; 0 = no check.',
   ),
+  'add-forward-headers': setting(
+    bool(),
+    false,
+    'Add x-bridge-name, x-bridge-source (broker, vhost and queue; never credentials) and x-bridge-forwarded-at (ISO 8601 UTC) to every forwarded copy.',
+  ),
 } as const;
 
 type BridgeSettings = typeof bridgeSettings;
@@ -317,6 +322,31 @@ export const bridgeDefaultsSchema = z
   .strictObject(bridgeSettingsShape, { error: 'expected a mapping of bridge settings' })
   .describe('Settings applied to every bridge unless the bridge sets them itself.');
 
+// ---- header rules (src/routing/header-rules.ts; which names they may not touch: src/config/rule-checks.ts) ----
+
+const headerNameError = 'expected a header name (a non-empty string)';
+const ruleValueError = 'expected a header value: a string, a number or true/false';
+const headerRulesShape = {
+  'set-headers': z
+    .record(
+      z.string().min(1, { error: headerNameError }),
+      z.union([z.string(), z.number(), z.boolean()], { error: ruleValueError }),
+      { error: 'expected a mapping of header name to value' },
+    )
+    .optional()
+    .describe('Headers to set on every forwarded copy (name: value), applied after rename-headers and remove-headers.'),
+  'remove-headers': z
+    .array(text('a header name'), { error: 'expected a list of header names' })
+    .optional()
+    .describe('Headers to remove from every forwarded copy, applied after rename-headers.'),
+  'rename-headers': z
+    .record(z.string().min(1, { error: headerNameError }), text('the new header name'), {
+      error: 'expected a mapping of old header name to new header name',
+    })
+    .optional()
+    .describe('Headers to rename (old: new) on every forwarded copy, applied first; a header the message lacks is skipped.'),
+};
+
 export const bridgeSchema = z
   .strictObject(
     {
@@ -329,6 +359,7 @@ export const bridgeSchema = z
       'dead-letter': targetSchema
         .optional()
         .describe('Where a message goes after max-delivery-attempts rejections; same shape as target.'),
+      ...headerRulesShape,
       ...bridgeSettingsShape,
     },
     { error: 'expected a mapping with name, source and target' },

@@ -7,6 +7,7 @@
  * referred to, `url`/`urls` as one list carrying the password of `password-file`, `tls:` files read, the Redis
  * topology as one value, the STOMP heart-beat as a pair. Durations are milliseconds, as in the file.
  */
+import type { HeaderRules } from '../routing/header-rules.js';
 import type { CamelKeys } from './camel-keys.js';
 import type { BridgeSettingValues, ConfigFile, ConfigFileBridge, ConfigFileConnection, ConfigFileTarget, ConfigFileTls } from './schema.js';
 
@@ -72,6 +73,8 @@ export type BridgeConfig = BridgeSettings & {
   source: SourceConfig;
   target: TargetConfig;
   deadLetter?: TargetConfig;
+  /** `rename-headers`, `remove-headers`, `set-headers`; undefined = none. */
+  headerRules?: HeaderRules;
 };
 
 type IdCacheFile = ConfigFile['id-cache'];

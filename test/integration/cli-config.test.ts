@@ -65,6 +65,13 @@ describe('broker-bridge validate', () => {
     ['bad-url-scheme.yaml', [':2:30 connections.rabbit.url: expected a URL starting with amqp://', ':3:54 connections.activemq.urls[1]:']],
     ['bad-same-queue.yaml', [':6:44 bridges[0].target.queue: same queue as the source']],
     [
+      'bad-header-rules.yaml',
+      [
+        ":7:31 bridges[0].rename-headers.region: renames onto a name no rule may use: '_AMQ_DUPL_ID' is the duplicate-ID header",
+        ":8:22 bridges[0].remove-headers[0]: 'x-bridge-possible-duplicate' is the possible-duplicate flag; no header rule may change or remove it",
+      ],
+    ],
+    [
       'bad-many.yaml',
       [':1:12 log-level:', ':6:27 bridges[0].source.connection:', ':8:15 bridges[0].prefetch:', ':10:5 bridges[1].source.queue:', ':12:5 bridges[1].max-delivery-attemps:'],
     ],

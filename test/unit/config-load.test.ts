@@ -43,6 +43,7 @@ describe('loadConfig: defaults and layering', () => {
           retryIntervalMultiplier: 1,
           maxRetryInterval: 2000,
           minCacheHorizon: 0,
+          addForwardHeaders: false,
           reconnectAttempts: -1,
         },
       ],

@@ -1,15 +1,18 @@
 /**
  * The first stage of a job: its duplicate ID — from the header, the source's stable identity, or a stamp (claimed back
  * for a redelivery, see ../stamp-claim.ts, else a new one) — and its reservation for the target address (DESIGN §3–§4).
+ * The ID and the fingerprint are read from the message as received; the copy that is forwarded is built last
+ * (./forward-copy.ts: header rules, provenance), so rules never change which messages are duplicates.
  */
 import type { SessionContext } from './context.js';
 import type { Job, JobState, Prepared } from './job.js';
 import { fingerprint, newStampedId, readDuplicateId, withDuplicateId } from '../duplicate-id.js';
+import { forwardCopy } from './forward-copy.js';
 
 /** Resolves the duplicate ID and reserves it. Never forwards anything. Prepares a parked job again, too. */
 export async function prepare(ctx: SessionContext, job: Job): Promise<Prepared> {
   const msg = job.delivery.message;
-  if (!ctx.dedupe) return enter(job, { stage: 'forwarding', job, id: undefined, outgoing: msg, attempts: 0, sent: false });
+  if (!ctx.dedupe) return enter(job, { stage: 'forwarding', job, id: undefined, outgoing: forwardCopy(ctx, msg), attempts: 0, sent: false });
   const { cache, source, target } = ctx.deps;
   const before = job.state;
   // A job parked as busy has its ID (and flag) already: only its reservation is asked for again.
@@ -63,7 +66,7 @@ export async function prepare(ctx: SessionContext, job: Job): Promise<Prepared> 
   // A redelivery the cache lets through while it cannot vouch for the address: the copy forwarded before a loss is
   // forgotten, so this one may be a second.
   const possibleDuplicate = result.possibleDuplicate || flagged || (job.delivery.redelivered && !cache.vouchesFor(target.address));
-  const outgoing = withDuplicateId(msg, ctx.cfg.duplicateIdHeader, id, possibleDuplicate);
+  const outgoing = withDuplicateId(forwardCopy(ctx, msg), ctx.cfg.duplicateIdHeader, id, possibleDuplicate);
   if (possibleDuplicate) ctx.deps.metrics.possibleDuplicates.inc({ bridge: ctx.cfg.name });
   return enter(job, { stage: 'forwarding', job, id, outgoing, attempts: 0, sent: false });
 }

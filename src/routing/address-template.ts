@@ -1,0 +1,152 @@
+/**
+ * Address templates: a target's routing key (AMQP) or destination (STOMP) computed from the message, e.g.
+ * `orders.${header.region:-unknown}`. NOT WIRED INTO THE BRIDGE YET: the configuration does not accept templates and
+ * the targets publish to their fixed address; this module is the grammar and the resolution the wiring will use
+ * (see the issue's report for what the wiring must change: a resolved address per job for every cache call).
+ *
+ * Syntax, on purpose the shape of the `${VAR:-default}` environment references of bridges.yaml:
+ *   `${header.NAME}`            an application header (AMQP headers table, custom STOMP header)
+ *   `${property.NAME}`          a standard property of the neutral message (PROPERTY_NAMES: correlationId, type, …)
+ *   `${header.NAME:-fallback}`  the fallback text when the value is missing or empty
+ *   `$${`                       a literal `${`
+ * A reference always has a namespace and a dot; environment variable names cannot contain one, so the loader can
+ * tell the two apart and leave `${header.…}` / `${property.…}` in a template key to this module.
+ *
+ * Values: strings as they are, numbers, bigints and booleans as text; anything else (null, bytes, tables, arrays) and
+ * the empty string count as missing. A reference that is missing and has no fallback leaves the address unresolved:
+ * the message is to be dead-lettered with the reason, never sent to a partial address and never lost. A resolved
+ * value that could make a bad address is refused the same way: control characters anywhere, and on STOMP a '/'
+ * (it would move the message to another destination path); an AMQP routing key over 255 bytes.
+ */
+
+export const TEMPLATE_NAMESPACES = ['header', 'property'] as const;
+export type TemplateNamespace = (typeof TEMPLATE_NAMESPACES)[number];
+
+/** The neutral message's properties a template may read (src/core/message.ts MessageProperties). */
+export const PROPERTY_NAMES: ReadonlySet<string> = new Set([
+  'contentType',
+  'contentEncoding',
+  'correlationId',
+  'replyTo',
+  'messageId',
+  'type',
+  'userId',
+  'appId',
+  'priority',
+]);
+
+export interface TemplateReference {
+  namespace: TemplateNamespace;
+  name: string;
+  fallback?: string;
+  /** As written, for messages: `${header.region:-unknown}`. */
+  text: string;
+}
+
+export type TemplatePart = string | TemplateReference;
+
+export interface AddressTemplate {
+  readonly source: string;
+  readonly parts: readonly TemplatePart[];
+}
+
+/** A problem in a template; `index` is where in the template text it starts (for the column of a config error). */
+export interface TemplateSyntaxError {
+  index: number;
+  message: string;
+}
+
+const NAME = /^[A-Za-z0-9_.-]+$/;
+
+/** Parses a template; a text without `${` is a template with one literal part. */
+export function parseAddressTemplate(source: string): { template: AddressTemplate } | { error: TemplateSyntaxError } {
+  const parts: TemplatePart[] = [];
+  let literal = '';
+  let i = 0;
+  while (i < source.length) {
+    if (source.startsWith('$${', i)) {
+      literal += '${';
+      i += 3;
+      continue;
+    }
+    if (!source.startsWith('${', i)) {
+      literal += source[i];
+      i += 1;
+      continue;
+    }
+    const close = source.indexOf('}', i + 2);
+    if (close < 0) {
+      return { error: { index: i, message: 'unclosed ${ (expected ${header.NAME}, ${property.NAME} or ${header.NAME:-fallback}; write $${ for a literal ${)' } };
+    }
+    const text = source.slice(i, close + 1);
+    const inner = source.slice(i + 2, close);
+    const sep = inner.indexOf(':-');
+    const ref = sep < 0 ? inner : inner.slice(0, sep);
+    const dot = ref.indexOf('.');
+    const namespace = dot < 0 ? ref : ref.slice(0, dot);
+    const name = dot < 0 ? '' : ref.slice(dot + 1);
+    if (!(TEMPLATE_NAMESPACES as readonly string[]).includes(namespace)) {
+      return { error: { index: i, message: `unknown namespace '${namespace}' in ${text} (expected header.NAME or property.NAME)` } };
+    }
+    if (!NAME.test(name)) {
+      return { error: { index: i, message: `${text} names no ${namespace} (expected ${namespace}.NAME: letters, digits, '.', '_' or '-')` } };
+    }
+    if (namespace === 'property' && !PROPERTY_NAMES.has(name)) {
+      return { error: { index: i, message: `unknown property '${name}' in ${text} (expected one of ${[...PROPERTY_NAMES].join(', ')})` } };
+    }
+    if (literal !== '') parts.push(literal);
+    literal = '';
+    const reference: TemplateReference = { namespace: namespace as TemplateNamespace, name, text };
+    if (sep >= 0) reference.fallback = inner.slice(sep + 2);
+    parts.push(reference);
+    i = close + 1;
+  }
+  if (literal !== '') parts.push(literal);
+  return { template: { source, parts } };
+}
+
+export function isTemplated(template: AddressTemplate): boolean {
+  return template.parts.some((p) => typeof p !== 'string');
+}
+
+/** What a template resolves over: the neutral message, read by its shape. */
+export interface TemplateInput {
+  headers: Readonly<Record<string, unknown>>;
+  properties: object;
+}
+
+export type Resolved = { ok: true; value: string } | { ok: false; reason: string };
+
+function valueText(v: unknown): string | undefined {
+  if (typeof v === 'string') return v === '' ? undefined : v;
+  if (typeof v === 'number' || typeof v === 'bigint' || typeof v === 'boolean') return String(v);
+  return undefined;
+}
+
+// Control characters (C0 and DEL) break STOMP frames and make unreadable queue names.
+// eslint-disable-next-line no-control-regex
+const CONTROL = /[\u0000-\u001f\u007f]/;
+
+/** The address for one message, or why there is none (the dead-letter reason's detail). */
+export function resolveAddress(template: AddressTemplate, message: TemplateInput, protocol: 'amqp' | 'stomp'): Resolved {
+  let out = '';
+  for (const part of template.parts) {
+    if (typeof part === 'string') {
+      out += part;
+      continue;
+    }
+    const raw = part.namespace === 'header' ? message.headers[part.name] : (message.properties as Record<string, unknown>)[part.name];
+    const value = valueText(raw) ?? part.fallback;
+    if (value === undefined) return { ok: false, reason: `${part.namespace} '${part.name}' is missing or empty and ${part.text} has no fallback` };
+    if (CONTROL.test(value)) return { ok: false, reason: `${part.text} resolves to a value with a control character` };
+    if (protocol === 'stomp' && value.includes('/')) {
+      return { ok: false, reason: `${part.text} resolves to '${value}', which contains '/' (a STOMP destination path)` };
+    }
+    out += value;
+  }
+  if (out === '') return { ok: false, reason: `${template.source} resolves to an empty address` };
+  if (protocol === 'amqp' && Buffer.byteLength(out, 'utf8') > 255) {
+    return { ok: false, reason: `${template.source} resolves to a routing key over 255 bytes` };
+  }
+  return { ok: true, value: out };
+}

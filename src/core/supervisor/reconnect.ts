@@ -2,8 +2,8 @@
  * The reconnect backoff of one bridge: attempts to open a session with p-retry, from the bridge's retry-interval
  * (the first wait), retry-interval-multiplier (each wait is the previous one times it), max-retry-interval (the cap)
  * and reconnect-attempts (retries after the first failure; -1 = forever), without jitter. Only transient errors are
- * retried; a permanent one (login, TLS, config) ends the attempts at once. One log line per change of cause, not one
- * per attempt. Also the wait between a lost session and the first reconnect attempt (abortableWait).
+ * retried; a permanent one (login, TLS, config) ends the attempts at once. One warn line per change of cause, not one
+ * per attempt (each attempt is a debug line, 'connect attempt failed'). Also the wait between a lost session and the first reconnect attempt (abortableWait).
  */
 import pRetry, { AbortError } from 'p-retry';
 import type { BridgeConfig } from '../../config/types.js';
@@ -47,8 +47,11 @@ export function connectWithRetry<T>(a: ConnectAttempts<T>): Promise<T> {
       randomize: false,
       signal: a.signal,
       shouldRetry: ({ error }) => isTransient(error) && !a.stopping(),
-      onFailedAttempt: ({ error, attemptNumber }) => {
-        // One line per change of cause, not one per attempt.
+      onFailedAttempt: ({ error, attemptNumber, retriesLeft, retriesConsumed }) => {
+        // Every attempt at debug level (its time is the attempt's: a refused connect fails at once), with the wait
+        // p-retry takes next when it retries; one warn line per change of cause, not one per attempt.
+        const retryInMs = retriesLeft > 0 && isTransient(error) ? Math.min(Math.round(p.retryInterval * p.retryIntervalMultiplier ** retriesConsumed), p.maxRetryInterval) : null;
+        a.log.debug({ attempt: attemptNumber, retriesLeft, retryInMs }, 'connect attempt failed');
         a.noteError(error.message);
         if (error.message !== lastReason) {
           lastReason = error.message;

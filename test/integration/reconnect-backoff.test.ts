@@ -107,7 +107,6 @@ describe('reconnect backoff against a stopped broker', () => {
     await fx.amqp.waitForCount(src!, (n) => n === 0, 60_000);
     expect(await fx.amqp.settledCount(dst!)).toBeGreaterThanOrEqual(4000);
 
-    expect(bridge.exitCode).toBeUndefined();
     expectWaits(gaps(bridge), [500, 500, 1500]);
     // It reconnected within the attempts (no failure); nothing was forwarded while the broker was away.
     expect(bridge.count((l) => l.msg.startsWith('bridge stopped:'))).toBe(0);

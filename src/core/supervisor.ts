@@ -1,25 +1,33 @@
 /**
  * Keeps one bridge running: opens a session, waits for it to end, and after a transient loss reconnects with backoff
- * (p-retry, from the bridge's retry-interval, retry-interval-multiplier, max-retry-interval and reconnect-attempts).
- * Logs one line per state change, not one per attempt.
+ * (./supervisor/reconnect.ts). Logs one line per state change, not one per attempt. It also keeps what operators read
+ * (status(), readiness(), the state/in-flight/depth gauges) and takes their commands (pause, resume, restart).
  *
- * It also keeps what operators read (status(), readiness(), the state/in-flight/depth gauges), takes their commands
- * (pause, resume, restart), and runs the stall watchdog: once a second it looks at the session; a bridge with messages
- * in flight or waiting in its source queue that forwarded nothing for stall-timeout (not paused, not blocked by the
- * target broker, not held by an unreachable cache) is stalled: one error line, bridge_stalls_total, not ready, and
- * its session is ended so that a new one starts (unacked messages go back to the source and come again).
+ * Its parts, one file each under ./supervisor/: state.ts (phase and session conditions → the state and readiness),
+ * status.ts (what /bridges/{name} shows), reconnect.ts (p-retry backoff), stall-watchdog.ts (a bridge with work that
+ * forwards nothing for stall-timeout gets a new session), probes.ts (the cache health and source depth probes),
+ * forward-rate.ts (forwards per second over a minute). A monitor tick (once a second) drives the gauges, the probes,
+ * the cache horizon watch (./cache-horizon-watch.ts) and the watchdog. The set of bridges (start, stop, compare,
+ * reload) is src/service/bridge-set.ts.
  */
-import pRetry, { AbortError } from 'p-retry';
 import type { BridgeConfig } from '../config/types.js';
 import type { IdCache } from './id-cache.js';
 import type { Logger } from '../shared/log.js';
-import type { Metrics } from './metrics.js';
+import type { Metrics, BridgeState } from './metrics.js';
 import type { SourceEndpoint, TargetEndpoint } from './ports.js';
 import { BridgeError, FatalBridgeError, TransientError, isProgrammerError, isTransient, redactUrl } from '../shared/errors.js';
 import { BridgeSession, type SessionEnd, type SessionObserver } from './session.js';
-import type { BridgeState } from './metrics.js';
-import { CacheHorizonWatch, type HorizonReading } from './cache-horizon-watch.js';
+import { CacheHorizonWatch } from './cache-horizon-watch.js';
 import { cacheAddress } from '../config/target-address.js';
+import { computeState, readinessOf, type Phase, type Readiness } from './supervisor/state.js';
+import { describeSource, describeTarget, depthNote, type BridgeStatus } from './supervisor/status.js';
+import { abortableWait, connectWithRetry } from './supervisor/reconnect.js';
+import { StallWatchdog } from './supervisor/stall-watchdog.js';
+import { CacheProbe, DepthProbe, errorText } from './supervisor/probes.js';
+import { ForwardRate } from './supervisor/forward-rate.js';
+
+export type { BridgeStatus } from './supervisor/status.js';
+export type { Readiness } from './supervisor/state.js';
 
 export interface BridgeEndpoints {
   source: SourceEndpoint;
@@ -45,43 +53,6 @@ export interface SupervisorDeps {
 
 export type BridgeOutcome = { kind: 'stopped' } | { kind: 'failed'; error: BridgeError };
 
-/** What GET /bridges/{name} shows (without the counters, which the metrics hold). Times are ISO 8601. */
-export interface BridgeStatus {
-  name: string;
-  state: BridgeState;
-  since: string;
-  /** Paused by an operator (stays so across reconnects, not across a process restart). */
-  paused: boolean;
-  source: string;
-  target: string;
-  /** The last error, as a sentence without credentials. */
-  lastError: { message: string; at: string } | null;
-  inFlight: number;
-  /** Messages forwarded per second over the last minute (or since start, when younger). */
-  forwardedPerSecond: number;
-  /** Messages ready in the source queue; null when unknown (then sourceDepthNote says why). */
-  sourceDepth: number | null;
-  sourceDepthNote?: string;
-  lastForwardAt: string | null;
-  /** Since when the target refuses messages as full (they are held and sent again after pauses); null while it takes them. */
-  targetFullSince: string | null;
-  /** How far back the target address's duplicate-ID cache remembers (read every few seconds); null before the first read. */
-  cacheHorizon: HorizonReading | null;
-}
-
-export interface Readiness {
-  ready: boolean;
-  /** Why not, one sentence each. */
-  reasons: string[];
-}
-
-type Phase = 'starting' | 'connected' | 'reconnecting' | 'stopped' | 'failed';
-
-const RATE_WINDOW_S = 60;
-const CACHE_PROBE_EVERY_MS = 2000;
-const DEPTH_PROBE_EVERY_MS = 5000;
-const PROBE_TIMEOUT_MS = 3000;
-
 export class BridgeSupervisor {
   private readonly log: Logger;
   private readonly abort = new AbortController();
@@ -97,39 +68,31 @@ export class BridgeSupervisor {
   private lastError: { message: string; at: number } | null = null;
   private operatorPaused = false;
   private cacheUntrusted = false;
-  /** The watchdog fired; cleared when a new session runs. */
-  private stalled = false;
   private restartRequested = false;
-  /** The supervisor's own probe of the cache: an idle session would not notice an outage until its next message. */
-  private cacheProbeDown = false;
-  private sourceDepth: number | undefined;
   private lastForwardAt: number | undefined;
-  /** Forwards per second of the last minute: counts[i] belongs to second stamps[i]. */
-  private readonly rateCounts = new Array<number>(RATE_WINDOW_S).fill(0);
-  private readonly rateStamps = new Array<number>(RATE_WINDOW_S).fill(-1);
-  private readonly startedAt = Date.now();
-  /** Start of the current quiet spell of a bridge with work (see watchdog()). */
-  private quietSince = Date.now();
+  private readonly rate = new ForwardRate(Date.now());
   private monitor?: NodeJS.Timeout;
-  private probingCache = false;
-  private probingDepth = false;
-  private lastCacheProbe = 0;
-  private lastDepthProbe = 0;
+  private readonly watchdog: StallWatchdog;
+  private readonly cacheProbe: CacheProbe;
+  private readonly depth: DepthProbe;
+  private readonly horizon: CacheHorizonWatch;
   private readonly observer: SessionObserver = {
     forwarded: () => this.onForwarded(),
-    progressed: () => {
-      this.quietSince = Date.now();
-    },
+    progressed: () => this.watchdog.progressed(Date.now()),
     conditionChanged: () => this.refreshState(),
   };
-
-  private readonly horizon: CacheHorizonWatch;
 
   constructor(
     private readonly bridge: BridgeConfig,
     private readonly deps: SupervisorDeps,
   ) {
     this.log = deps.log.child({ bridge: bridge.name });
+    this.watchdog = new StallWatchdog(bridge.name, bridge.stallTimeout, Date.now());
+    this.cacheProbe = new CacheProbe(deps.cache, this.log, {
+      noteError: (message) => this.noteError(message),
+      changed: () => this.refreshState(),
+    });
+    this.depth = new DepthProbe(bridge.name, deps.metrics, this.log);
     this.horizon = new CacheHorizonWatch({
       cache: deps.cache,
       address: cacheAddress(bridge.target),
@@ -188,7 +151,7 @@ export class BridgeSupervisor {
     if (!this.operatorPaused) return;
     this.operatorPaused = false;
     this.log.info('resumed by an operator');
-    this.quietSince = Date.now();
+    this.watchdog.progressed(Date.now());
     const session = this.current;
     if (!session) {
       this.refreshState();
@@ -242,60 +205,30 @@ export class BridgeSupervisor {
 
   status(): BridgeStatus {
     const session = this.current;
-    const depthKnown = this.sourceDepth !== undefined;
+    const depth = this.depth.value;
     const fullSince = this.phase === 'connected' ? session?.conditions.targetFullSince : undefined;
     const out: BridgeStatus = {
       name: this.bridge.name,
       state: this.state,
       since: new Date(this.since).toISOString(),
       paused: this.operatorPaused,
-      source: `${this.bridge.source.connection.type} ${this.bridge.source.connection.name} queue '${this.bridge.source.queue}'`,
-      target: `${this.bridge.target.connection.type} ${this.bridge.target.connection.name} ${describeTarget(this.bridge)}`,
+      source: describeSource(this.bridge),
+      target: describeTarget(this.bridge),
       lastError: this.lastError ? { message: this.lastError.message, at: new Date(this.lastError.at).toISOString() } : null,
       inFlight: session?.inFlight ?? 0,
-      forwardedPerSecond: this.rate(),
-      sourceDepth: depthKnown ? (this.sourceDepth ?? null) : null,
+      forwardedPerSecond: this.rate.perSecond(Date.now()),
+      sourceDepth: depth ?? null,
       lastForwardAt: this.lastForwardAt !== undefined ? new Date(this.lastForwardAt).toISOString() : null,
       targetFullSince: fullSince !== undefined ? new Date(fullSince).toISOString() : null,
       cacheHorizon: this.horizon.value,
     };
-    if (!depthKnown) {
-      out.sourceDepthNote =
-        this.bridge.source.connection.type === 'stomp'
-          ? 'not available over STOMP'
-          : session
-            ? 'not read yet'
-            : 'not connected';
-    }
+    if (depth === undefined) out.sourceDepthNote = depthNote(this.bridge, session !== undefined);
     return out;
   }
 
   /** Ready = not paused by an operator and connected (source, target, cache), or paused; and not stalled. */
   readiness(): Readiness {
-    const who = `bridge '${this.bridge.name}'`;
-    if (this.operatorPaused && this.phase !== 'stopped' && this.phase !== 'failed') return { ready: true, reasons: [] };
-    const error = this.lastError ? `: ${this.lastError.message}` : '';
-    switch (this.state) {
-      case 'running':
-      case 'cache-untrusted':
-      case 'cache-horizon-short':
-      case 'blocked':
-      case 'target-full':
-      case 'paused':
-        return { ready: true, reasons: [] };
-      case 'cache-down':
-        return { ready: false, reasons: [`${who}: the duplicate-ID cache (Redis) is unreachable; messages are held until it answers`] };
-      case 'stalled':
-        return { ready: false, reasons: [`${who} is stalled${error}`] };
-      case 'starting':
-        return { ready: false, reasons: [`${who} is starting${error}`] };
-      case 'reconnecting':
-        return { ready: false, reasons: [`${who} is reconnecting${error}`] };
-      case 'stopped':
-        return { ready: false, reasons: [`${who} has stopped`] };
-      case 'failed':
-        return { ready: false, reasons: [`${who} has failed${error}`] };
-    }
+    return readinessOf(this.bridge.name, this.state, this.phase, this.operatorPaused, this.lastError?.message);
   }
 
   // ---- state -----------------------------------------------------------------------------------------------------
@@ -307,26 +240,19 @@ export class BridgeSupervisor {
 
   /** The state from the lifecycle phase and what holds the session; one gauge update and `since` per change. */
   private refreshState(): void {
-    const state = this.computeState();
+    const state = computeState({
+      phase: this.phase,
+      operatorPaused: this.operatorPaused,
+      stalled: this.watchdog.stalled,
+      session: this.current?.conditions,
+      cacheProbeDown: this.cacheProbe.down,
+      cacheUntrusted: this.cacheUntrusted,
+      horizonShort: this.horizon.short,
+    });
     if (state === this.state && this.deps.metrics.snapshot()[this.bridge.name] !== undefined) return;
     if (state !== this.state) this.since = Date.now();
     this.state = state;
     this.deps.metrics.setState(this.bridge.name, state);
-  }
-
-  private computeState(): BridgeState {
-    const phase = this.phase;
-    if (phase === 'stopped' || phase === 'failed') return phase;
-    if (this.operatorPaused) return 'paused';
-    if (this.stalled) return 'stalled';
-    if (phase !== 'connected' || !this.current) return phase === 'connected' ? 'reconnecting' : phase;
-    const c = this.current.conditions;
-    if (c.cacheDown || this.cacheProbeDown) return 'cache-down';
-    if (c.blocked) return 'blocked';
-    if (c.targetFullSince !== undefined) return 'target-full';
-    if (this.cacheUntrusted) return 'cache-untrusted';
-    if (this.horizon.short) return 'cache-horizon-short';
-    return 'running';
   }
 
   private noteError(message: string): void {
@@ -336,26 +262,8 @@ export class BridgeSupervisor {
   private onForwarded(): void {
     const now = Date.now();
     this.lastForwardAt = now;
-    this.quietSince = now;
-    const second = Math.floor(now / 1000);
-    const i = second % RATE_WINDOW_S;
-    if (this.rateStamps[i] !== second) {
-      this.rateStamps[i] = second;
-      this.rateCounts[i] = 0;
-    }
-    this.rateCounts[i] = (this.rateCounts[i] ?? 0) + 1;
-  }
-
-  private rate(): number {
-    const now = Date.now();
-    const second = Math.floor(now / 1000);
-    let sum = 0;
-    for (let i = 0; i < RATE_WINDOW_S; i++) {
-      const stamp = this.rateStamps[i] ?? -1;
-      if (stamp > second - RATE_WINDOW_S && stamp <= second) sum += this.rateCounts[i] ?? 0;
-    }
-    const window = Math.min(RATE_WINDOW_S, Math.max(1, (now - this.startedAt) / 1000));
-    return Math.round((sum / window) * 100) / 100;
+    this.watchdog.progressed(now);
+    this.rate.record(now);
   }
 
   // ---- the monitor: gauges, probes, stall watchdog ---------------------------------------------------------------
@@ -367,84 +275,23 @@ export class BridgeSupervisor {
     metrics.inFlight.set({ bridge: name }, session?.inFlight ?? 0);
     if (this.lastForwardAt !== undefined) metrics.lastForward.set({ bridge: name }, this.lastForwardAt / 1000);
     const now = Date.now();
-    if (session && this.phase === 'connected') {
-      if (now - this.lastCacheProbe >= CACHE_PROBE_EVERY_MS) void this.probeCache(now);
-      if (session.source.depth && now - this.lastDepthProbe >= DEPTH_PROBE_EVERY_MS) void this.probeDepth(session, now);
+    const connected = session !== undefined && this.phase === 'connected' ? session : undefined;
+    if (connected) {
+      this.cacheProbe.tick(now);
+      this.depth.tick(connected.source, () => this.current === connected, now);
       if (this.bridge.useDuplicateDetection) this.horizon.tick(now);
     }
-    this.watchdog(session, now);
-  }
-
-  private async probeCache(now: number): Promise<void> {
-    if (this.probingCache) return;
-    this.probingCache = true;
-    this.lastCacheProbe = now;
-    let down = false;
-    try {
-      await withTimeout(this.deps.cache.ping(), PROBE_TIMEOUT_MS);
-    } catch (err) {
-      down = true;
-      if (!this.cacheProbeDown) this.noteError(`the duplicate-ID cache does not answer: ${errorText(err)}`);
-    } finally {
-      this.probingCache = false;
-    }
-    if (down !== this.cacheProbeDown) {
-      this.cacheProbeDown = down;
-      if (down) this.log.warn('duplicate-ID cache does not answer its health probe: bridge not ready');
-      else this.log.info('duplicate-ID cache answers its health probe again');
+    const stall = this.watchdog.check(connected, this.depth.value, this.cacheProbe.down, now);
+    if (stall && connected) {
+      this.deps.metrics.stalls.inc({ bridge: name });
+      this.noteError(stall.message);
+      this.log.error({ inFlight: stall.inFlight, waiting: stall.waiting, quietMs: stall.quietMs }, stall.message);
       this.refreshState();
+      connected.end(new TransientError(stall.message));
     }
   }
 
-  private async probeDepth(session: BridgeSession, now: number): Promise<void> {
-    const source = session.source;
-    if (this.probingDepth || !source.depth) return;
-    this.probingDepth = true;
-    this.lastDepthProbe = now;
-    try {
-      const depth = await withTimeout(source.depth(), PROBE_TIMEOUT_MS);
-      // The session may have ended meanwhile; its successor reads its own.
-      if (this.current === session) {
-        this.sourceDepth = depth;
-        this.deps.metrics.sourceDepth.set({ bridge: this.bridge.name }, depth);
-      }
-    } catch (err) {
-      this.log.debug({ err }, 'source queue depth not read');
-      this.forgetDepth();
-    } finally {
-      this.probingDepth = false;
-    }
-  }
-
-  private forgetDepth(): void {
-    this.sourceDepth = undefined;
-    this.deps.metrics.sourceDepth.remove({ bridge: this.bridge.name });
-  }
-
-  private watchdog(session: BridgeSession | undefined, now: number): void {
-    if (!session || this.phase !== 'connected' || this.stalled) {
-      this.quietSince = now;
-      return;
-    }
-    const c = session.conditions;
-    const waiting = this.sourceDepth ?? 0;
-    const inFlight = session.inFlight;
-    // Not stalls: an operator's pause, the target's flow control, a target that refuses as full, a cache outage
-    // (messages are held on purpose and a new session would not help), or nothing to do.
-    if (c.paused || c.blocked || c.targetFullSince !== undefined || c.cacheDown || this.cacheProbeDown || (inFlight === 0 && waiting === 0)) {
-      this.quietSince = now;
-      return;
-    }
-    const quiet = now - this.quietSince;
-    if (quiet < this.bridge.stallTimeout) return;
-    this.stalled = true;
-    this.deps.metrics.stalls.inc({ bridge: this.bridge.name });
-    const message = `bridge '${this.bridge.name}' stalled: ${inFlight} message(s) in flight and ${waiting} waiting in the source queue, and nothing forwarded for ${Math.round(quiet / 1000)} s (stall-timeout ${this.bridge.stallTimeout} ms); restarting its session`;
-    this.noteError(message);
-    this.log.error({ inFlight, waiting, quietMs: quiet }, message);
-    this.refreshState();
-    session.end(new TransientError(message));
-  }
+  // ---- the loop: connect, run a session, reconnect ---------------------------------------------------------------
 
   private setState(state: 'starting' | 'reconnecting' | 'stopped' | 'failed' | 'running'): void {
     this.setPhase(state === 'running' ? 'connected' : state);
@@ -456,7 +303,7 @@ export class BridgeSupervisor {
     while (!this.stopping) {
       let session: BridgeSession;
       try {
-        session = await this.connectWithRetry(firstConnect);
+        session = await this.connect(firstConnect);
       } catch (err) {
         if (this.stopping) break;
         return this.failed(err);
@@ -468,15 +315,14 @@ export class BridgeSupervisor {
         await session.drain(0);
         break;
       }
-      this.stalled = false;
-      this.quietSince = Date.now();
+      this.watchdog.sessionStarted(Date.now());
       // A pause or resume that came while the session was opening found no session to act on.
       if (session.conditions.paused !== this.operatorPaused) void this.applyPause(session);
       this.setState('running');
       this.log.info(this.operatorPaused ? 'bridge running (paused: not consuming)' : 'bridge running');
       const end: SessionEnd = await session.finished;
       this.current = undefined;
-      this.forgetDepth();
+      this.depth.forget();
       if (this.stopping) break;
       if (end.kind === 'stopped') {
         if (!this.restartRequested) break;
@@ -490,7 +336,7 @@ export class BridgeSupervisor {
       this.noteError(end.error.message);
       this.setState('reconnecting');
       this.log.warn({ err: end.error }, `connection lost, reconnecting: ${end.error.message}`);
-      await this.wait(this.bridge.retryInterval);
+      await abortableWait(this.bridge.retryInterval, this.abort.signal);
     }
     this.setState('stopped');
     this.log.info('bridge stopped');
@@ -505,38 +351,23 @@ export class BridgeSupervisor {
     return { kind: 'failed', error };
   }
 
-  private connectWithRetry(firstConnect: boolean): Promise<BridgeSession> {
-    const b = this.bridge;
-    let lastReason = '';
-    return pRetry(
-      async () => {
-        if (this.stopping) throw new AbortError('stopping');
+  private connect(firstConnect: boolean): Promise<BridgeSession> {
+    return connectWithRetry({
+      policy: this.bridge,
+      signal: this.abort.signal,
+      stopping: () => this.stopping,
+      open: async () => {
         // Fail closed: no consuming before the duplicate-ID cache answers.
         await this.deps.cache.ping();
         const session = this.newSession();
         await session.open({ paused: this.operatorPaused });
-        if (lastReason) this.log.info('reconnected');
         return session;
       },
-      {
-        retries: b.reconnectAttempts < 0 ? Number.POSITIVE_INFINITY : b.reconnectAttempts,
-        factor: b.retryIntervalMultiplier,
-        minTimeout: b.retryInterval,
-        maxTimeout: b.maxRetryInterval,
-        randomize: false,
-        signal: this.abort.signal,
-        shouldRetry: ({ error }) => isTransient(error) && !this.stopping,
-        onFailedAttempt: ({ error, attemptNumber }) => {
-          // One line per change of cause, not one per attempt.
-          this.noteError(error.message);
-          if (error.message !== lastReason) {
-            lastReason = error.message;
-            this.setState('reconnecting');
-            this.log.warn({ attempt: attemptNumber, retryable: isTransient(error) }, `${firstConnect ? 'cannot start' : 'cannot reconnect'}: ${error.message}`);
-          }
-        },
-      },
-    );
+      log: this.log,
+      firstConnect,
+      noteError: (message) => this.noteError(message),
+      reconnecting: () => this.setState('reconnecting'),
+    });
   }
 
   private newSession(): BridgeSession {
@@ -554,40 +385,4 @@ export class BridgeSupervisor {
       observer: this.observer,
     });
   }
-
-  private wait(ms: number): Promise<void> {
-    return new Promise((resolve) => {
-      const timer = setTimeout(done, ms);
-      const signal = this.abort.signal;
-      function done() {
-        clearTimeout(timer);
-        signal.removeEventListener('abort', done);
-        resolve();
-      }
-      signal.addEventListener('abort', done);
-    });
-  }
-}
-
-function errorText(err: unknown): string {
-  return err instanceof Error ? err.message : String(err);
-}
-
-function describeTarget(bridge: BridgeConfig): string {
-  const t = bridge.target;
-  if (t.exchange !== undefined && t.exchange !== '') return `exchange '${t.exchange}' routing key '${t.routingKey ?? ''}'`;
-  return `queue '${t.queue ?? ''}'`;
-}
-
-/** Rejects after `ms` (the promise itself is left to settle; its rejection is swallowed). */
-function withTimeout<T>(promise: Promise<T>, ms: number): Promise<T> {
-  let timer: NodeJS.Timeout | undefined;
-  promise.catch(() => undefined);
-  return Promise.race([
-    promise,
-    new Promise<never>((_, reject) => {
-      timer = setTimeout(() => reject(new TransientError(`no answer within ${ms} ms`)), ms);
-      timer.unref();
-    }),
-  ]).finally(() => clearTimeout(timer));
 }

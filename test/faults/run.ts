@@ -4,7 +4,7 @@
  *
  *   npm run test:faults -- [--path amqp-amqp|amqp-stomp|stomp-amqp|stomp-rabbitmq-amqp|amqp-stomp-rabbitmq|all]
  *     [--messages 20000] [--seed N]
- *     [--sigkills 5] [--closes 5] [--broker-restarts 1] [--stalls 1] [--redis-restarts 1] [--poison 2]
+ *     [--sigkills 5] [--closes 5] [--broker-restarts 1] [--stalls 1] [--redis-restarts 1] [--poison 2] [--reloads 15]
  *     [--publish-seconds 90] [--stall-ms 30000] [--backpressure | --no-backpressure] [--bp-messages 100000]
  *     [--redis standalone|cluster|sentinel] [--redis-failovers 1] [--redis-data-losses 0]
  *
@@ -41,6 +41,7 @@ const { values } = parseArgs({
     stalls: { type: 'string' },
     'redis-restarts': { type: 'string' },
     poison: { type: 'string' },
+    reloads: { type: 'string' },
     'publish-seconds': { type: 'string' },
     'stall-ms': { type: 'string' },
     'redis-port': { type: 'string' },
@@ -83,6 +84,7 @@ async function main(): Promise<number> {
     'redis-restart': num('redis-restarts', FULL_FAULTS['redis-restart']),
     'poison-unroutable': poison,
     'poison-too-large': poison,
+    reload: num('reloads', FULL_FAULTS.reload ?? 15),
     'redis-failover': num('redis-failovers', FULL_FAULTS['redis-failover'] ?? 1),
     'redis-data-loss': num('redis-data-losses', FULL_FAULTS['redis-data-loss'] ?? 0),
   };

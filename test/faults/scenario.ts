@@ -38,6 +38,7 @@ import { HARNESS_CONNECTION_PREFIX, RabbitAdmin } from './rabbit-admin.js';
 import { analyse, type FaultRunReport, type SentRecord } from './report.js';
 import { DUPLICATE_ID_HEADER, ROUTE_HEADER, ROUTE_VALUE, parseBody, planStream, poisonBody, type Outgoing, type PoisonKind } from './stream.js';
 import { sleep } from '../support/wait.js';
+import { RELOAD_PREFETCHES, ReloadFault, reloadPoints } from './reload-fault.js';
 
 const execFileP = promisify(execFile);
 const ACTIVEMQ_SCRIPT = resolve(import.meta.dirname, '../../scripts/activemq.sh');
@@ -60,9 +61,13 @@ export type FaultKind =
   | 'redis-restart'
   | 'poison-unroutable'
   | 'poison-too-large'
+  | 'reload'
   | RedisFaultKind;
 
-export type FaultCounts = Record<Exclude<FaultKind, RedisFaultKind>, number> & Partial<Record<RedisFaultKind, number>>;
+/** Optional in a FaultCounts (default 0): the Redis topology's faults, and reloads. */
+type OptionalFaultKind = RedisFaultKind | 'reload';
+
+export type FaultCounts = Record<Exclude<FaultKind, OptionalFaultKind>, number> & Partial<Record<OptionalFaultKind, number>>;
 
 export const FULL_FAULTS: FaultCounts = {
   sigkill: 5,
@@ -72,6 +77,9 @@ export const FULL_FAULTS: FaultCounts = {
   'redis-restart': 1,
   'poison-unroutable': 2,
   'poison-too-large': 2,
+  // Reloads (SIGHUP or POST /reload; the file unchanged or one setting changed) evenly over the stream, on their own
+  // schedule beside the other faults (./reload-fault.ts): about one every 5 s of a 90 s stream.
+  reload: 15,
   // On cluster and sentinel (standalone has no replica). A data loss is asked for (--redis-data-losses): it can make a
   // re-sent ID pass, which a run without one must not show.
   'redis-failover': 1,
@@ -115,6 +123,8 @@ interface FaultEvent {
 export function planFaults(counts: FaultCounts, prng: Prng): FaultEvent[] {
   const events: FaultEvent[] = [];
   for (const [kind, n] of Object.entries(counts) as [FaultKind, number][]) {
+    // Reloads have their own schedule and PRNG (./reload-fault.ts): a seed replays the other faults as before.
+    if (kind === 'reload') continue;
     for (let i = 0; i < (n ?? 0); i++) {
       let lo = 0.05;
       let hi = 0.9;
@@ -166,7 +176,7 @@ export async function runScenario(o: ScenarioOptions): Promise<FaultRunReport> {
   // Where the harness publishes and reads over AMQP: RabbitMQ queues, whichever protocol the bridge uses on them.
   const sourceOnRabbit = !sourceIsStomp || rabbitStomp;
   const targetOnRabbit = !targetIsStomp || rabbitStomp;
-  const faults: FaultCounts = { 'redis-failover': 0, 'redis-data-loss': 0, ...o.faults };
+  const faults: FaultCounts = { 'redis-failover': 0, 'redis-data-loss': 0, reload: 0, ...o.faults };
   const notes: string[] = [];
   const redis: SuiteRedis = o.redis instanceof OwnRedis ? standaloneRedis(o.redis) : o.redis;
   if (!redis.failover && (faults['redis-failover'] ?? 0) > 0) {
@@ -295,9 +305,13 @@ export async function runScenario(o: ScenarioOptions): Promise<FaultRunReport> {
   // RabbitMQ's STOMP plugin reads the `host` header as the vhost: the run's own.
   if (connUsed.has('rabbitstomp')) conns.push(`  rabbitstomp: { type: stomp, url: "${o.rabbitStompUrl}", host: "${vhost}" }`);
   if (connUsed.has('rabbitstomp-target')) conns.push(`  rabbitstomp-target: { type: stomp, url: "${stompTargetUrl}", host: "${vhost}" }`);
+  const adminToken = `faults-${runId}`;
   const yaml = [
     'log-level: info',
     'shutdown-timeout: 10000',
+    // The HTTP API for the reload fault's POST /reload (port 0: each process logs the one it got).
+    'http-port: 0',
+    `admin-token: "${adminToken}"`,
     'connections:',
     ...conns,
     'id-cache:',
@@ -310,7 +324,7 @@ export async function runScenario(o: ScenarioOptions): Promise<FaultRunReport> {
     `    source: ${src}`,
     `    target: ${tgt}`,
     `    dead-letter: ${dl}`,
-    '    prefetch: 500',
+    `    prefetch: ${RELOAD_PREFETCHES[0]}`,
     '    max-delivery-attempts: 3',
     '    retry-interval: 500',
     '    max-retry-interval: 2000',
@@ -320,6 +334,7 @@ export async function runScenario(o: ScenarioOptions): Promise<FaultRunReport> {
   const configFile = join(dir, 'bridges.yaml');
   writeFileSync(configFile, yaml);
   const bridge = new BridgeControl(configFile, log);
+  const reloads = new ReloadFault(configFile, `faults-${o.path}`, adminToken, bridge, o.seed, log);
 
   const record: SentRecord = { sent: new Map(), resends: new Map(), poison: new Map(), uncertain: new Set(), identical: { sent: 0, uncertain: 0 } };
   const injected: Record<string, number> = Object.fromEntries(Object.keys(faults).map((k) => [k, 0]));
@@ -485,9 +500,15 @@ export async function runScenario(o: ScenarioOptions): Promise<FaultRunReport> {
         case 'poison-too-large':
           await injectPoison('too-large');
           return true;
+        case 'reload':
+          // Not planned here (they run on their own schedule, reloadLoop); a single one when asked.
+          return reloads.inject();
       }
     };
 
+    const reloadLoop = reloads.run(reloadPoints(faults.reload ?? 0), () => published, total, () => publishing).then((n) => {
+      injected.reload = n;
+    });
     for (const ev of events) {
       while (published < ev.at * total && publishing) await sleep(100);
       await bridge.ensureRunning();
@@ -501,6 +522,8 @@ export async function runScenario(o: ScenarioOptions): Promise<FaultRunReport> {
       await sleep(1500);
     }
     await publishLoop;
+    await reloadLoop;
+    if ((faults.reload ?? 0) > 0) log(`reloads applied: ${JSON.stringify(reloads.done)}`);
     log(`published ${record.sent.size} distinct + ${[...record.resends.values()].reduce((a, b) => a + b, 0)} re-sends + ${record.identical.sent} byte-identical + ${record.poison.size} poison; faults done`);
 
     // ---- drain ----

@@ -1,7 +1,8 @@
 /**
  * A TCP proxy on 127.0.0.1 between a client under test and a real service, to inject network faults:
  * `cut()` destroys every connection and refuses new ones, `stall()` keeps connections open but stops forwarding
- * bytes, `resume()` restores normal service.
+ * bytes, `resume()` restores normal service; `close()` stops listening (connections refused, a stopped broker) until
+ * `reopen()` listens again on the same port.
  */
 import net from 'node:net';
 
@@ -85,6 +86,18 @@ export class TcpProxy {
 
   get connections(): number {
     return this.pairs.size;
+  }
+
+  /** Stops listening (new connections are refused, as by a stopped broker) and drops every connection; reopen() listens again on the same port. */
+  async close(): Promise<void> {
+    this.cut();
+    await new Promise<void>((r) => (this.server ? this.server.close(() => r()) : r()));
+    this.server = undefined;
+  }
+
+  async reopen(): Promise<void> {
+    await this.start(this.port);
+    this.mode = 'up';
   }
 
   async stop(): Promise<void> {

@@ -1,0 +1,114 @@
+/**
+ * The `reload` fault: reloads the running bridge's configuration (reload without restart, src/service/reload.ts) while
+ * the stream flows — by SIGHUP or by POST /reload with the admin token, chosen at random — sometimes with the file
+ * unchanged (the bridge must keep its session: `unchanged` in the reload's log line) and sometimes with one setting of
+ * the bridge changed (prefetch toggled between two values: the bridge drains within shutdown-timeout and starts again
+ * with the new one: `changed`). A reload counts as injected when the process logged it as applied with the expected
+ * outcome for the bridge; one that meets a process being killed by another fault is logged and not counted.
+ *
+ * The reloads run on their own schedule (evenly over the stream, see `reloadPoints`) beside the other faults, and
+ * with their own PRNG (from the run's seed) so that the other faults' schedule stays what the seed replays.
+ */
+import { readFileSync, writeFileSync } from 'node:fs';
+import type { BridgeControl } from './bridge-control.js';
+import type { LogLine } from '../support/bridge-process.js';
+import { Prng } from './prng.js';
+import { sleep } from '../support/wait.js';
+
+/** The two prefetch values a changed reload toggles between (the scenario's file starts with the first). */
+export const RELOAD_PREFETCHES = [500, 300] as const;
+
+/** Where in the stream (fraction published) each of `n` reloads fires: evenly between 5 % and 90 %. */
+export function reloadPoints(n: number): number[] {
+  return Array.from({ length: n }, (_, i) => 0.05 + ((i + 0.5) * 0.85) / n);
+}
+
+const isReloadLine = (l: LogLine): boolean => l.msg.startsWith('configuration reloaded (') || l.msg.startsWith('configuration reload (');
+
+export class ReloadFault {
+  private readonly prng: Prng;
+  private prefetch: number = RELOAD_PREFETCHES[0];
+  /** Applied reloads by kind, for the run's log. */
+  readonly done = { unchanged: 0, changed: 0, sighup: 0, http: 0 };
+
+  constructor(
+    private readonly configFile: string,
+    private readonly bridgeName: string,
+    private readonly adminToken: string,
+    private readonly bridge: BridgeControl,
+    seed: number,
+    private readonly log: (line: string) => void,
+  ) {
+    this.prng = new Prng((seed ^ 0x5eed_1234) >>> 0);
+  }
+
+  /** One reload; true when the bridge applied it with the expected outcome. */
+  async inject(): Promise<boolean> {
+    const change = this.prng.next() < 0.5;
+    const viaHttp = this.prng.next() < 0.5;
+    const proc = this.bridge.current;
+    // SIGHUP before the process installed its handler would end it: only a process that has run a bridge.
+    if (!proc || proc.child.exitCode !== null || proc.child.signalCode !== null || proc.count((l) => l.msg === 'bridge running') === 0) {
+      this.log('reload skipped: no running bridge process (another fault is restarting it)');
+      return false;
+    }
+    const text = readFileSync(this.configFile, 'utf8');
+    let next = text;
+    if (change) {
+      const to = this.prefetch === RELOAD_PREFETCHES[0] ? RELOAD_PREFETCHES[1] : RELOAD_PREFETCHES[0];
+      next = text.replace(`    prefetch: ${this.prefetch}\n`, `    prefetch: ${to}\n`);
+      if (next === text) throw new Error(`reload fault: no 'prefetch: ${this.prefetch}' line in ${this.configFile}`);
+      this.prefetch = to;
+    }
+    writeFileSync(this.configFile, next);
+    const before = proc.count(isReloadLine);
+    const how = viaHttp ? 'POST /reload' : 'SIGHUP';
+    if (viaHttp) {
+      const port = proc.logs.find((l) => l.component === 'http' && typeof l.port === 'number')?.port;
+      if (typeof port !== 'number') throw new Error('reload fault: the bridge logged no HTTP port');
+      const res = await fetch(`http://127.0.0.1:${port}/reload`, {
+        method: 'POST',
+        headers: { authorization: `Bearer ${this.adminToken}` },
+        // A changed bridge drains (shutdown-timeout 10 s) before the answer.
+        signal: AbortSignal.timeout(30_000),
+      }).catch((err: unknown) => err as Error);
+      if (res instanceof Error || res.status !== 200) {
+        this.log(`reload (${how}) not applied: ${res instanceof Error ? res.message : `HTTP ${res.status} ${await res.text()}`}`);
+        return false;
+      }
+    } else {
+      proc.child.kill('SIGHUP');
+    }
+    try {
+      await proc.waitForLog(isReloadLine, 30_000, before + 1);
+    } catch (err) {
+      this.log(`reload (${how}) not seen in the bridge's log: ${(err as Error).message.slice(0, 200)}`);
+      return false;
+    }
+    const line = proc.logs.filter(isReloadLine).at(-1)!;
+    const outcome = change ? 'changed' : 'unchanged';
+    const names = line[outcome];
+    if (!Array.isArray(names) || !names.includes(this.bridgeName)) {
+      // Not a harness hiccup: the bridge read the file and did something else with it.
+      throw new Error(`reload (${how}, file ${outcome}) was not applied as ${outcome}: ${JSON.stringify(line)}`);
+    }
+    this.done[outcome] += 1;
+    this.done[viaHttp ? 'http' : 'sighup'] += 1;
+    this.log(`reload by ${how}, file ${change ? `changed (prefetch ${this.prefetch})` : 'unchanged'}: applied as ${outcome}`);
+    return true;
+  }
+
+  /** Fires `points` (fractions of the stream) as `published()` passes them, while publishing goes on. */
+  async run(points: number[], published: () => number, total: number, publishing: () => boolean): Promise<number> {
+    let applied = 0;
+    for (const [i, at] of points.entries()) {
+      while (published() < at * total && publishing()) await sleep(100);
+      if (!publishing()) {
+        this.log(`reloads: publishing ended; ${points.length - i} left out`);
+        break;
+      }
+      if (await this.inject()) applied += 1;
+    }
+    return applied;
+  }
+}

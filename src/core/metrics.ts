@@ -72,6 +72,7 @@ export class Metrics {
   readonly stalls = new Counter({ name: 'bridge_stalls_total', help: 'Times the stall watchdog found a bridge with work that forwarded nothing for stall-timeout', labelNames: ['bridge'], registers: [this.registry] });
   readonly state = new Gauge({ name: 'bridge_state', help: '1 for the state each bridge is in, 0 for the others', labelNames: ['bridge', 'state'], registers: [this.registry] });
   readonly inFlight = new Gauge({ name: 'bridge_in_flight_messages', help: 'Messages received from the source and not settled yet (not acked)', labelNames: ['bridge'], registers: [this.registry] });
+  readonly inFlightBytes = new Gauge({ name: 'bridge_in_flight_bytes', help: 'Bytes of the bodies of the messages in flight (counted against max-in-flight-bytes)', labelNames: ['bridge'], registers: [this.registry] });
   readonly sourceDepth = new Gauge({ name: 'bridge_source_queue_depth_messages', help: 'Messages ready in the source queue (AMQP passive declare); absent for STOMP sources', labelNames: ['bridge'], registers: [this.registry] });
   readonly cacheHorizon = new Gauge({ name: 'bridge_id_cache_horizon_seconds', help: 'Age of the oldest ID the duplicate-ID cache of a target address still remembers (a re-send older than this passes as new)', labelNames: ['address'], registers: [this.registry] });
   readonly cacheIds = new Gauge({ name: 'bridge_id_cache_ids', help: 'IDs the duplicate-ID cache of a target address holds (at most id-cache-size)', labelNames: ['address'], registers: [this.registry] });

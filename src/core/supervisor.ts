@@ -216,6 +216,7 @@ export class BridgeSupervisor {
       target: describeTarget(this.bridge),
       lastError: this.lastError ? { message: this.lastError.message, at: new Date(this.lastError.at).toISOString() } : null,
       inFlight: session?.inFlight ?? 0,
+      inFlightBytes: session?.inFlightBytes ?? 0,
       forwardedPerSecond: this.rate.perSecond(Date.now()),
       sourceDepth: depth ?? null,
       lastForwardAt: this.lastForwardAt !== undefined ? new Date(this.lastForwardAt).toISOString() : null,
@@ -273,6 +274,7 @@ export class BridgeSupervisor {
     const name = this.bridge.name;
     const metrics = this.deps.metrics;
     metrics.inFlight.set({ bridge: name }, session?.inFlight ?? 0);
+    metrics.inFlightBytes.set({ bridge: name }, session?.inFlightBytes ?? 0);
     if (this.lastForwardAt !== undefined) metrics.lastForward.set({ bridge: name }, this.lastForwardAt / 1000);
     const now = Date.now();
     const connected = session !== undefined && this.phase === 'connected' ? session : undefined;

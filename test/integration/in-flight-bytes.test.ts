@@ -93,15 +93,17 @@ async function takeAll(queue: string, expected: number): Promise<Copy[]> {
   return copies;
 }
 
-/** The bridge's own view of the messages in flight, polled from GET /bridges/{name}; the highest count seen. */
-function watchInFlight(api: string, name: string): { stop: () => Promise<number> } {
-  let max = 0;
+/** The bridge's own view of the messages in flight, polled from GET /bridges/{name}: the highest count and bytes seen. */
+function watchInFlight(api: string, name: string): { stop: () => Promise<{ messages: number; bytes: number }> } {
+  let messages = 0;
+  let bytes = 0;
   let running = true;
   const loop = (async () => {
     while (running) {
       try {
-        const r = (await (await fetch(`${api}/bridges/${name}`)).json()) as { inFlight?: number };
-        if (typeof r.inFlight === 'number') max = Math.max(max, r.inFlight);
+        const r = (await (await fetch(`${api}/bridges/${name}`)).json()) as { inFlight?: number; inFlightBytes?: number };
+        if (typeof r.inFlight === 'number') messages = Math.max(messages, r.inFlight);
+        if (typeof r.inFlightBytes === 'number') bytes = Math.max(bytes, r.inFlightBytes);
       } catch {
         // The bridge is between sessions or busy: the next poll tells.
       }
@@ -112,7 +114,7 @@ function watchInFlight(api: string, name: string): { stop: () => Promise<number>
     stop: async () => {
       running = false;
       await loop;
-      return max;
+      return { messages, bytes };
     },
   };
 }
@@ -121,6 +123,7 @@ interface CaseResult {
   peakRssMb: number;
   forwardSeconds: number;
   maxInFlight: number;
+  maxInFlightBytes: number;
 }
 
 /** 1,500 × 1 MiB through a bridge with prefetch 500 and `maxInFlightBytes` (undefined: the default). */
@@ -137,12 +140,12 @@ async function forwardMiBs(maxInFlightBytes: number | undefined): Promise<CaseRe
   await bridge.waitForLog((l) => l.component === 'http' && typeof l.port === 'number', 10_000);
   const port = bridge.logs.find((l) => l.component === 'http' && typeof l.port === 'number')?.port as number;
   const watch = watchInFlight(`http://127.0.0.1:${port}`, name);
-  let maxInFlight: number;
+  let seen: { messages: number; bytes: number };
   try {
     await fx.amqp.waitForCount(dst!, (n) => n >= MESSAGES, 300_000);
     await fx.amqp.waitForCount(src!, (n) => n === 0, 30_000);
   } finally {
-    maxInFlight = await watch.stop();
+    seen = await watch.stop();
   }
   const forwardSeconds = (Date.now() - started) / 1000;
   const peak = peakRssMb(bridge.child.pid!);
@@ -150,7 +153,12 @@ async function forwardMiBs(maxInFlightBytes: number | undefined): Promise<CaseRe
 
   const copies = await takeAll(dst!, MESSAGES);
   checkCopies(copies, MESSAGES);
-  const result = { peakRssMb: Math.round(peak), forwardSeconds: Math.round(forwardSeconds * 10) / 10, maxInFlight };
+  const result = {
+    peakRssMb: Math.round(peak),
+    forwardSeconds: Math.round(forwardSeconds * 10) / 10,
+    maxInFlight: seen.messages,
+    maxInFlightBytes: seen.bytes,
+  };
   console.log(`max-in-flight-bytes ${maxInFlightBytes ?? 'default'}: ${JSON.stringify({ ...result, copies: copies.length })}`);
   return result;
 }
@@ -173,7 +181,7 @@ afterAll(async () => {
  * (target-full) for 4 s while its in-flight count is watched and the source's ready count read; then the target is read
  * until every message came, and checked as in forwardMiBs.
  */
-async function stuckTarget(maxInFlightBytes: number): Promise<{ maxInFlight: number; sourceReadyWhileStuck: number }> {
+async function stuckTarget(maxInFlightBytes: number): Promise<{ maxInFlight: number; maxInFlightBytes: number; sourceReadyWhileStuck: number }> {
   const src = await fx.queue('ifb-stuck-src');
   const dst = uniqueName('ifb-stuck-dst');
   bounded.push(dst);
@@ -186,20 +194,21 @@ async function stuckTarget(maxInFlightBytes: number): Promise<{ maxInFlight: num
   await bridge.waitForLog((l) => l.component === 'http' && typeof l.port === 'number', 10_000);
   const port = bridge.logs.find((l) => l.component === 'http' && typeof l.port === 'number')?.port as number;
   const watch = watchInFlight(`http://127.0.0.1:${port}`, name);
-  let maxInFlight: number;
+  let seen: { messages: number; bytes: number };
   let sourceReadyWhileStuck: number;
   try {
     await fx.amqp.waitForCount(dst, (n) => n >= STUCK_TARGET_ROOM, 60_000);
     await sleep(4000);
     sourceReadyWhileStuck = await fx.amqp.count(src);
   } finally {
-    maxInFlight = await watch.stop();
+    seen = await watch.stop();
   }
   const copies = await takeAll(dst, STUCK_MESSAGES);
   await fx.stopAll();
   checkCopies(copies, STUCK_MESSAGES);
-  console.log(`stuck target, max-in-flight-bytes ${maxInFlightBytes}: ${JSON.stringify({ maxInFlight, sourceReadyWhileStuck, copies: copies.length })}`);
-  return { maxInFlight, sourceReadyWhileStuck };
+  const result = { maxInFlight: seen.messages, maxInFlightBytes: seen.bytes, sourceReadyWhileStuck };
+  console.log(`stuck target, max-in-flight-bytes ${maxInFlightBytes}: ${JSON.stringify({ ...result, copies: copies.length })}`);
+  return result;
 }
 
 /** Every message 0..count-1 there, whole, under one ID, and any copy beyond the first flagged. */
@@ -255,18 +264,21 @@ describe('max-in-flight-bytes (AMQP)', () => {
     const r = await stuckTarget(16 * MIB);
     expect(r.maxInFlight).toBeGreaterThanOrEqual(8);
     expect(r.maxInFlight).toBeLessThanOrEqual(16);
+    expect(r.maxInFlightBytes).toBeLessThanOrEqual(16 * MIB);
     expect(r.sourceReadyWhileStuck).toBeGreaterThanOrEqual(STUCK_MESSAGES - 16 - STUCK_TARGET_ROOM);
   });
 
   it('1,500 × 1 MiB, prefetch 500, max-in-flight-bytes 16 MiB: at most 16 in flight, nothing lost, peak RSS <= 250 MiB', { timeout: 420_000 }, async () => {
     const r = await forwardMiBs(16 * MIB);
     expect(r.maxInFlight).toBeLessThanOrEqual(16);
+    expect(r.maxInFlightBytes).toBeLessThanOrEqual(16 * MIB);
     expect(r.peakRssMb).toBeLessThanOrEqual(250);
   });
 
   it('1,500 × 1 MiB, prefetch 500, the default bound (64 MiB): at most 64 in flight, nothing lost, peak RSS <= 300 MiB', { timeout: 420_000 }, async () => {
     const r = await forwardMiBs(undefined);
     expect(r.maxInFlight).toBeLessThanOrEqual(64);
+    expect(r.maxInFlightBytes).toBeLessThanOrEqual(64 * MIB);
     expect(r.peakRssMb).toBeLessThanOrEqual(300);
   });
 

@@ -18,6 +18,8 @@ export interface BridgeStatus {
   /** The last error, as a sentence without credentials. */
   lastError: { message: string; at: string } | null;
   inFlight: number;
+  /** The bytes of their bodies, counted against max-in-flight-bytes. */
+  inFlightBytes: number;
   /** Messages forwarded per second over the last minute (or since start, when younger). */
   forwardedPerSecond: number;
   /** Messages ready in the source queue; null when unknown (then sourceDepthNote says why). */

@@ -4,6 +4,7 @@
  * Nothing here mutates its input; every object in the result is new (connection objects are shared between the
  * endpoints that use the same connection, which lets the core tell them apart by identity).
  */
+import { compileSelector } from '../routing/selector.js';
 import { camelKeys } from './camel-keys.js';
 import type { BridgeConfig, Config, ConnectionConfig, ConnectionKeysResolved, RedisTopology, TargetConfig } from './types.js';
 import {
@@ -80,6 +81,8 @@ function resolveBridge(
     source: { connection: lookup(connections, b.source.connection), queue: b.source.queue },
     target: resolveTarget(connections, b.target),
     ...(b['dead-letter'] !== undefined ? { deadLetter: resolveTarget(connections, b['dead-letter']) } : {}),
+    // The cross-checks compiled it already and reported a bad one: this cannot throw for a file that got here.
+    ...(b.filter !== undefined ? { filter: compileSelector(b.filter) } : {}),
     ...camelKeys(settings),
   };
 }

@@ -7,6 +7,7 @@
  * referred to, `url`/`urls` as one list carrying the password of `password-file`, `tls:` files read, the Redis
  * topology as one value, the STOMP heart-beat as a pair. Durations are milliseconds, as in the file.
  */
+import type { Selector } from '../routing/selector.js';
 import type { CamelKeys } from './camel-keys.js';
 import type { BridgeSettingValues, ConfigFile, ConfigFileBridge, ConfigFileConnection, ConfigFileTarget, ConfigFileTls } from './schema.js';
 
@@ -72,6 +73,11 @@ export type BridgeConfig = BridgeSettings & {
   source: SourceConfig;
   target: TargetConfig;
   deadLetter?: TargetConfig;
+  /**
+   * `filter`, compiled (checked when the file was loaded): only the messages it selects are forwarded; what happens to
+   * the others is filterMiss. Serialises as its text (JSON.stringify), which is what reload compares.
+   */
+  filter?: Selector;
 };
 
 type IdCacheFile = ConfigFile['id-cache'];

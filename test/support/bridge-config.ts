@@ -22,6 +22,7 @@ export function testBridgeConfig(over: Partial<BridgeConfig> = {}): BridgeConfig
     maxRetryInterval: 10,
     reconnectAttempts: -1,
     minCacheHorizon: 0,
+    filterMiss: 'skip',
     ...over,
   };
 }

@@ -122,6 +122,9 @@ class CountingSource implements SourceEndpoint {
   close(): Promise<void> {
     return this.inner.close();
   }
+  get brokerSelects(): boolean | undefined {
+    return this.inner.brokerSelects;
+  }
   // Optional members stay absent when the inner source lacks them: the supervisor tells sources apart by them.
   get resumeConsuming(): SourceEndpoint['resumeConsuming'] {
     const inner = this.inner;

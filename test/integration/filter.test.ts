@@ -13,7 +13,8 @@ import type { ReceivedMessage, TestMessage } from '../support/amqp.js';
 import type { BridgeProcess } from '../support/bridge-process.js';
 import { useBridgeFixture } from '../support/bridge-fixture.js';
 import { parsePrometheusText } from '../support/prometheus-text.js';
-import { services } from '../support/services.js';
+import { services, uniqueName } from '../support/services.js';
+import { publishStomp, readStomp, type StompTestMessage } from '../support/stomp.js';
 import { text } from '../support/text.js';
 import { untilValue } from '../support/wait.js';
 
@@ -27,12 +28,17 @@ interface Case {
   priority?: number;
   /** What the filter says, worked out by hand. */
   selected: boolean;
+  /**
+   * Over STOMP every header is a string, read as the type of the literal it is compared with, the way ActiveMQ reads
+   * it: `100` is an int, so Integer.valueOf — "100.5" and "1099511627776" are not ints, and `amount > 100` is FALSE.
+   */
+  overStomp?: false;
 }
 
 /** Mixed types: ints, doubles, a long, missing headers, a missing priority (JMSPriority is then 4). */
 const CASES: Case[] = [
   { id: 'm01', region: 'eu', amount: 150, priority: 5, selected: true },
-  { id: 'm02', region: 'eu', amount: 100.5, priority: 4, selected: true },
+  { id: 'm02', region: 'eu', amount: 100.5, priority: 4, selected: true, overStomp: false },
   { id: 'm03', region: 'eu', amount: 101, selected: true },
   { id: 'm04', region: 'eu', amount: 100, priority: 9, selected: false },
   { id: 'm05', region: 'us', amount: 500, priority: 9, selected: false },
@@ -41,13 +47,15 @@ const CASES: Case[] = [
   { id: 'm08', region: 'eu', amount: 5000, priority: 3, selected: false },
   { id: 'm09', region: 'EU', amount: 500, priority: 5, selected: false },
   { id: 'm10', region: 'eu', amount: 1_000_000.25, priority: 0, selected: false },
-  { id: 'm11', region: 'eu', amount: 2 ** 40, priority: 7, selected: true },
+  { id: 'm11', region: 'eu', amount: 2 ** 40, priority: 7, selected: true, overStomp: false },
   { id: 'm12', region: 'eu', amount: -500, priority: 8, selected: false },
   { id: 'm13', region: 'eu', amount: 250, priority: 4, selected: true },
   { id: 'm14', region: 'eu', amount: 99.99, priority: 6, selected: false },
 ];
 const SELECTED = CASES.filter((c) => c.selected).map((c) => c.id);
 const MISSED = CASES.filter((c) => !c.selected).map((c) => c.id);
+const SELECTED_STOMP = CASES.filter((c) => c.selected && c.overStomp !== false).map((c) => c.id);
+const MISSED_STOMP = CASES.filter((c) => !c.selected || c.overStomp === false).map((c) => c.id);
 
 /** Half of the messages carry a duplicate ID, the other half are stamped by the bridge (which records stamps in Redis). */
 function amqpMessage(c: Case, i: number): TestMessage {
@@ -56,6 +64,14 @@ function amqpMessage(c: Case, i: number): TestMessage {
   if (c.region !== undefined) headers.region = c.region;
   if (c.amount !== undefined) headers.amount = c.amount;
   return { body: Buffer.from(`body of ${c.id}`), options: { headers, ...(c.priority !== undefined ? { priority: c.priority } : {}) } };
+}
+
+function stompMessage(c: Case): StompTestMessage {
+  const headers: Record<string, string> = { 'test-id': c.id };
+  if (c.region !== undefined) headers.region = c.region;
+  if (c.amount !== undefined) headers.amount = String(c.amount);
+  if (c.priority !== undefined) headers.priority = String(c.priority);
+  return { body: `body of ${c.id}`, headers };
 }
 
 const idsOf = (messages: readonly ReceivedMessage[]) => messages.map((m) => text(m.headers['test-id'])).sort();
@@ -181,5 +197,73 @@ describe('filter: AMQP source', () => {
     expect(await filteredMetric(api, name, 'dead-lettered')).toBe(MISSED.length);
     expect(await filteredMetric(api, name, 'skipped')).toBe(0);
     expect(await counters(api, name)).toMatchObject({ forwarded: SELECTED.length, filtered: MISSED.length, filteredDeadLettered: MISSED.length, deadLettered: 0 });
+  });
+});
+
+describe('filter: STOMP source', () => {
+  it('ActiveMQ: the selector goes on SUBSCRIBE; the selected messages arrive, the rest stay in the ActiveMQ queue', async () => {
+    const src = uniqueName('filter-amq-src');
+    const dst = await fx.queue('filter-amq-dst');
+    const name = 'filter-activemq';
+    const { yaml } = fx.config({
+      bridges: [{ name, sourceConnection: 'activemq', sourceQueue: src, target: `queue: ${dst}`, extra: { filter: JSON.stringify(FILTER) } }],
+      top: { 'http-port': 0 },
+    });
+    await publishStomp(src, CASES.map(stompMessage));
+    const { bridge, api } = await startWithApi(yaml);
+    await fx.amqp.waitForCount(dst, (n) => n === SELECTED_STOMP.length, 30_000);
+    expect(await fx.amqp.settledCount(dst, 1500)).toBe(SELECTED_STOMP.length);
+    expect(idsOf(await fx.amqp.drain(dst))).toEqual(SELECTED_STOMP);
+    expect(bridge.logs.find((l) => l.msg.endsWith('consuming') && l.role === 'source')).toMatchObject({ filterAt: 'broker and bridge', selectors: true });
+    // The broker kept them back: the bridge never saw them, so nothing is counted.
+    expect(await counters(api, name)).toMatchObject({ forwarded: SELECTED_STOMP.length, filtered: 0 });
+    await fx.stopAll();
+
+    const left = await readStomp(src, { atLeast: MISSED_STOMP.length, quietMs: 1000, timeoutMs: 20_000 });
+    expect(left.map((m) => m.headers['test-id']).sort()).toEqual(MISSED_STOMP);
+  });
+
+  it('ActiveMQ: a message the broker selects and the bridge does not (two missing values compared) gets filter-miss, with a warning', async () => {
+    const src = uniqueName('filter-amq-belt-src');
+    const dst = await fx.queue('filter-amq-belt-dst');
+    const name = 'filter-belt';
+    // ActiveMQ takes two missing values as equal (TRUE); JMS and the bridge as unknown (not selected).
+    const { yaml } = fx.config({
+      bridges: [{ name, sourceConnection: 'activemq', sourceQueue: src, target: `queue: ${dst}`, extra: { filter: JSON.stringify('color = shade') } }],
+      top: { 'http-port': 0 },
+    });
+    await publishStomp(src, [
+      { body: 'same', headers: { 'test-id': 'same', color: 'red', shade: 'red' } },
+      { body: 'differ', headers: { 'test-id': 'differ', color: 'red', shade: 'blue' } },
+      { body: 'neither', headers: { 'test-id': 'neither' } },
+    ]);
+    const { bridge, api } = await startWithApi(yaml);
+    await untilValue('the disagreement counted', () => filteredMetric(api, name, 'skipped'), (n) => n === 1, { timeoutMs: 30_000 });
+    await fx.amqp.waitForCount(dst, (n) => n === 1, 30_000);
+    expect(idsOf(await fx.amqp.drain(dst))).toEqual(['same']);
+    expect(bridge.logs.filter((l) => l.level === 40 && l.msg.startsWith("the broker's selector passed a message the bridge's filter does not select"))).toHaveLength(1);
+    await fx.stopAll();
+    // 'differ' the broker kept back; 'neither' the bridge skipped (filter-miss: skip takes it off the queue).
+    const left = await readStomp(src, { atLeast: 1, quietMs: 1000, timeoutMs: 20_000 });
+    expect(left.map((m) => m.headers['test-id'])).toEqual(['differ']);
+  });
+
+  it("RabbitMQ's STOMP plugin (no selectors): skip semantics — the rest are taken off the queue and counted", async () => {
+    const src = await fx.queue('filter-rstomp-src');
+    const dst = await fx.queue('filter-rstomp-dst');
+    const name = 'filter-rabbit-stomp';
+    const { yaml } = fx.config({
+      bridges: [{ name, sourceConnection: 'rabbitstomp', sourceQueue: src, target: `queue: ${dst}`, extra: { filter: JSON.stringify(FILTER) } }],
+      top: { 'http-port': 0 },
+    });
+    await publishStomp(src, CASES.map(stompMessage), { url: services.rabbitStompUrl });
+    const { bridge, api } = await startWithApi(yaml);
+    await untilValue('misses counted', () => filteredMetric(api, name, 'skipped'), (n) => n === MISSED_STOMP.length, { timeoutMs: 30_000 });
+    await fx.amqp.waitForCount(dst, (n) => n === SELECTED_STOMP.length, 30_000);
+    expect(await fx.amqp.settledCount(dst, 1000)).toBe(SELECTED_STOMP.length);
+    expect(idsOf(await fx.amqp.drain(dst))).toEqual(SELECTED_STOMP);
+    expect(await fx.amqp.count(src)).toBe(0);
+    expect(bridge.logs.find((l) => l.msg.endsWith('consuming') && l.role === 'source')).toMatchObject({ filterAt: 'bridge', selectors: false });
+    expect(await counters(api, name)).toMatchObject({ forwarded: SELECTED_STOMP.length, filtered: MISSED_STOMP.length });
   });
 });

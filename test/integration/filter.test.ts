@@ -7,10 +7,11 @@
  * The expected selections are written out per message below (not computed with the bridge's own selector): the
  * selector's semantics against ActiveMQ's are test/integration/selector-agreement.test.ts.
  */
+import { writeFileSync } from 'node:fs';
 import { Redis } from 'ioredis';
 import { describe, expect, it } from 'vitest';
 import type { ReceivedMessage, TestMessage } from '../support/amqp.js';
-import type { BridgeProcess } from '../support/bridge-process.js';
+import { BridgeProcess, writeConfig } from '../support/bridge-process.js';
 import { useBridgeFixture } from '../support/bridge-fixture.js';
 import { parsePrometheusText } from '../support/prometheus-text.js';
 import { services, uniqueName } from '../support/services.js';
@@ -265,5 +266,43 @@ describe('filter: STOMP source', () => {
     expect(await fx.amqp.count(src)).toBe(0);
     expect(bridge.logs.find((l) => l.msg.endsWith('consuming') && l.role === 'source')).toMatchObject({ filterAt: 'bridge', selectors: false });
     expect(await counters(api, name)).toMatchObject({ forwarded: SELECTED_STOMP.length, filtered: MISSED_STOMP.length });
+  });
+});
+
+describe('filter: reload', () => {
+  it('the same filter keeps the session; a changed filter is a changed bridge, and the new one selects from then on', async () => {
+    const [src, dst] = await fx.queues('filter-rl-src', 'filter-rl-dst');
+    const name = 'filter-reload';
+    const token = 'filter-reload-token';
+    const yamlWith = (filter: string) =>
+      fx.config({
+        bridges: [{ name, sourceQueue: src!, target: `queue: ${dst!}`, extra: { filter: JSON.stringify(filter) } }],
+        keyPrefix: `filter-rl-${process.pid}`,
+        top: { 'http-port': 0, 'admin-token': token },
+      }).yaml;
+    const file = writeConfig(yamlWith("pick = 'a'"));
+    const bridge = await BridgeProcess.started(file);
+    try {
+      await bridge.waitForLog((l) => l.component === 'http' && typeof l.port === 'number', 10_000);
+      const api = `http://127.0.0.1:${bridge.logs.find((l) => l.component === 'http' && typeof l.port === 'number')?.port as number}`;
+      const reload = async () => (await (await fetch(`${api}/reload`, { method: 'POST', headers: { authorization: `Bearer ${token}` } })).json()) as Record<string, unknown>;
+      const publish = (tag: string) =>
+        fx.amqp.publish(src!, ['a', 'b'].map((pick) => ({ body: Buffer.from(`${tag}-${pick}`), options: { headers: { 'test-id': `${tag}-${pick}`, pick } } })));
+
+      await publish('first');
+      await fx.amqp.waitForCount(dst!, (n) => n === 1, 30_000);
+      writeFileSync(file, yamlWith("pick = 'a'"));
+      expect(await reload()).toMatchObject({ applied: true, unchanged: [name], changed: [] });
+      writeFileSync(file, yamlWith("pick = 'b'"));
+      expect(await reload()).toMatchObject({ applied: true, changed: [name], unchanged: [] });
+      await bridge.waitForLog((l) => l.msg === 'bridge running', 30_000, 2);
+      await publish('second');
+      await fx.amqp.waitForCount(dst!, (n) => n === 2, 30_000);
+      expect(await fx.amqp.settledCount(dst!, 1000)).toBe(2);
+      expect(idsOf(await fx.amqp.drain(dst!))).toEqual(['first-a', 'second-b']);
+      expect(await fx.amqp.count(src!)).toBe(0);
+    } finally {
+      await bridge.stop();
+    }
   });
 });

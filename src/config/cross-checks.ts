@@ -3,6 +3,7 @@
  * that would consume its own output. They run on the plain data even when some field failed the schema, so that
  * one run reports every problem; each rule skips what it cannot read (the schema reports that).
  */
+import { compileSelector, SelectorSyntaxError } from '../routing/selector.js';
 import type { ProblemCollector } from './problems.js';
 import { suggestion } from './suggest.js';
 import { resolveTarget } from './amqp-address.js';
@@ -106,6 +107,34 @@ function checkRedisTopology(raw: Data, out: ProblemCollector): void {
   }
 }
 
+/**
+ * A bridge's `filter` compiles (the schema checks only that it is a string), and `filter-miss: dead-letter` has a
+ * dead-letter destination to go to. The selector's own column is in the message: the YAML position is the value's.
+ */
+function checkFilter(raw: Data, bridge: Data, i: number, out: ProblemCollector): void {
+  const filter = asString(bridge.filter);
+  if (filter === undefined) return;
+  // An empty one is the schema's to report.
+  if (filter !== '') {
+    try {
+      compileSelector(filter);
+    } catch (err) {
+      if (!(err instanceof SelectorSyntaxError)) throw err;
+      out.atValue(['bridges', i, 'filter'], `invalid JMS message selector at column ${err.column} of the expression: ${err.reason}`);
+    }
+  }
+  const inBridge = bridge['filter-miss'];
+  const policy = inBridge ?? asRecord(raw.defaults)?.['filter-miss'];
+  if (policy === 'dead-letter' && !has(bridge, 'dead-letter')) {
+    out.atValue(
+      inBridge !== undefined ? ['bridges', i, 'filter-miss'] : ['bridges', i, 'filter'],
+      inBridge !== undefined
+        ? 'dead-letter needs a dead-letter destination and the bridge has none; add dead-letter: (same shape as target) or use filter-miss: skip'
+        : 'filter-miss is dead-letter (from defaults) and the bridge has no dead-letter destination; add dead-letter: (same shape as target) or set filter-miss: skip',
+    );
+  }
+}
+
 export function crossCheck(rawInput: unknown, out: ProblemCollector): void {
   const raw = asRecord(rawInput);
   if (raw === undefined) return;
@@ -149,6 +178,8 @@ export function crossCheck(rawInput: unknown, out: ProblemCollector): void {
       const type = types.get(connection);
       return type === undefined ? undefined : { ep, connection, type };
     };
+
+    checkFilter(raw, bridge, i, out);
 
     const source = endpoint('source');
     const target = endpoint('target');

@@ -5,6 +5,7 @@
  * endpoints that use the same connection, which lets the core tell them apart by identity).
  */
 import { hasHeaderRules, type HeaderRules } from '../routing/header-rules.js';
+import { compileSelector } from '../routing/selector.js';
 import { camelKeys } from './camel-keys.js';
 import type { BridgeConfig, Config, ConnectionConfig, ConnectionKeysResolved, RedisTopology, TargetConfig } from './types.js';
 import {
@@ -82,6 +83,8 @@ function resolveBridge(
     target: resolveTarget(connections, b.target),
     ...(b['dead-letter'] !== undefined ? { deadLetter: resolveTarget(connections, b['dead-letter']) } : {}),
     ...headerRulesOf(b),
+    // The cross-checks compiled it already and reported a bad one: this cannot throw for a file that got here.
+    ...(b.filter !== undefined ? { filter: compileSelector(b.filter) } : {}),
     ...camelKeys(settings),
   };
 }

@@ -55,6 +55,8 @@ export const AMQP_SCHEMES = ['amqp', 'amqps'] as const;
 export const TLS_SCHEMES = ['amqps', 'stomp+ssl', 'rediss'] as const;
 export const STOMP_SCHEMES = ['stomp', 'stomp+ssl', 'tcp'] as const;
 export const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace'] as const;
+/** What a bridge does with a message its filter does not select (`filter-miss`). */
+export const FILTER_MISS_POLICIES = ['skip', 'dead-letter'] as const;
 export const BRIDGE_NAME_PATTERN = /^[A-Za-z0-9._-]+$/;
 
 // ---- connections ----
@@ -289,6 +291,11 @@ const bridgeSettings = {
     60000,
     'A bridge with messages waiting or in flight that forwards nothing for this long is stalled: logged, counted, not ready, its session restarted, ms.',
   ),
+  'filter-miss': setting(
+    z.enum(FILTER_MISS_POLICIES, { error: `expected ${FILTER_MISS_POLICIES.join(' or ')}` }),
+    'skip',
+    "What happens to a message the bridge's filter does not select: skip = acknowledged, so taken off the source queue, and counted; dead-letter = moved to the dead-letter destination with reason filter-miss. An ActiveMQ Classic STOMP source selects at the broker: there non-matching messages stay in the queue.",
+  ),
   'min-cache-horizon': setting(
     millis(0),
     0,
@@ -358,7 +365,12 @@ export const bridgeSchema = z
       target: targetSchema,
       'dead-letter': targetSchema
         .optional()
-        .describe('Where a message goes after max-delivery-attempts rejections; same shape as target.'),
+        .describe('Where a message goes after max-delivery-attempts rejections (and, with filter-miss: dead-letter, one the filter does not select); same shape as target.'),
+      filter: text('a JMS message selector')
+        .optional()
+        .describe(
+          "Forward only the messages this JMS message selector selects (e.g. \"region = 'eu' AND amount > 100\"), over the standard properties (JMSPriority, JMSType, JMSCorrelationID, …) and the headers by name; see filter-miss for the rest. Sent to the broker as the SUBSCRIBE selector on an ActiveMQ Classic STOMP source.",
+        ),
       ...headerRulesShape,
       ...bridgeSettingsShape,
     },

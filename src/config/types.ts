@@ -8,6 +8,7 @@
  * topology as one value, the STOMP heart-beat as a pair. Durations are milliseconds, as in the file.
  */
 import type { HeaderRules } from '../routing/header-rules.js';
+import type { Selector } from '../routing/selector.js';
 import type { CamelKeys } from './camel-keys.js';
 import type { BridgeSettingValues, ConfigFile, ConfigFileBridge, ConfigFileConnection, ConfigFileTarget, ConfigFileTls } from './schema.js';
 
@@ -75,6 +76,11 @@ export type BridgeConfig = BridgeSettings & {
   deadLetter?: TargetConfig;
   /** `rename-headers`, `remove-headers`, `set-headers`; undefined = none. */
   headerRules?: HeaderRules;
+  /**
+   * `filter`, compiled (checked when the file was loaded): only the messages it selects are forwarded; what happens to
+   * the others is filterMiss. Serialises as its text (JSON.stringify), which is what reload compares.
+   */
+  filter?: Selector;
 };
 
 type IdCacheFile = ConfigFile['id-cache'];

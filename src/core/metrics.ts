@@ -53,6 +53,10 @@ export interface BridgeCounters {
   duplicatesDropped: number;
   possibleDuplicates: number;
   deadLettered: number;
+  /** Messages the filter did not select, settled (skipped or dead-lettered); not in deadLettered. */
+  filtered: number;
+  /** Of `filtered`, those moved to the dead-letter destination (filter-miss: dead-letter). */
+  filteredDeadLettered: number;
   targetRefusals: number;
   stalls: number;
   sessions: number;
@@ -65,6 +69,7 @@ export class Metrics {
   readonly possibleDuplicates = new Counter({ name: 'bridge_possible_duplicates_forwarded_total', help: 'Messages forwarded with the possible-duplicate flag', labelNames: ['bridge'], registers: [this.registry] });
   readonly rejections = new Counter({ name: 'bridge_target_rejections_total', help: 'Sends the target refused (each attempt)', labelNames: ['bridge', 'reason'], registers: [this.registry] });
   readonly deadLettered = new Counter({ name: 'bridge_messages_dead_lettered_total', help: 'Messages moved to the dead-letter destination', labelNames: ['bridge', 'reason'], registers: [this.registry] });
+  readonly filtered = new Counter({ name: 'bridge_filtered_total', help: "Messages the bridge's filter did not select, by outcome: skipped (acknowledged: taken off the source queue) or dead-lettered (reason filter-miss). What a broker-side selector keeps in the queue (ActiveMQ Classic STOMP source) is never seen and not counted", labelNames: ['bridge', 'outcome'], registers: [this.registry] });
   readonly sessions = new Counter({ name: 'bridge_sessions_started_total', help: 'Times a bridge connected its endpoints', labelNames: ['bridge'], registers: [this.registry] });
   readonly cacheLosses = new Counter({ name: 'bridge_cache_losses_total', help: 'Times the duplicate-ID cache of an address was found lost (data-lost) or served by another Redis server that may lack the latest writes (server-changed)', labelNames: ['event'], registers: [this.registry] });
   readonly targetFullWaits = new Counter({ name: 'bridge_target_full_waits_total', help: 'Times the target refused a message as full (AMQP basic.nack, ActiveMQ ResourceAllocationException) and the bridge waited for room', labelNames: ['bridge'], registers: [this.registry] });
@@ -116,6 +121,9 @@ export class Metrics {
       sum(this.stalls),
       sum(this.sessions),
     ]);
-    return { forwarded, duplicatesDropped, possibleDuplicates, deadLettered, targetRefusals, stalls, sessions };
+    const filteredValues = (await this.filtered.get()).values.filter((v) => v.labels.bridge === bridge);
+    const filtered = filteredValues.reduce((n, v) => n + v.value, 0);
+    const filteredDeadLettered = filteredValues.filter((v) => v.labels.outcome === 'dead-lettered').reduce((n, v) => n + v.value, 0);
+    return { forwarded, duplicatesDropped, possibleDuplicates, deadLettered, filtered, filteredDeadLettered, targetRefusals, stalls, sessions };
   }
 }

@@ -69,6 +69,13 @@ export interface SourceEndpoint {
    * seconds; rejects when the broker cannot be asked. Absent where the protocol cannot tell (STOMP).
    */
   depth?(): Promise<number>;
+  /**
+   * Optional: true when the broker applies the bridge's filter to what it delivers (an ActiveMQ Classic STOMP
+   * subscription with a `selector`), so that messages it does not select stay in the queue; read after `open`
+   * resolved. The worker still evaluates the filter on every delivery; a miss from such a source means the broker and
+   * the bridge disagree (logged). Absent or false: every message is delivered, and the worker's filter-miss applies.
+   */
+  readonly brokerSelects?: boolean;
   /** Closes the connection. Whatever was not acked is redelivered by the broker. Never throws. */
   close(): Promise<void>;
 }

@@ -2,7 +2,8 @@
  * One bridge session: a source, a target (and a dead-letter destination) connected together until something breaks
  * or the bridge is stopped. The supervisor (./supervisor.ts) builds a new session after every loss.
  *
- * Per message: resolve the duplicate ID (header, stable identity or stamp) → reserve it for the target address →
+ * Per message: the bridge's filter (a message it does not select goes no further: skipped or dead-lettered, never near
+ * the cache) → resolve the duplicate ID (header, stable identity or stamp) → reserve it for the target address →
  * send → wait for the target's confirmation → commit the ID → ack the source. Many messages are in flight at once
  * (up to the source prefetch); they are sent in source order by one loop, and settle as confirmations arrive.
  *
@@ -17,6 +18,7 @@
  * This file is the session's life (open, pause, drain, end) and its intake; the stages a message goes through are in
  * ./session/, one module each, all working on the shared ./session/context.ts:
  *   job.ts          a message in flight and the stage it is at
+ *   filter.ts       the bridge's filter and filter-miss (skip, dead-letter), decided first in prepare()
  *   resolve-id.ts   its duplicate ID (header, stable identity, stamp) and reservation
  *   send-loop.ts    the ordered send loop and batching
  *   park.ts         busy IDs set aside and retried

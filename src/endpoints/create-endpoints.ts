@@ -23,7 +23,7 @@ export function createEndpoints(bridge: BridgeConfig, log: Logger): BridgeEndpoi
           log.child({ role: 'source' }),
           deliveryWindow(bridge.maxInFlightBytes, bridge.prefetch),
         )
-      : new StompSource(src.connection, src.queue, bridge.prefetch, log.child({ role: 'source' }));
+      : new StompSource(src.connection, src.queue, bridge.prefetch, log.child({ role: 'source' }), bridge.filter?.text);
   const target = createTarget(bridge.target, bridge.confirmTimeout, log.child({ role: 'target' }));
   const deadLetter = bridge.deadLetter
     ? createTarget(bridge.deadLetter, bridge.confirmTimeout, log.child({ role: 'dead-letter' }))

@@ -3,9 +3,12 @@
  * and cache), and ends by itself:
  * - `--until-empty`: once the source is empty and nothing is in flight — AMQP: a passive declare says 0 ready, twice in
  *   a row, with nothing delivered and unsettled in between; STOMP (no queue depth): no delivery for `--idle` ms;
- * - `--count N`: once N messages are settled (forwarded, dropped as duplicates, or dead-lettered). Deliveries beyond N
- *   are not taken: they stay unacknowledged and go back to the source when the move ends.
- * Then it drains and closes. Exit status: 0 done; 3 done, but messages were dead-lettered; 1 a permanent error (the
+ * - `--count N`: once N messages are settled (forwarded, dropped as duplicates, dead-lettered, or not selected by the
+ *   bridge's filter and skipped or dead-lettered by filter-miss). Deliveries beyond N are not taken: they stay
+ *   unacknowledged and go back to the source when the move ends. What a broker-side selector keeps in the queue (an
+ *   ActiveMQ Classic STOMP source with a filter) is never delivered, so never counted.
+ * Then it drains and closes. Exit status: 0 done; 3 done, but messages were dead-lettered after refusals (not by
+ * filter-miss: that is routing, counted as `filtered`); 1 a permanent error (the
  * configuration, a refused login); 130 interrupted by SIGINT/SIGTERM (drained: nothing lost, the rest stays in the
  * source).
  *
@@ -19,7 +22,7 @@ import type { SourceEndpoint, SourceHandlers } from '../core/ports.js';
 import { randomBytes } from 'node:crypto';
 import { createIdCache } from '../cache/create-id-cache.js';
 import { createEndpoints } from '../endpoints/create-endpoints.js';
-import { Metrics } from '../core/metrics.js';
+import { Metrics, type BridgeCounters } from '../core/metrics.js';
 import { BridgeSupervisor, type BridgeEndpoints, type BridgeOutcome } from '../core/supervisor.js';
 
 export const EXIT_MOVE_DEAD_LETTERED = 3;
@@ -32,6 +35,8 @@ export interface MoveSummary {
   forwarded: number;
   duplicatesDropped: number;
   deadLettered: number;
+  /** Not selected by the bridge's filter: skipped or dead-lettered by filter-miss (not in deadLettered). */
+  filtered: number;
   /** Forwarded with the possible-duplicate flag. */
   flagged: number;
   seconds: number;
@@ -43,7 +48,7 @@ export interface MoveSummary {
 
 /** What the move watches while it runs, for its end condition and its progress bar. */
 export interface MoveProgress {
-  /** Settled so far (forwarded + duplicates dropped + dead-lettered). */
+  /** Settled so far (forwarded + duplicates dropped + dead-lettered + filtered). */
   settled: number;
   /** Messages in the source when the move started (AMQP), or the count asked for; undefined when unknown. */
   total: number | undefined;
@@ -122,6 +127,9 @@ class CountingSource implements SourceEndpoint {
   close(): Promise<void> {
     return this.inner.close();
   }
+  get brokerSelects(): boolean | undefined {
+    return this.inner.brokerSelects;
+  }
   // Optional members stay absent when the inner source lacks them: the supervisor tells sources apart by them.
   get resumeConsuming(): SourceEndpoint['resumeConsuming'] {
     const inner = this.inner;
@@ -163,7 +171,7 @@ export async function moveBridge(config: Config, given: BridgeConfig, o: MoveOpt
 
   const settledNow = async (): Promise<number> => {
     const c = await counters();
-    return c.forwarded + c.duplicatesDropped + c.deadLettered;
+    return settledOf(c);
   };
 
   let emptySeen = 0;
@@ -207,14 +215,15 @@ export async function moveBridge(config: Config, given: BridgeConfig, o: MoveOpt
   await cache.close().catch(() => undefined);
 
   const c = await counters();
-  o.onProgress?.({ settled: c.forwarded + c.duplicatesDropped + c.deadLettered, total });
+  const settled = settledOf(c);
+  o.onProgress?.({ settled, total });
   const seconds = Math.round((Date.now() - started) / 100) / 10;
-  const settled = c.forwarded + c.duplicatesDropped + c.deadLettered;
   const summary: MoveSummary = {
     bridge: bridge.name,
     forwarded: c.forwarded,
     duplicatesDropped: c.duplicatesDropped,
     deadLettered: c.deadLettered,
+    filtered: c.filtered,
     flagged: c.possibleDuplicates,
     seconds,
     rate: Math.round((settled / Math.max(0.1, seconds)) * 10) / 10,
@@ -222,6 +231,11 @@ export async function moveBridge(config: Config, given: BridgeConfig, o: MoveOpt
   };
   if (outcome.kind === 'failed') summary.error = outcome.error.message;
   return summary;
+}
+
+/** Every way a message is settled: what --count counts (the source's acks) and the progress shows. */
+function settledOf(c: BridgeCounters): number {
+  return c.forwarded + c.duplicatesDropped + c.deadLettered + c.filtered;
 }
 
 export function moveExitCode(summary: MoveSummary): number {
@@ -240,5 +254,5 @@ export function moveExitCode(summary: MoveSummary): number {
 /** The summary for a person: one line. */
 export function formatSummary(s: MoveSummary): string {
   const what = s.result === 'failed' ? `failed: ${s.error ?? ''}` : s.result === 'interrupted' ? 'interrupted (drained; the rest stays in the source)' : 'done';
-  return `move ${s.bridge}: ${what}; forwarded ${s.forwarded}, duplicates dropped ${s.duplicatesDropped}, dead-lettered ${s.deadLettered}, flagged ${s.flagged}; ${s.seconds} s, ${s.rate} msgs/s`;
+  return `move ${s.bridge}: ${what}; forwarded ${s.forwarded}, duplicates dropped ${s.duplicatesDropped}, dead-lettered ${s.deadLettered}, filtered ${s.filtered}, flagged ${s.flagged}; ${s.seconds} s, ${s.rate} msgs/s`;
 }

@@ -72,6 +72,10 @@ describe('broker-bridge validate', () => {
       ],
     ],
     [
+      'bad-filter.yaml',
+      [":7:13 bridges[0].filter: invalid JMS message selector at column 26 of the expression: expected an operator or the end of the selector, but found '100'\n"],
+    ],
+    [
       'bad-many.yaml',
       [':1:12 log-level:', ':6:27 bridges[0].source.connection:', ':8:15 bridges[0].prefetch:', ':10:5 bridges[1].source.queue:', ':12:5 bridges[1].max-delivery-attemps:'],
     ],
@@ -82,6 +86,16 @@ describe('broker-bridge validate', () => {
     expect(r.stdout).toBe('');
     for (const e of expected) expect(r.stderr).toContain(`${fixture(name)}${e}`);
     expect(r.stderr.split('\n')[0]).toMatch(new RegExp(`^invalid configuration ${fixture(name).replace(/\./g, '\\.')} \\(${expected.length} problems?\\):$`));
+  });
+
+  it('check reports a bad filter as an error finding (exit 1) with the same located sentence, and connects nowhere', () => {
+    const r = cli(['check', '--config', fixture('bad-filter.yaml')]);
+    expect(r.code).toBe(1);
+    expect(r.stdout.split('\n')).toEqual([
+      `error   config: ${fixture('bad-filter.yaml')}:7:13 bridges[0].filter: invalid JMS message selector at column 26 of the expression: expected an operator or the end of the selector, but found '100'`,
+      `${fixture('bad-filter.yaml')}: 1 error, 0 warnings`,
+      '',
+    ]);
   });
 
   it('a missing file: exit 2 with a sentence naming it', () => {

@@ -22,6 +22,7 @@ interface Summary {
   forwarded: number;
   duplicatesDropped: number;
   deadLettered: number;
+  filtered: number;
   flagged: number;
   seconds: number;
   result: string;
@@ -79,6 +80,21 @@ describe('broker-bridge move', () => {
     expect(r.summary).toMatchObject({ forwarded: 300, duplicatesDropped: 0, result: 'done' });
     expect(await fx.amqp.count(dst!)).toBe(300);
     expect(await fx.amqp.count(src!)).toBe(200);
+  });
+
+  it('with a filter: --count N counts the skipped messages as settled, the summary says how many were filtered, exit 0', async () => {
+    const [src, dst] = await fx.queues('mvf-src', 'mvf-dst');
+    // Every third message is selected: 10 of the first 30.
+    await fx.amqp.publish(
+      src!,
+      Array.from({ length: 60 }, (_, i) => ({ body: Buffer.from(`f-${i}`), options: { headers: { [ID]: `f-${i}`, n: i, pick: i % 3 === 0 } } })),
+    );
+    const file = configFile({ connection: 'rabbit', queue: src! }, `queue: "${dst}"`, { prefetch: 10, filter: '"pick = TRUE"' });
+    const r = move(file, '--count', '30');
+    expect(r.code, r.stderr).toBe(0);
+    expect(r.summary).toMatchObject({ forwarded: 10, filtered: 20, deadLettered: 0, duplicatesDropped: 0, result: 'done' });
+    expect(ids(await fx.amqp.drain(dst!))).toEqual(Array.from({ length: 10 }, (_, k) => `f-${k * 3}`));
+    expect(await fx.amqp.count(src!)).toBe(30);
   });
 
   it('STOMP → AMQP: --count N, then --until-empty (no queue depth over STOMP: --idle) moves the rest', async () => {
@@ -182,7 +198,7 @@ describe('broker-bridge move', () => {
     expect(piped.status).toBe(0);
     // Flagged: deliveries the first move had on the wire past its count come back redelivered, and a cache without any
     // history yet (a fresh key prefix) cannot vouch for redelivered copies.
-    expect(piped.stdout).toMatch(/^move mv: done; forwarded 1500, duplicates dropped 0, dead-lettered 0, flagged \d+; [\d.]+ s, [\d.]+ msgs\/s\n$/);
+    expect(piped.stdout).toMatch(/^move mv: done; forwarded 1500, duplicates dropped 0, dead-lettered 0, filtered 0, flagged \d+; [\d.]+ s, [\d.]+ msgs\/s\n$/);
     expect(await fx.amqp.count(dst!)).toBe(3000);
   });
 });

@@ -24,6 +24,7 @@ export function testBridgeConfig(over: Partial<BridgeConfig> = {}): BridgeConfig
     reconnectAttempts: -1,
     minCacheHorizon: 0,
     addForwardHeaders: false,
+    filterMiss: 'skip',
     ...over,
   };
 }

@@ -82,6 +82,30 @@ describe('configuration errors: file:line:col, key path, what is wrong, what is 
     ]);
   });
 
+  it('a filter that is not a JMS selector: at its value, with the column inside the expression', () => {
+    expect(load('bad-filter.yaml')).toEqual([
+      `${fixture('bad-filter.yaml')}:7:13 bridges[0].filter: invalid JMS message selector at column 26 of the expression: expected an operator or the end of the selector, but found '100'`,
+    ]);
+  });
+
+  it('filter-miss: dead-letter without a dead-letter destination, set in the bridge or in defaults; a bad policy', () => {
+    const text = [
+      'connections: { r: { type: amqp, url: "amqp://h" } }',
+      'defaults: { filter-miss: dead-letter }',
+      'bridges:',
+      "  - { name: a, source: { connection: r, queue: x }, target: { connection: r, queue: y }, filter: 'a = 1' }",
+      "  - { name: b, source: { connection: r, queue: x }, target: { connection: r, queue: z }, filter: 'a = 1', filter-miss: dead-letter }",
+      "  - { name: c, source: { connection: r, queue: x }, target: { connection: r, queue: z }, filter: 'a = 1', filter-miss: skip }",
+      "  - { name: d, source: { connection: r, queue: x }, target: { connection: r, queue: z }, filter-miss: drop }",
+      '',
+    ].join('\n');
+    expect(problemsOf(() => parseConfig(text, 'f.yaml', {}))).toEqual([
+      'f.yaml:4:98 bridges[0].filter: filter-miss is dead-letter (from defaults) and the bridge has no dead-letter destination; add dead-letter: (same shape as target) or set filter-miss: skip',
+      'f.yaml:5:120 bridges[1].filter-miss: dead-letter needs a dead-letter destination and the bridge has none; add dead-letter: (same shape as target) or use filter-miss: skip',
+      'f.yaml:7:103 bridges[3].filter-miss: expected skip or dead-letter, got "drop"',
+    ]);
+  });
+
   it('missing environment variable with no default', () => {
     expect(load('bad-missing-var.yaml')).toEqual([
       `${fixture('bad-missing-var.yaml')}:4:11 connections.rabbit.url: environment variable BRIDGE_TEST_UNSET_VAR is not set and \${BRIDGE_TEST_UNSET_VAR} has no default (set it, or write \${BRIDGE_TEST_UNSET_VAR:-default})`,
@@ -178,7 +202,7 @@ describe('configuration errors: file:line:col, key path, what is wrong, what is 
     ].join('\n');
     expect(problemsOf(() => parseConfig(text, 'd.yaml', {}))).toEqual([
       'd.yaml:3:13 defaults.prefetch: expected an integer from 1 to 65535, got -1',
-      "d.yaml:4:3 defaults.name: unknown key; valid keys here: use-duplicate-detection, duplicate-id-header, prefetch, max-in-flight-bytes, max-delivery-attempts, retry-interval, retry-interval-multiplier, max-retry-interval, reconnect-attempts, confirm-timeout, max-batch-size, max-batch-time, stall-timeout, min-cache-horizon, add-forward-headers",
+      "d.yaml:4:3 defaults.name: unknown key; valid keys here: use-duplicate-detection, duplicate-id-header, prefetch, max-in-flight-bytes, max-delivery-attempts, retry-interval, retry-interval-multiplier, max-retry-interval, reconnect-attempts, confirm-timeout, max-batch-size, max-batch-time, stall-timeout, filter-miss, min-cache-horizon, add-forward-headers",
     ]);
   });
 

@@ -45,6 +45,7 @@ describe('loadConfig: defaults and layering', () => {
           minCacheHorizon: 0,
           addForwardHeaders: false,
           reconnectAttempts: -1,
+          filterMiss: 'skip',
         },
       ],
       shutdownTimeout: 10000,
@@ -53,6 +54,7 @@ describe('loadConfig: defaults and layering', () => {
       deprecations: [],
     });
     expect(config.bridges[0]).not.toHaveProperty('deadLetter');
+    expect(config.bridges[0]).not.toHaveProperty('filter');
     expect(config).not.toHaveProperty('metricsPort');
     expect(config).not.toHaveProperty('httpPort');
     expect(config).not.toHaveProperty('adminToken');
@@ -117,6 +119,27 @@ describe('loadConfig: defaults and layering', () => {
     expect(loadConfig(fixture('valid-layered.yaml'), {}).bridges[0]?.prefetch).toBe(1000);
     expect(bridgeSettingDefaults).toEqual(before);
     expect(Object.isFrozen(bridgeSettingDefaults)).toBe(true);
+  });
+
+  it('compiles a filter, layers filter-miss like the other settings, and a bridge serialises with its filter text (what reload compares)', () => {
+    const text = [
+      'connections: { r: { type: amqp, url: "amqp://h" } }',
+      'defaults: { filter-miss: dead-letter }',
+      'bridges:',
+      "  - { name: a, source: { connection: r, queue: x }, target: { connection: r, queue: y }, dead-letter: { connection: r, queue: d }, filter: \"region = 'eu' AND amount > 100\" }",
+      "  - { name: b, source: { connection: r, queue: x }, target: { connection: r, queue: z }, filter: 'amount > 100', filter-miss: skip }",
+      '',
+    ].join('\n');
+    const [a, b] = parseConfig(text, 'f.yaml', {}).bridges;
+    expect(a?.filterMiss).toBe('dead-letter');
+    expect(b?.filterMiss).toBe('skip');
+    const message = (headers: Record<string, unknown>) => ({ properties: { persistent: true }, headers });
+    expect(a?.filter?.matches(message({ region: 'eu', amount: 150 }))).toBe(true);
+    expect(a?.filter?.matches(message({ region: 'eu', amount: 50 }))).toBe(false);
+    expect(a?.filter?.matches(message({ amount: 150 }))).toBe(false);
+    expect(JSON.parse(JSON.stringify(a))).toMatchObject({ filter: { text: "region = 'eu' AND amount > 100" } });
+    const changed = parseConfig(text.replace("'amount > 100'", "'amount > 101'"), 'f.yaml', {}).bridges[1];
+    expect(JSON.stringify(changed)).not.toBe(JSON.stringify(b));
   });
 
   it('loads the example bridges.yaml at the repository root', () => {

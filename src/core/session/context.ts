@@ -53,6 +53,9 @@ export class SessionContext {
   targetFullEndedAt = 0;
   waitingForRoom = false;
 
+  /** The broker's selector passed a message the bridge's filter does not select: warned once (./filter.ts). */
+  filterDisagreed = false;
+
   /** Stamp records of acked messages, forgotten at the next ack barrier (./stamps.ts). */
   stampsToForget: StampHold[] = [];
 

@@ -3,6 +3,7 @@
  *
  *   received ──prepare()──▶ forwarding ──confirmed by the target──▶ confirmed ──ID committed──▶ settled (acked)
  *                 │              └──refused max-delivery-attempts times──▶ dead-lettered ──▶ settled
+ *                 ├──▶ filtered (the bridge's filter does not select it; nothing asked of the cache) ──▶ settled
  *                 ├──▶ duplicate ──▶ settled
  *                 └──▶ busy / claim-busy ──parked, prepared again──▶ (any of prepare()'s outcomes)
  *
@@ -31,6 +32,14 @@ export interface Busy {
   readonly id: string;
   /** Its stamp says a handled copy of it may exist (../stamp-claim.ts): its copy will carry the flag. */
   readonly flagged: boolean;
+}
+
+/**
+ * The bridge's filter does not select it: skipped (acked) or moved to the dead-letter destination, by filter-miss
+ * (./filter.ts). Decided before anything touched the cache, so it holds nothing there.
+ */
+export interface Filtered {
+  readonly stage: 'filtered';
 }
 
 /** Its ID is already recorded for the target address: acked without being forwarded. */
@@ -74,14 +83,15 @@ export interface Settled {
   readonly stage: 'settled';
 }
 
-/** What prepare() leaves a job in: the send loop forwards it, drops it as a duplicate, or parks it. */
-export type Prepared = ClaimBusy | Busy | Duplicate | Forwarding;
+/** What prepare() leaves a job in: the send loop forwards it, drops it as a duplicate, filters it out, or parks it. */
+export type Prepared = Filtered | ClaimBusy | Busy | Duplicate | Forwarding;
 
 export type JobState = Received | Prepared | Confirmed | DeadLettered | Settled;
 
 /** The stages that carry no data are shared: a job's way through the session allocates only what it must. */
 export const RECEIVED: Received = Object.freeze({ stage: 'received' });
 export const SETTLED: Settled = Object.freeze({ stage: 'settled' });
+export const FILTERED: Filtered = Object.freeze({ stage: 'filtered' });
 
 /**
  * The stamp record a job's ID came from (no header, no stable identity): its lease is renewed while the job lives, and

@@ -5,13 +5,18 @@
  * (./forward-copy.ts: header rules, provenance), so rules never change which messages are duplicates.
  */
 import type { SessionContext } from './context.js';
-import type { Job, JobState, Prepared } from './job.js';
+import { FILTERED, type Job, type JobState, type Prepared } from './job.js';
+import { selected } from './filter.js';
 import { fingerprint, newStampedId, readDuplicateId, withDuplicateId } from '../duplicate-id.js';
 import { forwardCopy } from './forward-copy.js';
 
-/** Resolves the duplicate ID and reserves it. Never forwards anything. Prepares a parked job again, too. */
+/**
+ * Resolves the duplicate ID and reserves it. Never forwards anything. Prepares a parked job again, too. A message the
+ * bridge's filter does not select goes no further: nothing of it reaches the cache (DESIGN §9).
+ */
 export async function prepare(ctx: SessionContext, job: Job): Promise<Prepared> {
   const msg = job.delivery.message;
+  if (job.state.stage === 'received' && !selected(ctx, msg)) return enter(job, FILTERED);
   if (!ctx.dedupe) return enter(job, { stage: 'forwarding', job, id: undefined, outgoing: forwardCopy(ctx, msg), attempts: 0, sent: false });
   const { cache, source, target } = ctx.deps;
   const before = job.state;

@@ -5,6 +5,7 @@
  */
 import type { SessionContext } from './context.js';
 import type { Forwarding, Job } from './job.js';
+import { filterMiss } from './filter.js';
 import { park } from './park.js';
 import { sendBatch, sendOne } from './send.js';
 import { dropDuplicate } from './settle.js';
@@ -39,6 +40,10 @@ export async function sendLoop(ctx: SessionContext): Promise<void> {
       takeNext(ctx, job);
       if (prepared.stage === 'busy' || prepared.stage === 'claim-busy') {
         park(ctx, job, Date.now());
+        continue;
+      }
+      if (prepared.stage === 'filtered') {
+        filterMiss(ctx, job);
         continue;
       }
       if (prepared.stage === 'duplicate') {

@@ -36,6 +36,12 @@ export interface StompPeerProfile {
    * it leaves a message unacked and reconnects, which returns it on every peer.
    */
   readonly nack: 'dead-letter' | 'requeue' | 'unknown';
+  /**
+   * The peer applies a JMS message selector given as the SUBSCRIBE header `selector`, so that what it does not select
+   * stays in the queue (ActiveMQ Classic: checked, test/integration/selector-agreement.test.ts). False where it has
+   * none (RabbitMQ) or where that is not checked (Artemis, unknown servers): the bridge's filter alone decides there.
+   */
+  readonly selectors: boolean;
 }
 
 const ACTIVEMQ_CLASSIC: StompPeerProfile = {
@@ -44,6 +50,7 @@ const ACTIVEMQ_CLASSIC: StompPeerProfile = {
   prefetchHeaders: ['activemq.prefetchSize'],
   bodyTyping: 'content-length',
   nack: 'dead-letter',
+  selectors: true,
 };
 
 const ACTIVEMQ_ARTEMIS: StompPeerProfile = {
@@ -52,6 +59,7 @@ const ACTIVEMQ_ARTEMIS: StompPeerProfile = {
   prefetchHeaders: ['activemq.prefetchSize', 'prefetch-count'],
   bodyTyping: 'content-length',
   nack: 'unknown',
+  selectors: false,
 };
 
 const RABBITMQ: StompPeerProfile = {
@@ -61,6 +69,7 @@ const RABBITMQ: StompPeerProfile = {
   prefetchHeaders: ['prefetch-count'],
   bodyTyping: 'bytes',
   nack: 'requeue',
+  selectors: false,
 };
 
 const UNKNOWN: StompPeerProfile = {
@@ -70,6 +79,7 @@ const UNKNOWN: StompPeerProfile = {
   // The stricter rule: a body that may go as text on ActiveMQ goes as text anywhere else too.
   bodyTyping: 'content-length',
   nack: 'unknown',
+  selectors: false,
 };
 
 /**
@@ -99,5 +109,6 @@ export function profileFields(profile: StompPeerProfile): Record<string, unknown
     prefetchHeader: profile.prefetchHeaders.join(','),
     bodyTyping: profile.bodyTyping,
     nack: profile.nack,
+    selectors: profile.selectors,
   };
 }

@@ -8,6 +8,11 @@
  * `message-id` is the delivery's stableId. Elsewhere (RabbitMQ: a new `message-id` per delivery; unknown servers) the
  * delivery has no stableId and the worker stamps it by fingerprint, claiming the stamp on a redelivery, exactly as for
  * an AMQP message without `message-id`.
+ *
+ * With a bridge filter, a peer that speaks JMS selectors on SUBSCRIBE (ActiveMQ Classic: checked) gets it as the
+ * `selector` header, so that the messages it does not select stay in the queue; `brokerSelects` says so to the worker,
+ * which still evaluates the filter on what arrives (src/core/session/filter.ts). Other peers (RabbitMQ's STOMP plugin
+ * has no selectors; Artemis is not checked) get no `selector`: every message comes, and the worker's filter-miss applies.
  */
 import type { StompConnectionConfig } from '../../config/types.js';
 import { TransientError, isProgrammerError } from '../../shared/errors.js';
@@ -28,24 +33,33 @@ export class StompSource extends StompEndpoint implements SourceEndpoint {
   private acksSinceBarrier = 0;
   private lastBarrier: Promise<void> = Promise.resolve();
   private dropped = 0;
+  private selecting = false;
 
   constructor(
     conn: StompConnectionConfig,
     queue: string,
     private readonly prefetch: number,
     log: Logger,
+    /** The bridge's filter (a JMS selector), sent on SUBSCRIBE where the peer applies it. */
+    private readonly selector?: string,
   ) {
     super(conn, queue, 'source', log);
   }
 
+  get brokerSelects(): boolean {
+    return this.selecting;
+  }
+
   async open(handlers: SourceHandlers): Promise<void> {
     const session = await this.connect((error) => handlers.onLost(error));
+    const selects = this.selector !== undefined && this.profile.selectors;
     try {
       await session.subscribe(
         {
           destination: this.destination,
           ack: 'client-individual',
           ...prefetchHeaders(this.profile, this.prefetch),
+          ...(selects ? { selector: this.selector } : {}),
         },
         (message) => this.onMessage(message, handlers),
       );
@@ -57,7 +71,9 @@ export class StompSource extends StompEndpoint implements SourceEndpoint {
       // destination, not authorised) shows as one log line per change of reason.
       throw new TransientError(`${this.description}: the broker refused the subscription: ${(err as Error).message}`, { cause: err });
     }
-    this.log.info({ ...this.connectionFields(session), prefetch: this.prefetch }, `${this.description} consuming`);
+    this.selecting = selects;
+    const filterField = this.selector === undefined ? {} : { filterAt: selects ? 'broker and bridge' : 'bridge' };
+    this.log.info({ ...this.connectionFields(session), prefetch: this.prefetch, ...filterField }, `${this.description} consuming`);
   }
 
   ack(delivery: SourceDelivery): void {

@@ -181,12 +181,12 @@ afterAll(async () => {
  * (target-full) for 4 s while its in-flight count is watched and the source's ready count read; then the target is read
  * until every message came, and checked as in forwardMiBs.
  */
-async function stuckTarget(maxInFlightBytes: number): Promise<{ maxInFlight: number; maxInFlightBytes: number; sourceReadyWhileStuck: number }> {
+async function stuckTarget(maxInFlightBytes: number, size = MIB): Promise<{ maxInFlight: number; maxInFlightBytes: number; sourceReadyWhileStuck: number }> {
   const src = await fx.queue('ifb-stuck-src');
   const dst = uniqueName('ifb-stuck-dst');
   bounded.push(dst);
   await fx.amqp.ch.assertQueue(dst, { durable: true, arguments: { 'x-max-length': STUCK_TARGET_ROOM, 'x-overflow': 'reject-publish' } });
-  await publishNumbered(src, STUCK_MESSAGES, randomBytes(MIB));
+  await publishNumbered(src, STUCK_MESSAGES, randomBytes(size));
   const name = 'stuck';
   const extra = { prefetch: PREFETCH, 'max-in-flight-bytes': maxInFlightBytes };
   const { yaml } = fx.config({ bridges: [{ name, sourceQueue: src, target: `queue: "${dst}"`, extra }], top: { 'http-port': 0 } });
@@ -205,18 +205,18 @@ async function stuckTarget(maxInFlightBytes: number): Promise<{ maxInFlight: num
   }
   const copies = await takeAll(dst, STUCK_MESSAGES);
   await fx.stopAll();
-  checkCopies(copies, STUCK_MESSAGES);
+  checkCopies(copies, STUCK_MESSAGES, size);
   const result = { maxInFlight: seen.messages, maxInFlightBytes: seen.bytes, sourceReadyWhileStuck };
-  console.log(`stuck target, max-in-flight-bytes ${maxInFlightBytes}: ${JSON.stringify({ ...result, copies: copies.length })}`);
+  console.log(`stuck target, ${size}-byte bodies, max-in-flight-bytes ${maxInFlightBytes}: ${JSON.stringify({ ...result, copies: copies.length })}`);
   return result;
 }
 
-/** Every message 0..count-1 there, whole, under one ID, and any copy beyond the first flagged. */
-function checkCopies(copies: Copy[], count: number): void {
+/** Every message 0..count-1 there, whole (`size` bytes), under one ID, and any copy beyond the first flagged. */
+function checkCopies(copies: Copy[], count: number, size = MIB): void {
   const bySeq = new Map<number, Copy[]>();
   for (const c of copies) bySeq.set(c.seq, [...(bySeq.get(c.seq) ?? []), c]);
   expect([...bySeq.keys()].sort((a, b) => a - b)).toEqual(Array.from({ length: count }, (_, i) => i));
-  expect(copies.every((c) => c.size === MIB)).toBe(true);
+  expect(copies.every((c) => c.size === size)).toBe(true);
   for (const [, same] of bySeq) {
     expect(new Set(same.map((c) => c.id)).size).toBe(1);
     expect(same.filter((c) => !c.flagged).length).toBeLessThanOrEqual(1);
@@ -266,6 +266,13 @@ describe('max-in-flight-bytes (AMQP)', () => {
     expect(r.maxInFlight).toBeLessThanOrEqual(16);
     expect(r.maxInFlightBytes).toBeLessThanOrEqual(16 * MIB);
     expect(r.sourceReadyWhileStuck).toBeGreaterThanOrEqual(STUCK_MESSAGES - 16 - STUCK_TARGET_ROOM);
+  });
+
+  it('small bodies: the first window (64, sized for 1 MiB) opens as they arrive, up to prefetch, towards a stuck target too', { timeout: 240_000 }, async () => {
+    const r = await stuckTarget(64 * MIB, 1024);
+    // 190 of the 200 do not fit in the target: all held in flight, more than the first window lets through.
+    expect(r.maxInFlight).toBeGreaterThan(64);
+    expect(r.sourceReadyWhileStuck).toBe(0);
   });
 
   it('1,500 × 1 MiB, prefetch 500, max-in-flight-bytes 16 MiB: at most 16 in flight, nothing lost, peak RSS <= 250 MiB', { timeout: 420_000 }, async () => {

@@ -144,7 +144,8 @@ export class AmqpSource extends AmqpEndpoint<SourceHandlers> implements SourceEn
    */
   async setWindow(messages: number): Promise<void> {
     const ch = this.channel;
-    if (!this.channelOpen || ch === undefined || this.state !== 'open') throw this.notConnected();
+    // 'opening' too: the first deliveries (and so the first resize) can come before open() returned.
+    if (!this.channelOpen || ch === undefined || (this.state !== 'open' && this.state !== 'opening')) throw this.notConnected();
     const window = Math.max(1, Math.min(this.prefetch, messages));
     try {
       await ch.prefetch(window, true);

@@ -1,11 +1,11 @@
 --[[
-  Included by reserve-5.lua and commit-6.lua (loadScripts in redis-id-cache.ts inlines it where a script says
+  Included by reserve-5.lua and commit-6.lua (loadScripts in script-loader.ts inlines it where a script says
   `--#include id-token-pairs.inc.lua`; a script sent to Redis is one self-contained chunk).
 
   Reads the id/token pairs of a call into `ids` and `tokens`: the first pair from ARGV[1] and ARGV[2], the others from
   ARGV[PACKED_ARG] (set by the including script) when present, packed as `<bytes>:<id><bytes>:<token>` repeated: one
   argument instead of two per ID keeps encoding the command cheap for the client (see packPairs in
-  redis-id-cache.ts). Returns BAD_ARGUMENT for the whole call when a pair is malformed, a token is empty or the call
+  address-batcher.ts). Returns BAD_ARGUMENT for the whole call when a pair is malformed, a token is empty or the call
   holds more than MAX_IDS IDs.
 ]]
 local MAX_IDS = 1000

@@ -72,7 +72,7 @@ const DAY = 24 * 60 * 60 * 1000;
 /** Most times one call is made again after its epoch moved (each time settled first). */
 const EPOCH_RETRIES = 3;
 
-type ScriptFn = (...args: (string | number)[]) => Promise<unknown>;
+type ScriptFn = (...args: (string | number | Buffer)[]) => Promise<unknown>;
 
 export class RedisIdCache implements IdCache {
   readonly kind = 'redis';
@@ -407,7 +407,7 @@ export class RedisIdCache implements IdCache {
    * answers that the epoch moved, the news is settled (logged, flag window set) and the call made again: the guard did
    * nothing, so going again is safe.
    */
-  private async run(name: GuardedScript, tag: string, keys: string[], args: (string | number)[]): Promise<unknown> {
+  private async run(name: GuardedScript, tag: string, keys: string[], args: (string | number | Buffer)[]): Promise<unknown> {
     this.assertOpen();
     const fn = (this.redis as unknown as Record<ScriptName, ScriptFn>)[name];
     const marker = epochKey(this.o.keyPrefix, tag);

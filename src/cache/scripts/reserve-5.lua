@@ -107,7 +107,8 @@ local function reserve(i, id, token)
   pending[id] = value
   resArgs[#resArgs + 1] = id
   resArgs[#resArgs + 1] = value
-  expArgs[#expArgs + 1] = expiry
+  -- The score as text made once: a number argument is formatted again for every ID.
+  expArgs[#expArgs + 1] = expiryText
   expArgs[#expArgs + 1] = id
   return pd == 1 and 'P' or 'R'
 end

@@ -5,9 +5,11 @@
  * from the server's /proc CPU over a pass without those reads. Shared brokers' load does not enter either figure,
  * so it can be taken while others run tests.
  *
- *   redis-server --port 6390 --save '' --appendonly no --daemonize yes
- *   node --import tsx bench/redis-cpu.ts --port 6390 --ids 20000 --burst 100 --rounds 5
- *   redis-cli -p 6390 shutdown nosave
+ *   redis-server --port 6410 --bind 127.0.0.1 --save '' --appendonly no --daemonize yes
+ *   node --import tsx bench/redis-cpu.ts --port 6410 --ids 20000 --burst 100 --rounds 5
+ *   redis-cli -p 6410 shutdown nosave
+ * (Not 6390/6391, which the fault suite uses, nor 6395-6399, redis-durability.test.ts's.) It FLUSHALLs that Redis
+ * between rounds: never point it at a shared one.
  *
  * The shape is the session's (src/core/session/): the IDs of one burst of deliveries are reserved in one tick (one
  * script call per address, ./cache/address-batcher.ts), their commits go together once confirmed, and for stamped IDs
@@ -22,7 +24,7 @@ import { RedisIdCache } from '../src/cache/redis-id-cache.js';
 
 const { values } = parseArgs({
   options: {
-    port: { type: 'string', default: '6390' },
+    port: { type: 'string', default: '6410' },
     ids: { type: 'string', default: '20000' },
     burst: { type: 'string', default: '100' },
     rounds: { type: 'string', default: '5' },

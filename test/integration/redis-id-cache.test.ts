@@ -232,6 +232,16 @@ describe('RedisIdCache', () => {
       expect((await adminClient().zrange(k.ids, '0', '-1')).sort()).toEqual([...new Set(ids)].sort());
     });
 
+    it('reserves a full chunk (200 IDs: a MessagePack count and arrays past their short forms) and answers each ID', async () => {
+      const cache = world.make();
+      const ids = Array.from({ length: 250 }, (_, i) => `chunk-${i}`);
+      await cache.commit('chunks', 'chunk-17', 'earlier');
+      // One tick: a call of 200 (count 199 packed after the first pair) and one of 50.
+      const reserved = await Promise.all(ids.map((id, i) => cache.reserve('chunks', id, `t-${i}`)));
+      expect(reserved.map((r) => r.status)).toEqual(ids.map((id) => (id === 'chunk-17' ? 'duplicate' : 'reserved')));
+      expect(await adminClient().hlen(addressKeys(world.prefix, 'chunks').res)).toBe(249);
+    });
+
     it('rejects malformed packed pairs as a bad argument', async () => {
       const k = addressKeys(world.prefix, 'orders');
       const reserve = script('reserve', 'orders');

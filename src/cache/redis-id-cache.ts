@@ -1,7 +1,10 @@
 /**
- * The Redis implementation of the duplicate-ID cache (persist-id-cache: true). Each step of the protocol is one Lua
- * script (./scripts/*.lua, loaded with ioredis `defineCommand`), so it is atomic and safe across bridge replicas;
- * the key layout is in ./keys.ts, the scripts' status codes in ./script-status.ts.
+ * The Redis implementation of the duplicate-ID cache (persist-id-cache: true): the cache itself, its options and its
+ * loss reports. Each step of the protocol is one Lua script (./scripts/*.lua, loaded by ./script-loader.ts), so it is
+ * atomic and safe across bridge replicas; the key layout is in ./keys.ts, the scripts' status codes in
+ * ./script-status.ts, the batching of many messages' calls into one script call in ./address-batcher.ts, the
+ * translation of errors (and the connection state it reads) in ./redis-errors.ts, the persistence and eviction checks
+ * in ./redis-durability.ts.
  *
  * Connection policy: fail closed, recover by itself. Every command is bounded (`commandTimeout`, and the offline
  * queue is flushed after a failed reconnect attempt), so while Redis is away every call rejects with TransientError
@@ -9,110 +12,27 @@
  * is back, on the same client. Reserves and commits of many in-flight messages share script calls (AddressBatcher),
  * and the writes of one tick share a system call (shared/coalesce-writes.ts).
  */
-import { readdirSync, readFileSync } from 'node:fs';
-import { fileURLToPath } from 'node:url';
 import type { RedisTopology } from '../config/types.js';
 import type { CacheHorizon, ClaimRequest, ClaimResult, IdCache, IdCacheSemantics, ReserveResult } from '../core/id-cache.js';
 import { addressKeys, epochKey, hashSlot, stampKey } from './keys.js';
 import { readHorizon } from './horizon.js';
 import { ScriptStatus, ScriptReplyError, decodeRecordedReply, decodeReserveReply, decodeScriptReply } from './script-status.js';
-import { ConfigError, TransientError, isProgrammerError, redactUrl } from '../shared/errors.js';
+import { TransientError } from '../shared/errors.js';
 import type { TlsConfig } from '../config/types.js';
 import { tlsConnectionOptions } from '../config/tls.js';
-import { socketSentence, tlsFailure } from '../shared/error-sentences.js';
 import { coalesceWrites } from '../shared/coalesce-writes.js';
 import { silentLogger, type Logger } from '../shared/log.js';
 import { createCacheClient, describeTopology, topologyUrls, type CacheClient } from './redis-client.js';
 import { Cluster as ClusterClass, type Redis } from 'ioredis';
 import { Epochs, type EpochReport, type EpochState } from './epochs.js';
+import { EPOCH_CHANGED, SCRIPT_KEYS, defineScripts, type GuardedScript, type ScriptName } from './script-loader.js';
+import { logLoss } from './loss-log.js';
+import { AddressBatcher, packPairs, type BatchItem, type StampWrite } from './address-batcher.js';
+import { RedisConnectionState } from './redis-errors.js';
+import { durabilityFindings } from './redis-durability.js';
 
-/**
- * Script name (camelCase of the file name without its `-<numberOfKeys>` suffix) → number of keys; `n` (file suffix
- * `-n`): as many keys as the call brings (all of one hash tag), passed as the first argument.
- */
-export const SCRIPT_KEYS = {
-  reserve: 5,
-  commit: 6,
-  release: 3,
-  recorded: 2,
-  stampRecord: 'n',
-  stampClaim: 1,
-  stampForget: 'n',
-  stampRelease: 1,
-  stampDone: 1,
-  stampRenew: 1,
-  epoch: 1,
-} as const;
-
-/** The one script without the epoch guard in front: it reads and writes the epoch marker itself. */
-const UNGUARDED: ReadonlySet<ScriptName> = new Set(['epoch']);
-
-export type ScriptName = keyof typeof SCRIPT_KEYS;
-type GuardedScript = Exclude<ScriptName, 'epoch'>;
-
-export interface ScriptDefinition {
-  lua: string;
-  /**
-   * Keys the call passes, the epoch marker's included; undefined for a script that takes any number of keys (ioredis
-   * then expects the count as the first argument).
-   */
-  numberOfKeys?: number;
-  /** Whether the epoch guard runs first: the call then passes the marker's key and what this process saw of it first. */
-  guarded: boolean;
-  /** The keys the script's own header documents (its file name's suffix). */
-  declaredKeys: number | 'n';
-}
-
-let loadedScripts: Record<ScriptName, ScriptDefinition> | undefined;
-
-/**
- * Reads the Lua scripts that sit next to this module (src/cache/scripts when run from source, dist/cache/scripts
- * after the build copied them). Throws at once when one is missing, rather than on the first message.
- */
-export function loadScripts(): Record<ScriptName, ScriptDefinition> {
-  if (loadedScripts) return loadedScripts;
-  const dir = new URL('./scripts/', import.meta.url);
-  const found = new Map<string, ScriptDefinition>();
-  for (const file of readdirSync(dir)) {
-    const m = /^([a-z][a-z0-9-]*)-(\d+|n)\.lua$/.exec(file);
-    if (!m || m[1] === undefined || m[2] === undefined) continue;
-    const name = m[1].replace(/-([a-z0-9])/g, (_, c: string) => c.toUpperCase());
-    const guarded = !UNGUARDED.has(name as ScriptName);
-    const body = withIncludes(readFileSync(new URL(file, dir), 'utf8'), dir);
-    // The guard takes one key (the epoch marker) and one argument off the front of KEYS and ARGV.
-    const lua = guarded ? `${readFileSync(new URL('epoch-guard.inc.lua', dir), 'utf8')}\n${body}` : body;
-    const keys = m[2] === 'n' ? undefined : Number(m[2]) + (guarded ? 1 : 0);
-    found.set(name, { lua, ...(keys === undefined ? {} : { numberOfKeys: keys }), guarded, declaredKeys: m[2] === 'n' ? 'n' : Number(m[2]) });
-  }
-  const scripts = {} as Record<ScriptName, ScriptDefinition>;
-  for (const [name, keys] of Object.entries(SCRIPT_KEYS) as [ScriptName, number | 'n'][]) {
-    const def = found.get(name);
-    if (!def || def.declaredKeys !== keys) {
-      throw new Error(
-        `duplicate-ID cache script ${name} (${keys} keys) is missing from ${fileURLToPath(dir)}; the build must copy src/cache/scripts/*.lua there`,
-      );
-    }
-    scripts[name] = def;
-  }
-  loadedScripts = scripts;
-  return scripts;
-}
-
-/**
- * Inlines the shared fragments a script names on a line `--#include <file>` (indentation allowed; files next to the
- * scripts; a missing one fails loading at start): Redis runs each script as one self-contained chunk, so code two
- * scripts share is written once and copied in here.
- */
-function withIncludes(lua: string, dir: URL): string {
-  return lua.replace(/^[ \t]*--#include (\S+)[ \t]*$/gm, (_, file: string) => readFileSync(new URL(file, dir), 'utf8').trimEnd());
-}
-
-/** Defines every cache script as a command on a client (also used by tests that call a script directly). */
-export function defineScripts(redis: Redis | ClusterClass): void {
-  for (const [name, def] of Object.entries(loadScripts())) {
-    redis.defineCommand(name, def.numberOfKeys === undefined ? { lua: def.lua } : { lua: def.lua, numberOfKeys: def.numberOfKeys });
-  }
-}
+/** Kept here too for the callers that load or define the scripts through the cache's module (tests, tools). */
+export { defineScripts, loadScripts } from './script-loader.js';
 
 export interface RedisIdCacheOptions extends IdCacheSemantics {
   /** A standalone Redis: redis:// or rediss:// URL (credentials allowed; they never reach logs or errors). */
@@ -149,20 +69,10 @@ export interface RedisIdCacheOptions extends IdCacheSemantics {
 
 const DAY = 24 * 60 * 60 * 1000;
 
-/**
- * Redis error replies that mean "not now" rather than "never": the call is failed as transient. (MOVED and ASK are
- * not among them: the Cluster client follows them, and a standalone client that gets one is pointed at a Cluster node,
- * which is a configuration error said in a sentence.)
- */
-const TRANSIENT_REPLIES = /^(LOADING|BUSY|READONLY|MASTERDOWN|CLUSTERDOWN|TRYAGAIN|OOM|NOREPLICAS)\b/;
-
-/** Status of the epoch guard (epoch-guard.inc.lua): the epoch moved, nothing was done. */
-const EPOCH_CHANGED = 8;
-
 /** Most times one call is made again after its epoch moved (each time settled first). */
 const EPOCH_RETRIES = 3;
 
-type ScriptFn = (...args: (string | number)[]) => Promise<unknown>;
+type ScriptFn = (...args: (string | number | Buffer)[]) => Promise<unknown>;
 
 export class RedisIdCache implements IdCache {
   readonly kind = 'redis';
@@ -176,10 +86,8 @@ export class RedisIdCache implements IdCache {
   private readonly onLoss: ((report: EpochReport) => void) | undefined;
   /** Losses detected or suspected since start, by event. */
   private readonly lossCounts = new Map<string, number>();
-  /** Set when TLS failed for good (certificate not trusted, wrong name, client certificate refused): not retried. */
-  private tlsProblem: ConfigError | undefined;
-  /** Why Redis is unreachable right now (undefined while connected): makes timeouts read as the real cause. */
-  private downReason: string | undefined;
+  /** Why Redis is unreachable now, whether TLS failed for good; turns errors into sentences. */
+  private readonly connection: RedisConnectionState;
   private closed = false;
 
   constructor(options: RedisIdCacheOptions) {
@@ -213,13 +121,14 @@ export class RedisIdCache implements IdCache {
       this.reportLoss(r),
     );
     const tls = topologyUrls(topology).some((u) => /^rediss:/i.test(u));
+    this.connection = new RedisConnectionState(this.where, this.o.commandTimeout, this.log, () => this.closed);
     this.redis = createCacheClient(topology, {
       commandTimeout: this.o.commandTimeout,
       connectTimeout: this.o.connectTimeout,
       ...(options.password !== undefined ? { password: options.password } : {}),
       ...(tls ? { tls: tlsConnectionOptions(options.tls) } : {}),
       // A TLS failure that no retry can fix ends the retries (see tlsFailure in shared/error-sentences.ts); every call then fails with it.
-      stopRetrying: () => this.tlsProblem !== undefined,
+      stopRetrying: () => this.connection.tlsProblem !== undefined,
     });
     defineScripts(this.redis);
     // A new socket per (re)connect, on every node of a Cluster.
@@ -229,33 +138,7 @@ export class RedisIdCache implements IdCache {
       const single = this.redis;
       single.on('connect', () => coalesceWrites(single.stream));
     }
-    // Without an 'error' listener a broken connection would crash the process. Log once per state change, not once
-    // per reconnect attempt; a connection can end with or without an error, so both events mark it down.
-    const markDown = (reason: string, err?: unknown): void => {
-      if (this.closed) return;
-      if (this.downReason === undefined) {
-        this.log.warn(
-          err === undefined ? {} : { err },
-          `Redis at ${this.where} is unreachable: ${reason}; duplicate checks wait until it is back`,
-        );
-      }
-      this.downReason = reason;
-    };
-    this.redis.on('error', (err: unknown) => {
-      const problem = tls && this.tlsProblem === undefined ? tlsFailure(err, this.where, options.tls) : undefined;
-      if (problem !== undefined && !this.closed) {
-        this.tlsProblem = new ConfigError(`Redis at ${this.where} cannot be used: ${problem}`, { cause: err });
-        this.log.error(`${this.tlsProblem.message}; not retried: fix the certificates or the id-cache tls settings, then restart`);
-        this.downReason = problem;
-        return;
-      }
-      markDown(connectionReason(err), err);
-    });
-    this.redis.on('close', () => markDown(this.downReason ?? 'connection closed'));
-    this.redis.on('ready', () => {
-      if (this.downReason !== undefined && !this.closed) this.log.info(`Redis at ${this.where} is reachable again`);
-      this.downReason = undefined;
-    });
+    this.connection.watch(this.redis, tls, options.tls);
   }
 
   /** False while copies for this address (or from this source) are flagged after a detected or suspected loss. */
@@ -276,27 +159,7 @@ export class RedisIdCache implements IdCache {
   }
 
   private reportLoss(r: EpochReport): void {
-    const until = new Date(r.flagUntil).toISOString();
-    switch (r.event) {
-      case 'data-lost':
-        this.log.error(
-          { address: r.name, flagUntil: until },
-          `the duplicate-ID cache of '${r.name}' in ${this.where} was lost (a Redis restart without persistence, a flush, an eviction, or a failover to a replica without it): re-sent IDs may pass, and redelivered copies the cache no longer vouches for are flagged as possible duplicates until ${until}`,
-        );
-        break;
-      case 'server-changed':
-        this.log.error(
-          { address: r.name, flagUntil: until },
-          `another Redis server now holds the duplicate-ID cache of '${r.name}' in ${this.where} (a restart, a failover or a slot migration), which may lack the latest writes: redelivered copies the cache does not vouch for are flagged as possible duplicates until ${until}`,
-        );
-        break;
-      case 'no-history':
-        this.log.warn(
-          { address: r.name, flagUntil: until },
-          `the duplicate-ID cache of '${r.name}' in ${this.where} has no earlier record: a new deployment, or a Redis that lost its data while no bridge ran; redelivered copies the cache does not vouch for are flagged as possible duplicates until ${until}`,
-        );
-        break;
-    }
+    logLoss(this.log, this.where, r);
     if (r.event !== 'no-history') this.lossCounts.set(r.event, (this.lossCounts.get(r.event) ?? 0) + 1);
     this.onLoss?.(r);
   }
@@ -323,36 +186,7 @@ export class RedisIdCache implements IdCache {
    */
   async durabilityFindings(): Promise<{ warnings: string[]; skipped?: string }> {
     this.assertOpen();
-    let settings: Map<string, string>;
-    try {
-      // On a Cluster, ask every master: each holds the cache of its slots.
-      const servers: Redis[] = this.redis instanceof ClusterClass ? this.redis.nodes('master') : [this.redis];
-      const replies = await Promise.all(servers.map(async (r) => configPairs(await r.config('GET', 'appendonly', 'save', 'maxmemory-policy'))));
-      settings = mergeWorst(replies);
-    } catch (err) {
-      const message = err instanceof Error ? err.message : String(err);
-      if (err instanceof Error && err.name === 'ReplyError' && /unknown command|NOPERM|no permissions|disabled/i.test(message)) {
-        return { warnings: [], skipped: `Redis at ${this.where} does not allow CONFIG GET (${redactUrl(message)}): its persistence and eviction policy were not checked` };
-      }
-      throw this.translate(err);
-    }
-    const warnings: string[] = [];
-    if (settings.get('appendonly') === 'no' && (settings.get('save') ?? '').trim() === '') {
-      warnings.push(
-        `Redis at ${this.where} keeps no data across a restart (appendonly no, no save points): a Redis restart empties the duplicate-ID cache, and re-sent IDs then pass; turn on appendonly (or RDB snapshots)`,
-      );
-    }
-    const policy = settings.get('maxmemory-policy') ?? '';
-    if (policy.startsWith('allkeys-')) {
-      warnings.push(
-        `Redis at ${this.where} has maxmemory-policy ${policy}: under memory pressure it evicts the duplicate-ID cache's keys (which have no TTL), and re-sent IDs then pass; use noeviction (a full Redis then holds messages instead)`,
-      );
-    } else if (policy.startsWith('volatile-')) {
-      warnings.push(
-        `Redis at ${this.where} has maxmemory-policy ${policy}: under memory pressure it evicts keys with a TTL, among them the stamp records of messages without IDs, and such a message redelivered after it may get a second ID that is not flagged; use noeviction (a full Redis then holds messages instead)`,
-      );
-    }
-    return { warnings };
+    return durabilityFindings(this.redis, this.where, (err) => this.translate(err));
   }
 
   async horizon(address: string): Promise<CacheHorizon> {
@@ -573,7 +407,7 @@ export class RedisIdCache implements IdCache {
    * answers that the epoch moved, the news is settled (logged, flag window set) and the call made again: the guard did
    * nothing, so going again is safe.
    */
-  private async run(name: GuardedScript, tag: string, keys: string[], args: (string | number)[]): Promise<unknown> {
+  private async run(name: GuardedScript, tag: string, keys: string[], args: (string | number | Buffer)[]): Promise<unknown> {
     this.assertOpen();
     const fn = (this.redis as unknown as Record<ScriptName, ScriptFn>)[name];
     const marker = epochKey(this.o.keyPrefix, tag);
@@ -595,190 +429,7 @@ export class RedisIdCache implements IdCache {
     }
   }
 
-  /** Connection trouble → TransientError with a sentence; a script or argument bug (TypeError, …) stays a plain error. */
   private translate(err: unknown): Error {
-    if (err instanceof ScriptReplyError || isProgrammerError(err)) return err;
-    if (this.tlsProblem !== undefined) return this.tlsProblem;
-    const message = err instanceof Error ? err.message : String(err);
-    if (err instanceof Error && err.name === 'ReplyError' && /^(MOVED|ASK)\b/.test(message)) {
-      return new Error(
-        `Redis at ${this.where} is a node of a Redis Cluster (it answered ${message.split(' ')[0]}): configure id-cache.redis-cluster with its nodes instead of redis-url`,
-        { cause: err },
-      );
-    }
-    if (err instanceof Error && err.name === 'ReplyError' && /^(NOAUTH|WRONGPASS)\b/.test(message)) {
-      // As a wrong broker password: no retry can fix it, and the sentence says what to change.
-      return new ConfigError(
-        `Redis at ${this.where} refused the login (${redactUrl(message)}): check the id-cache password (password-file, or the one in the Redis URL)`,
-        { cause: err },
-      );
-    }
-    if (err instanceof Error && err.name === 'ReplyError' && !TRANSIENT_REPLIES.test(message)) {
-      return new Error(`Redis at ${this.where} refused a duplicate-ID cache command: ${redactUrl(message)}`, {
-        cause: err,
-      });
-    }
-    if (err instanceof Error && err.name === 'ReplyError') {
-      return new TransientError(`Redis at ${this.where} is not available: ${redactUrl(message)}`, { cause: err });
-    }
-    if (message === 'Command timed out' && this.downReason === undefined) {
-      return new TransientError(`Redis at ${this.where} did not answer within ${this.o.commandTimeout} ms`, {
-        cause: err,
-      });
-    }
-    const reason = this.downReason ?? connectionReason(err);
-    return new TransientError(`Redis at ${this.where} is unreachable: ${reason}`, { cause: err });
+    return this.connection.translate(err);
   }
-}
-
-/** A low-level connection error as a few words ("connection refused"), without credentials. */
-function connectionReason(err: unknown): string {
-  const socket = socketSentence(err, 'reason');
-  if (socket !== undefined) return socket;
-  const message = err instanceof Error ? err.message : String(err);
-  if (/^(NOAUTH|WRONGPASS)/.test(message)) return 'authentication failed';
-  if (message === 'Connection is closed.') return 'connection closed';
-  return redactUrl(message);
-}
-
-/** What a batched call carries for one message; reserve and commit use `id` and `token` only. */
-interface IdToken {
-  id: string;
-  token: string;
-}
-
-/** A stamp record (or forget: `token` and `flagged` unused) of one source. */
-interface StampWrite extends IdToken {
-  key: string;
-  flagged: boolean;
-}
-
-type BatchItem<R, P extends IdToken = IdToken> = P & {
-  resolve(result: R): void;
-  reject(err: unknown): void;
-};
-
-/**
- * The pairs after the first, as the scripts' one packed argument (`<bytes>:<id><bytes>:<token>` repeated), or nothing.
- * With two arguments per ID the client builds (and then flattens) a string of hundreds of pieces per call; one flat
- * argument cost about a third less client CPU per call of 200 IDs in a micro-benchmark (0.6 → 0.4 ms).
- */
-export function packPairs(items: readonly { id: string; token: string }[]): string[] {
-  if (items.length === 0) return [];
-  const parts = new Array<string>(items.length);
-  for (let i = 0; i < items.length; i++) {
-    const { id, token } = items[i]!;
-    parts[i] = `${Buffer.byteLength(id)}:${id}${Buffer.byteLength(token)}:${token}`;
-  }
-  return [parts.join('')];
-}
-
-/** Most pairs per script call: keeps one call's time inside Redis short (~10 µs a pair). */
-const MAX_BATCH = 200;
-
-/**
- * Most calls of one batcher in flight per address. Calls made while they are out wait and leave together when one
- * returns, so batches grow with the load instead of with how deliveries happen to be grouped: a STOMP source hands
- * over one frame per socket read, and with a call per read the reserves and commits of STOMP→AMQP went out ~1.5 IDs
- * per script call (26,266 calls for 20,000 messages in the bench), each paying the script's fixed cost in Redis
- * (~40 µs: the epoch guard's INFO, TIME, housekeeping) and a command in the client. Two, not one, so that a batch is
- * always being gathered while the other is answered.
- */
-const MAX_IN_FLIGHT = 2;
-
-/**
- * Collects calls per address until the current callback returns, and hands them over in chunks of at most MAX_BATCH,
- * with at most MAX_IN_FLIGHT chunks of one address out at a time (the rest wait for one to return).
- */
-class AddressBatcher<R, P extends IdToken = IdToken> {
-  private queued = new Map<string, BatchItem<R, P>[]>();
-  private readonly inFlight = new Map<string, number>();
-  private scheduled = false;
-
-  constructor(private readonly send: (address: string, items: BatchItem<R, P>[]) => Promise<void>) {}
-
-  /** `payload` must be a fresh object of the caller's: it becomes the batch item (a spread copy of it cost ~3 µs a call). */
-  add(address: string, payload: P): Promise<R> {
-    const item = payload as BatchItem<R, P>;
-    const promise = new Promise<R>((resolve, reject) => {
-      item.resolve = resolve;
-      item.reject = reject;
-    });
-    const list = this.queued.get(address);
-    if (list) list.push(item);
-    else this.queued.set(address, [item]);
-    if (!this.scheduled) {
-      this.scheduled = true;
-      // nextTick, not setImmediate: the calls made while one socket read is handled (a burst of deliveries or
-      // confirms) still form one batch, without waiting behind the rest of the event loop (~3 ms measured).
-      process.nextTick(() => this.flush());
-    }
-    return promise;
-  }
-
-  private flush(): void {
-    this.scheduled = false;
-    for (const address of [...this.queued.keys()]) this.sendQueued(address);
-  }
-
-  /** Sends what waits for `address`, as far as the in-flight limit allows; the rest goes when a call returns. */
-  private sendQueued(address: string): void {
-    const items = this.queued.get(address);
-    if (items === undefined) return;
-    let out = this.inFlight.get(address) ?? 0;
-    let i = 0;
-    while (i < items.length && out < MAX_IN_FLIGHT) {
-      const chunk = items.slice(i, i + MAX_BATCH);
-      i += chunk.length;
-      out += 1;
-      this.send(address, chunk)
-        .catch((err: unknown) => {
-          for (const item of chunk) item.reject(err);
-        })
-        .finally(() => this.returned(address));
-    }
-    this.inFlight.set(address, out);
-    if (i >= items.length) this.queued.delete(address);
-    else this.queued.set(address, i === 0 ? items : items.slice(i));
-  }
-
-  private returned(address: string): void {
-    const out = (this.inFlight.get(address) ?? 1) - 1;
-    if (out === 0) this.inFlight.delete(address);
-    else this.inFlight.set(address, out);
-    this.sendQueued(address);
-  }
-}
-
-/**
- * The settings of several servers as one: the worst of each (a server without persistence, or with an evicting
- * policy, speaks for all), so that the warnings name what at least one master does.
- */
-function mergeWorst(all: Map<string, string>[]): Map<string, string> {
-  const out = new Map<string, string>(all[0] ?? []);
-  for (const m of all.slice(1)) {
-    if (m.get('appendonly') === 'no' && (m.get('save') ?? '').trim() === '') {
-      out.set('appendonly', 'no');
-      out.set('save', '');
-    }
-    const policy = m.get('maxmemory-policy') ?? '';
-    if (policy.startsWith('allkeys-') || (policy.startsWith('volatile-') && !(out.get('maxmemory-policy') ?? '').startsWith('allkeys-'))) {
-      out.set('maxmemory-policy', policy);
-    }
-  }
-  return out;
-}
-
-/** CONFIG GET's reply as name → value: a flat [name, value, …] array (RESP2) or a map/object (RESP3). */
-function configPairs(reply: unknown): Map<string, string> {
-  const out = new Map<string, string>();
-  const str = (v: unknown): string => (typeof v === 'string' ? v : Buffer.isBuffer(v) ? v.toString('utf8') : '');
-  if (Array.isArray(reply)) {
-    for (let i = 0; i + 1 < reply.length; i += 2) out.set(str(reply[i]), str(reply[i + 1]));
-  } else if (reply instanceof Map) {
-    for (const [k, v] of reply) out.set(str(k), str(v));
-  } else if (reply !== null && typeof reply === 'object') {
-    for (const [k, v] of Object.entries(reply)) out.set(k, str(v));
-  }
-  return out;
 }

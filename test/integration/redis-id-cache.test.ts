@@ -5,6 +5,7 @@ import { pino } from 'pino';
 import type { Logger } from '../../src/shared/log.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { RedisIdCache, defineScripts, loadScripts, type RedisIdCacheOptions } from '../../src/cache/redis-id-cache.js';
+import { packPairs } from '../../src/cache/address-batcher.js';
 import { addressKeys, epochKey, stampKey, tagSafe } from '../../src/cache/keys.js';
 import { TransientError } from '../../src/shared/errors.js';
 import { idCacheContract, type CacheOptions } from '../support/id-cache-contract.js';
@@ -120,7 +121,7 @@ async function rejection(p: Promise<unknown>): Promise<Error> {
   throw new Error('expected a rejection');
 }
 
-type RawScript = (...args: (string | number)[]) => Promise<unknown>;
+type RawScript = (...args: (string | number | Buffer)[]) => Promise<unknown>;
 
 describe('RedisIdCache', () => {
   describe('scripts', () => {
@@ -231,14 +232,41 @@ describe('RedisIdCache', () => {
       expect((await adminClient().zrange(k.ids, '0', '-1')).sort()).toEqual([...new Set(ids)].sort());
     });
 
+    it('reserves a full chunk (200 IDs: a MessagePack count and arrays past their short forms) and answers each ID', async () => {
+      const cache = world.make();
+      const ids = Array.from({ length: 250 }, (_, i) => `chunk-${i}`);
+      await cache.commit('chunks', 'chunk-17', 'earlier');
+      // One tick: a call of 200 (count 199 packed after the first pair) and one of 50.
+      const reserved = await Promise.all(ids.map((id, i) => cache.reserve('chunks', id, `t-${i}`)));
+      expect(reserved.map((r) => r.status)).toEqual(ids.map((id) => (id === 'chunk-17' ? 'duplicate' : 'reserved')));
+      expect(await adminClient().hlen(addressKeys(world.prefix, 'chunks').res)).toBe(249);
+    });
+
     it('rejects malformed packed pairs as a bad argument', async () => {
       const k = addressKeys(world.prefix, 'orders');
       const reserve = script('reserve', 'orders');
       const keys = [k.ids, k.at, k.res, k.resExp, k.uncertain];
-      for (const packed of ['5:abc', '3:abc', 'x:abc1:t', '3:abc2:t', '-3:abc1:t', '1.5:abc1:t']) {
-        expect(await reserve(...keys, 'a', 't', 1000, 0, 60_000, 1000, 100, packed)).toEqual([9, 'malformed packed id/token pairs']);
+      const [good] = packPairs([{ id: 'b', token: 't' }, { id: 'c', token: 'u' }]);
+      // MessagePack by hand: 0x9N an array of N, 0xaN a string of N bytes, 0xc0 nil, small integers as themselves.
+      const bytes = (...b: number[]) => Buffer.from(b);
+      const malformed: (string | Buffer)[] = [
+        '3:abc1:t', // the text packing of earlier versions
+        good!.subarray(0, good!.length - 1), // cut short
+        bytes(0x02, 0x91, 0xa1, 0x62, 0x91, 0xa1, 0x74), // a count of 2, arrays of 1
+        bytes(0x00, 0x90, 0x90), // no pairs
+        bytes(0x01, 0x91, 0x07, 0x91, 0xa1, 0x74), // an ID that is a number
+        bytes(0x02, 0x92, 0xa1, 0x62, 0xc0, 0x92, 0xa1, 0x74, 0xa1, 0x75), // a nil among the IDs
+        bytes(0x01, 0xa1, 0x62, 0x91, 0xa1, 0x74), // IDs not an array
+      ];
+      for (const packed of malformed) {
+        expect(await reserve(...keys, 'a', 't', 1000, 0, 60_000, 1000, 100, packed), packed.toString('hex')).toEqual([9, 'malformed packed id/token pairs']);
       }
+      expect(await reserve(...keys, 'a', 't', 1000, 0, 60_000, 1000, 100, packPairs([{ id: 'b', token: '' }])[0]!)).toEqual([9, 'empty token']);
+      const many = packPairs(Array.from({ length: 1000 }, (_, i) => ({ id: `m-${i}`, token: 't' })))[0]!;
+      expect(await reserve(...keys, 'a', 't', 1000, 0, 60_000, 1000, 100, many)).toEqual([9, 'more than 1000 IDs in one call']);
       expect(await adminClient().exists(k.res)).toBe(0);
+      // The well-formed one, for contrast: three IDs reserved.
+      expect(await reserve(...keys, 'a', 't', 1000, 0, 60_000, 1000, 100, good!)).toBe('RRR');
     });
 
     it('rejects a malformed call as a bug, not as a transient failure', async () => {

@@ -40,6 +40,9 @@ local seq = tonumber(redis.call('GET', KEYS[3]) or '0')
 local first = seq
 local ended, recorded = {}, {}
 local endArgs, idsArgs, atArgs = {}, {}, {}
+-- The commit time as text made once (the same digits Redis would make of the number): a number argument is formatted
+-- again for every ID.
+local nowText = string.format('%.0f', now)
 
 for i = 1, #ids do
   local id, token = ids[i], tokens[i]
@@ -60,7 +63,7 @@ for i = 1, #ids do
     idsArgs[#idsArgs + 1] = seq
     idsArgs[#idsArgs + 1] = id
     atArgs[#atArgs + 1] = id
-    atArgs[#atArgs + 1] = now
+    atArgs[#atArgs + 1] = nowText
   end
 end
 

@@ -1,5 +1,5 @@
 --[[
-  epoch guard: the loader puts this in front of every cache script but epoch-1.lua (see redis-id-cache.ts), so that no
+  epoch guard: the loader puts this in front of every cache script but epoch-1.lua (see script-loader.ts), so that no
   script reads or writes a cache it cannot vouch for. It takes its key and argument off the front of KEYS and ARGV;
   the script after it sees its own KEYS and ARGV as documented in its header.
 

@@ -1,5 +1,5 @@
 --[[
-  Included by reserve-5.lua and commit-6.lua, inside their `if ttl > 0` (see withIncludes in redis-id-cache.ts).
+  Included by reserve-5.lua and commit-6.lua, inside their `if ttl > 0` (see withIncludes in script-loader.ts).
 
   Forgets up to `batch` recorded IDs older than `ttl`, oldest first, from `ids` (KEYS[1]) and `at` (KEYS[2]). Sequence
   order is commit order, so the oldest entries come first; it stops at the first one still young.

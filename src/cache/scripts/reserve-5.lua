@@ -14,7 +14,7 @@
   ARGV[5] marker retention (ms): how long an uncertain marker (or an abandoned reservation) is remembered
   ARGV[6] most markers kept per address (the oldest beyond it are dropped)
   ARGV[7] cleanup batch: most expired entries removed per ID asked for (bounded work)
-  ARGV[8] optional: more id/token pairs, packed as `<bytes>:<id><bytes>:<token>` repeated (at most 1000 IDs in all).
+  ARGV[8] optional: more id/token pairs, packed as MessagePack (see id-token-pairs.inc.lua; at most 1000 IDs in all).
           One call reserves many IDs of one address, in order, each exactly as if reserved alone.
 
   Returns one character per ID, in order, as one string (a short reply is cheap for the client to decode):
@@ -107,7 +107,8 @@ local function reserve(i, id, token)
   pending[id] = value
   resArgs[#resArgs + 1] = id
   resArgs[#resArgs + 1] = value
-  expArgs[#expArgs + 1] = expiry
+  -- The score as text made once: a number argument is formatted again for every ID.
+  expArgs[#expArgs + 1] = expiryText
   expArgs[#expArgs + 1] = id
   return pd == 1 and 'P' or 'R'
 end

@@ -1,5 +1,5 @@
 --[[
-  Included by the stamp-* scripts (see withIncludes in redis-id-cache.ts).
+  Included by the stamp-* scripts (see withIncludes in script-loader.ts).
 
   A stamp entry is "owner|leaseExpiry" or "owner|leaseExpiry|mark". An empty owner (or an expired lease) means free
   to claim. Marks:

@@ -5,7 +5,8 @@
  * selector the bridge accepts is one ActiveMQ accepts too, plus a few for selectors ActiveMQ accepts but that could
  * never select anything, or that it reads differently from JMS (each says which). Evaluation is JMS's three-valued
  * logic: a comparison with NULL is unknown, AND/OR/NOT follow SQL's truth tables, and a message is selected only when
- * the whole selector is TRUE. The values and the rules that compare and combine them are ./selector-values.ts.
+ * the whole selector is TRUE. The values and the rules that compare and combine them are ./selector-values.ts; what a
+ * node is, and a node in words for the error sentences, ./selector-nodes.ts.
  */
 import type { ArithmeticNode, CompareNode, CompareOperator, IdentifierNode, NumberNode, SelectorNode } from './selector-ast.js';
 import {
@@ -22,6 +23,7 @@ import {
   numberValue,
   type Value,
 } from './selector-values.js';
+import { unwrap, isCondition, isPredicate, predicateWords, isLiteral, quote, describe } from './selector-nodes.js';
 
 /**
  * What a selector reads from a message: the protocol-neutral message of src/core/message.ts (BridgeMessage) has this
@@ -380,86 +382,3 @@ function numberLiteral(node: NumberNode): Value {
   if (value === undefined) throw new SelectorProblem(node.at, `${node.text} is too large: integers are 64-bit (at most 9223372036854775807)`);
   return value.t === 'int' ? intValue(value.v) : value;
 }
-
-/** ActiveMQ's parentheses are transparent: `(a) IN ('x')` is `a IN ('x')`, `('x') > 1` is refused like `'x' > 1`. */
-function unwrap(node: SelectorNode): SelectorNode {
-  let n = node;
-  while (n.kind === 'paren') n = n.inner;
-  return n;
-}
-
-/** A node whose value is TRUE, FALSE or unknown (ActiveMQ's BooleanExpression). */
-function isCondition(node: SelectorNode): boolean {
-  switch (node.kind) {
-    case 'and':
-    case 'or':
-    case 'not':
-    case 'compare':
-    case 'isNull':
-    case 'like':
-    case 'between':
-    case 'in':
-    case 'boolean':
-      return true;
-    case 'paren':
-      return isCondition(node.inner);
-    default:
-      return false;
-  }
-}
-
-/** A comparison-like node written without parentheses: what `NOT` must not be followed by directly. */
-function isPredicate(node: SelectorNode): boolean {
-  return node.kind === 'compare' || node.kind === 'isNull' || node.kind === 'like' || node.kind === 'between' || node.kind === 'in';
-}
-
-/** A predicate in the abstract, split after its first operand: ['a', '= b']. */
-function predicateWords(node: SelectorNode): [string, string] {
-  const not = 'negated' in node && node.negated ? 'NOT ' : '';
-  switch (node.kind) {
-    case 'compare':
-      return ['a', `${node.op} b`];
-    case 'isNull':
-      return ['a', `IS ${not}NULL`];
-    case 'like':
-      return ['a', `${not}LIKE '…'`];
-    case 'between':
-      return ['a', `${not}BETWEEN b AND c`];
-    default:
-      return ['a', `${not}IN ('…')`];
-  }
-}
-
-function isLiteral(node: SelectorNode): boolean {
-  return node.kind === 'string' || node.kind === 'number' || node.kind === 'boolean';
-}
-
-function quote(s: string): string {
-  return `'${s.replace(/'/g, "''")}'`;
-}
-
-/** A node in a few words, for error sentences. */
-function describe(node: SelectorNode): string {
-  switch (node.kind) {
-    case 'string':
-      return `the string ${quote(node.value)}`;
-    case 'number':
-      return `the number ${node.text}`;
-    case 'boolean':
-      return node.value ? 'TRUE' : 'FALSE';
-    case 'identifier':
-      return `the header ${node.name}`;
-    case 'arithmetic':
-    case 'negate':
-      return 'a calculation';
-    case 'null':
-      return 'NULL';
-    case 'unsupported':
-      return node.keyword;
-    case 'paren':
-      return describe(node.inner);
-    default:
-      return 'a condition';
-  }
-}
-

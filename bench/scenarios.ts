@@ -11,6 +11,7 @@ import { BridgeProcess, writeConfig } from '../test/support/bridge-process.js';
 import { cpuMs, ownCpuMs } from './process-cpu.js';
 import { percentile } from './report.js';
 import { type RunResult, WARMUP, Window } from './window.js';
+import { routingScenarios } from './routing-scenarios.js';
 import { stompScenarios } from './stomp-scenarios.js';
 import { fullTargetScenarios } from './full-target-scenarios.js';
 
@@ -49,11 +50,15 @@ export async function withAmqp<T>(fn: (ch: amqp.ConfirmChannel, conn: amqp.Chann
 
 /** Declares the queues and fills `queue` with n persistent messages (with an `_AMQ_DUPL_ID` header when `withIds`). */
 export async function prefillAmqp(queue: string, n: number, withIds: boolean, ...others: string[]): Promise<void> {
+  await prefillAmqpWith(queue, n, (i) => (withIds ? { _AMQ_DUPL_ID: `${queue}-${i}` } : {}), ...others);
+}
+
+/** The same with the headers `headersOf(i)` gives the i-th message. */
+export async function prefillAmqpWith(queue: string, n: number, headersOf: (i: number) => Record<string, unknown>, ...others: string[]): Promise<void> {
   await withAmqp(async (ch) => {
     for (const q of [queue, ...others]) await ch.assertQueue(q, { durable: true });
     for (let i = 0; i < n; i++) {
-      const headers = withIds ? { _AMQ_DUPL_ID: `${queue}-${i}` } : {};
-      if (!ch.sendToQueue(queue, BODY, { persistent: true, headers })) await new Promise((r) => ch.once('drain', r));
+      if (!ch.sendToQueue(queue, BODY, { persistent: true, headers: headersOf(i) })) await new Promise((r) => ch.once('drain', r));
       if (i % 1000 === 999) await ch.waitForConfirms();
     }
     await ch.waitForConfirms();
@@ -102,6 +107,8 @@ export interface BridgeRunOptions {
   batchSize?: number;
   /** YAML lines of `id-cache` that say where Redis is (default: `redis-url` from REDIS_URL) and how to use it. */
   redisYaml?: string[];
+  /** More YAML lines of the bridge (filter, header rules, …). */
+  bridgeYaml?: string[];
   /** Resolves once the target holds all of the window's messages (feeding the window as they arrive). */
   waitDone: (window: Window) => Promise<void>;
 }
@@ -128,7 +135,7 @@ bridges:
     prefetch: ${PREFETCH}
     max-batch-size: ${o.batchSize ?? 1}
     max-batch-time: 20
-`;
+${(o.bridgeYaml ?? []).map((l) => `    ${l}\n`).join('')}`;
   const file = writeConfig(yaml);
   const p = BridgeProcess.start(file);
   try {
@@ -344,6 +351,7 @@ export const scenarios: Scenario[] = [
   { group: 'amqp→amqp', name: 'bridge, dedupe on (header IDs)', baseline: 'amqplib baseline', versus: SHOVEL, run: amqpBridge(true, true), latency: amqpLatency },
   { group: 'amqp→amqp', name: 'bridge, dedupe on (stamped IDs)', baseline: 'amqplib baseline', versus: SHOVEL, run: amqpBridge(true, false) },
   { group: 'amqp→amqp', name: 'bridge, dedupe off', baseline: 'amqplib baseline', versus: SHOVEL, run: amqpBridge(false, true) },
+  ...routingScenarios,
   ...stompScenarios,
   ...fullTargetScenarios,
   { group: 'min-replicas', name: REPLICAS_0, run: amqpBridge(true, true, viaSentinel(0)), unavailable: sentinelUnavailable },

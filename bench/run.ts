@@ -69,12 +69,14 @@ async function main(): Promise<void> {
       const rate = median(r.rates);
       const base = s.baseline ? median(results.get(s.baseline)?.rates ?? []) : undefined;
       const versus = s.versus ? median(results.get(s.versus)?.rates ?? []) : undefined;
+      const off = s.detectionOff ? median(results.get(s.detectionOff)?.rates ?? []) : undefined;
       const row: Record<string, string | number> = {
         group: s.group,
         scenario: s.name,
         'msgs/s (median)': Math.round(rate),
         ratio: base ? `${(rate / base).toFixed(2)}× ${s.baseline}` : '—',
         '× shovel': versus ? `${(rate / versus).toFixed(2)}×` : '—',
+        '× dedupe off': off ? `${(rate / off).toFixed(2)}×` : '—',
         'from start msgs/s': Math.round(median(r.fromStart)),
         'client CPU µs/msg': r.cpu.length ? median(r.cpu).toFixed(0) : '—',
       };

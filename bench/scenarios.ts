@@ -14,6 +14,7 @@ import { type RunResult, WARMUP, Window } from './window.js';
 import { routingScenarios } from './routing-scenarios.js';
 import { stompScenarios } from './stomp-scenarios.js';
 import { fullTargetScenarios } from './full-target-scenarios.js';
+import { pin, pinnedScenarios } from './pinned-scenarios.js';
 
 export type { RunResult } from './window.js';
 
@@ -24,6 +25,8 @@ export interface Scenario {
   baseline?: string;
   /** A second scenario to compare with, in a column of its own (RabbitMQ's shovel). */
   versus?: string;
+  /** The same bridge with duplicate detection off: the '× dedupe off' column (what detection costs). */
+  detectionOff?: string;
   skip?: () => boolean;
   /** Checked once before the rounds: why the scenario cannot run here (it is left out, saying so), or undefined. */
   unavailable?: () => Promise<string | undefined>;
@@ -109,6 +112,8 @@ export interface BridgeRunOptions {
   redisYaml?: string[];
   /** More YAML lines of the bridge (filter, header rules, …). */
   bridgeYaml?: string[];
+  /** The CPU list (taskset) of the bridge's threads, e.g. '1'; default: as started. */
+  cpus?: string;
   /** Resolves once the target holds all of the window's messages (feeding the window as they arrive). */
   waitDone: (window: Window) => Promise<void>;
 }
@@ -139,6 +144,7 @@ ${(o.bridgeYaml ?? []).map((l) => `    ${l}\n`).join('')}`;
   const file = writeConfig(yaml);
   const p = BridgeProcess.start(file);
   try {
+    if (o.cpus !== undefined && p.child.pid !== undefined) pin(p.child.pid, o.cpus);
     await p.waitForLog((l) => l.msg === 'bridge running', 60_000);
     const running = p.logs.find((l) => l.msg === 'bridge running');
     const window = new Window(n, () => cpuMs(p.child.pid));
@@ -229,7 +235,7 @@ export async function shovelUnavailable(): Promise<string | undefined> {
  * RabbitMQ's own dynamic shovel, queue to queue, `ack-mode: on-confirm`, `src-prefetch-count` = the bridge's prefetch:
  * what an operator would use instead of this bridge. Forwarding counts as started when the shovel is created.
  */
-async function shovelBaseline(n: number): Promise<RunResult> {
+export async function shovelBaseline(n: number): Promise<RunResult> {
   const src = uniq('shovel-src');
   const dst = uniq('shovel-dst');
   await prefillAmqp(src, WARMUP + n, true, dst);
@@ -267,13 +273,16 @@ export async function runShovel(src: string, dst: string, n: number, waitDone: (
   }
 }
 
-function amqpBridge(dedupe: boolean, withIds: boolean, redisYaml?: string[]) {
+export function amqpBridge(dedupe: boolean, withIds: boolean, redisYaml?: string[], cpus?: string) {
   return async (n: number): Promise<RunResult> => {
     const src = uniq('src');
     const dst = uniq('dst');
     await prefillAmqp(src, WARMUP + n, withIds, dst);
     try {
-      return await runBridge({ sourceConnection: 'rabbit', sourceQueue: src, targetConnection: 'rabbit', targetQueue: dst, dedupe, ...(redisYaml ? { redisYaml } : {}), waitDone: (w) => waitAmqpCount(dst, w) }, n);
+      return await runBridge(
+        { sourceConnection: 'rabbit', sourceQueue: src, targetConnection: 'rabbit', targetQueue: dst, dedupe, ...(redisYaml ? { redisYaml } : {}), ...(cpus ? { cpus } : {}), waitDone: (w) => waitAmqpCount(dst, w) },
+        n,
+      );
     } finally {
       await deleteAmqpQueues(src, dst);
     }
@@ -342,18 +351,20 @@ async function sentinelUnavailable(): Promise<string | undefined> {
   });
   return open ? undefined : `no sentinel at ${u.host} (start one with scripts/redis-sentinel.sh start, or set REDIS_SENTINEL_URLS)`;
 }
+const DEDUPE_OFF = 'bridge, dedupe off';
 const REPLICAS_0 = 'bridge, header IDs, Sentinel, min-replicas-acked 0';
 
 export const scenarios: Scenario[] = [
   { group: 'amqp→amqp', name: SHOVEL, run: shovelBaseline, unavailable: shovelUnavailable },
   { group: 'amqp→amqp', name: 'amqplib baseline', versus: SHOVEL, run: amqpBaseline(true) },
   { group: 'amqp→amqp', name: 'amqplib baseline, not mandatory', baseline: 'amqplib baseline', versus: SHOVEL, run: amqpBaseline(false) },
-  { group: 'amqp→amqp', name: 'bridge, dedupe on (header IDs)', baseline: 'amqplib baseline', versus: SHOVEL, run: amqpBridge(true, true), latency: amqpLatency },
-  { group: 'amqp→amqp', name: 'bridge, dedupe on (stamped IDs)', baseline: 'amqplib baseline', versus: SHOVEL, run: amqpBridge(true, false) },
-  { group: 'amqp→amqp', name: 'bridge, dedupe off', baseline: 'amqplib baseline', versus: SHOVEL, run: amqpBridge(false, true) },
+  { group: 'amqp→amqp', name: 'bridge, dedupe on (header IDs)', baseline: 'amqplib baseline', detectionOff: DEDUPE_OFF, versus: SHOVEL, run: amqpBridge(true, true), latency: amqpLatency },
+  { group: 'amqp→amqp', name: 'bridge, dedupe on (stamped IDs)', baseline: 'amqplib baseline', detectionOff: DEDUPE_OFF, versus: SHOVEL, run: amqpBridge(true, false) },
+  { group: 'amqp→amqp', name: DEDUPE_OFF, baseline: 'amqplib baseline', versus: SHOVEL, run: amqpBridge(false, true) },
   ...routingScenarios,
   ...stompScenarios,
   ...fullTargetScenarios,
+  ...pinnedScenarios,
   { group: 'min-replicas', name: REPLICAS_0, run: amqpBridge(true, true, viaSentinel(0)), unavailable: sentinelUnavailable },
   {
     group: 'min-replicas',

@@ -14,46 +14,12 @@
 import { isUtf8 } from 'node:buffer';
 import type { BridgeMessage, HeaderValue, Headers, MessageProperties } from '../core/message.js';
 import type { Logger } from '../shared/log.js';
+import { RESERVED_STOMP_HEADERS, STOMP_PROPERTY_HEADERS } from '../shared/stomp-header-names.js';
+
+export { RESERVED_STOMP_HEADERS, STOMP_PROPERTY_HEADERS };
 
 /** STOMP frame headers as this module writes and reads them: strings only. */
 export type StompHeaders = Record<string, string>;
-
-/**
- * Where the neutral properties go on STOMP. `message-id` cannot carry the publisher's ID: ActiveMQ overwrites it with
- * its own, so the neutral messageId travels in `amqp-message-id` (and user-id in `amqp-user-id`, which STOMP lacks).
- */
-export const STOMP_PROPERTY_HEADERS = {
-  contentType: 'content-type',
-  contentEncoding: 'content-encoding',
-  correlationId: 'correlation-id',
-  replyTo: 'reply-to',
-  messageId: 'amqp-message-id',
-  type: 'type',
-  userId: 'amqp-user-id',
-  appId: 'app-id',
-  priority: 'priority',
-  persistent: 'persistent',
-  expiresAt: 'expires',
-  timestamp: 'timestamp',
-} as const;
-
-/** Frame headers that belong to the protocol or the broker: never taken from, nor turned into, custom headers. */
-export const RESERVED_STOMP_HEADERS: ReadonlySet<string> = new Set([
-  'destination',
-  'message-id',
-  'subscription',
-  'ack',
-  'receipt',
-  'receipt-id',
-  'transaction',
-  'content-length',
-  'redelivered',
-  // ActiveMQ: a JMS message transformation request and its failure report.
-  'transformation',
-  'transformation-error',
-  // ActiveMQ sets it from the authenticated user; a client-supplied one is dropped by the broker.
-  'JMSXUserID',
-]);
 
 const PROPERTY_HEADER_NAMES: ReadonlySet<string> = new Set(Object.values(STOMP_PROPERTY_HEADERS));
 

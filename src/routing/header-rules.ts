@@ -14,6 +14,7 @@
  *
  * This layer reads a message by its shape (a `headers` record), not through core's types.
  */
+import { RESERVED_STOMP_HEADERS, STOMP_PROPERTY_HEADERS } from '../shared/stomp-header-names.js';
 
 /** A value `set-headers` may give: YAML's string, number or boolean. */
 export type RuleValue = string | number | boolean;
@@ -39,35 +40,10 @@ export const LEGACY_ID_HEADER = '_HQ_DUPL_ID';
 
 /**
  * STOMP frame headers and the STOMP names of message properties: a custom header of one of these names is left out on
- * STOMP (src/mapping/stomp-mapping.ts RESERVED_STOMP_HEADERS and STOMP_PROPERTY_HEADERS), so a rule on it would
+ * STOMP (../shared/stomp-header-names.ts, read by src/mapping/stomp-mapping.ts), so a rule on it would
  * work on AMQP and silently not on STOMP. Refused everywhere, for one behaviour.
  */
-export const NOT_APPLICATION_HEADERS: ReadonlySet<string> = new Set([
-  'destination',
-  'message-id',
-  'subscription',
-  'ack',
-  'receipt',
-  'receipt-id',
-  'transaction',
-  'content-length',
-  'redelivered',
-  'transformation',
-  'transformation-error',
-  'JMSXUserID',
-  'content-type',
-  'content-encoding',
-  'correlation-id',
-  'reply-to',
-  'amqp-message-id',
-  'type',
-  'amqp-user-id',
-  'app-id',
-  'priority',
-  'persistent',
-  'expires',
-  'timestamp',
-]);
+export const NOT_APPLICATION_HEADERS: ReadonlySet<string> = new Set([...RESERVED_STOMP_HEADERS, ...Object.values(STOMP_PROPERTY_HEADERS)]);
 
 /** Why no rule may name `name`, or undefined when it is a plain application header. */
 export function protectedHeaderReason(name: string, duplicateIdHeader: string): string | undefined {

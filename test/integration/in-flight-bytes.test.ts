@@ -19,12 +19,13 @@
 import { randomBytes } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { afterAll, describe, expect, it } from 'vitest';
-import amqp, { type ConsumeMessage } from 'amqplib';
+import type { ConsumeMessage } from 'amqplib';
 import type { AmqpConnectionConfig } from '../../src/config/types.js';
 import type { SourceDelivery } from '../../src/core/message.js';
 import { AmqpSource } from '../../src/endpoints/amqp/amqp-source.js';
 import { silentLogger } from '../../src/shared/log.js';
 import { POSSIBLE_DUPLICATE_HEADER } from '../../src/core/duplicate-id.js';
+import { deleteQueues } from '../support/amqp.js';
 import { useBridgeFixture } from '../support/bridge-fixture.js';
 import type { BridgeProcess } from '../support/bridge-process.js';
 import { services, uniqueName } from '../support/services.js';
@@ -168,13 +169,7 @@ const STUCK_MESSAGES = 200;
 const STUCK_TARGET_ROOM = 10;
 const bounded: string[] = [];
 
-afterAll(async () => {
-  if (bounded.length === 0) return;
-  const c = await amqp.connect(services.amqpUrl);
-  const ch = await c.createChannel();
-  for (const q of bounded) await ch.deleteQueue(q).catch(() => undefined);
-  await c.close();
-});
+afterAll(() => deleteQueues(bounded));
 
 /**
  * STUCK_MESSAGES × 1 MiB towards a target queue that is full after STUCK_TARGET_ROOM: the bridge holds what it took

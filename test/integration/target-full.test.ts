@@ -8,6 +8,7 @@
  */
 import amqp, { type ChannelModel } from 'amqplib';
 import { afterAll, describe, expect, it } from 'vitest';
+import { deleteQueues } from '../support/amqp.js';
 import { useBridgeFixture } from '../support/bridge-fixture.js';
 import { parsePrometheusText } from '../support/prometheus-text.js';
 import { services, uniqueName } from '../support/services.js';
@@ -22,13 +23,7 @@ const CONSUMER_MS = 3;
 const fx = useBridgeFixture();
 const bounded: string[] = [];
 
-afterAll(async () => {
-  if (bounded.length === 0) return;
-  const c = await amqp.connect(services.amqpUrl);
-  const ch = await c.createChannel();
-  for (const q of bounded) await ch.deleteQueue(q).catch(() => undefined);
-  await c.close();
-});
+afterAll(() => deleteQueues(bounded));
 
 /** A consumer that acks each message ~3 ms after it arrived, one at a time, and remembers every copy it got. */
 async function slowConsumer(queue: string): Promise<{ got: { id: string; flagged: boolean }[]; stop: () => Promise<void> }> {

@@ -126,3 +126,18 @@ export function copiesById(messages: readonly ReceivedMessage[], idHeader = '_AM
   }
   return { distinct: seen.size, unflaggedExtras };
 }
+
+/**
+ * Deletes RabbitMQ queues a test declared itself (with arguments the fixture's `queue` does not take), over a
+ * connection of its own: for an afterAll, where the fixture's client is gone.
+ */
+export async function deleteQueues(names: readonly string[]): Promise<void> {
+  if (names.length === 0) return;
+  const c = await amqp.connect(services.amqpUrl);
+  try {
+    const ch = await c.createChannel();
+    for (const q of names) await ch.deleteQueue(q).catch(() => undefined);
+  } finally {
+    await c.close().catch(() => undefined);
+  }
+}

@@ -4,6 +4,7 @@
  * Nothing here mutates its input; every object in the result is new (connection objects are shared between the
  * endpoints that use the same connection, which lets the core tell them apart by identity).
  */
+import { isTemplated, parseAddressTemplate } from '../routing/address-template.js';
 import { hasHeaderRules, type HeaderRules } from '../routing/header-rules.js';
 import { camelKeys } from './camel-keys.js';
 import type { BridgeConfig, Config, ConnectionConfig, ConnectionKeysResolved, RedisTopology, TargetConfig } from './types.js';
@@ -59,11 +60,23 @@ function lookup(connections: Record<string, ConnectionConfig>, name: string): Co
   return c;
 }
 
-function resolveTarget(connections: Record<string, ConnectionConfig>, t: ConfigFileTarget): TargetConfig {
+function resolveTarget(connections: Record<string, ConnectionConfig>, t: ConfigFileTarget, takesTemplates = false): TargetConfig {
   const connection = lookup(connections, t.connection);
   const target: TargetConfig = { ...camelKeys(t, ['connection']), connection };
   if (connection.type === 'amqp') target.routingKey = t['routing-key'] ?? t.queue ?? '';
+  // A target's routing-key and queue reach here as templates (./env.ts leaves `$${` to them): one without a reference
+  // is its literal text, `$${` unescaped, so that a fixed address means what it did before templates.
+  if (takesTemplates) {
+    if (target.routingKey !== undefined) target.routingKey = literalOf(target.routingKey);
+    if (target.queue !== undefined) target.queue = literalOf(target.queue);
+  }
   return target;
+}
+
+function literalOf(text: string): string {
+  const parsed = parseAddressTemplate(text);
+  if ('error' in parsed || isTemplated(parsed.template)) return text;
+  return parsed.template.parts.join('');
 }
 
 function resolveBridge(
@@ -79,7 +92,7 @@ function resolveBridge(
   return {
     name: b.name,
     source: { connection: lookup(connections, b.source.connection), queue: b.source.queue },
-    target: resolveTarget(connections, b.target),
+    target: resolveTarget(connections, b.target, true),
     ...(b['dead-letter'] !== undefined ? { deadLetter: resolveTarget(connections, b['dead-letter']) } : {}),
     ...headerRulesOf(b),
     ...camelKeys(settings),

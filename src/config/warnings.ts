@@ -1,7 +1,7 @@
 /**
  * Non-fatal findings about a valid configuration, printed by `validate` and logged by `run` at start.
  */
-import { cacheAddress } from './target-address.js';
+import { cacheAddress, targetTemplate } from './target-address.js';
 import type { Config } from './types.js';
 
 export function warnings(config: Config): string[] {
@@ -13,11 +13,17 @@ export function warnings(config: Config): string[] {
     );
   }
 
-  // What may be in flight to one address at once: each bridge's prefetch, in every replica.
+  // What may be in flight to one address at once: each bridge's prefetch, in every replica. A templated target's
+  // addresses are unknown at start: it is counted on its own, under its template (all it has in flight may go to one
+  // resolved address), never together with a fixed target or another template that may resolve to the same address.
   const inFlight = new Map<string, { total: number; bridges: string[] }>();
   for (const b of config.bridges) {
     if (!b.useDuplicateDetection) continue;
-    const key = cacheAddress(b.target);
+    const template = targetTemplate(b.target);
+    const key =
+      template === undefined
+        ? cacheAddress(b.target)
+        : `any one address of the template '${template.source}' (each resolved address has its own cache; which ones it reaches is unknown at start, so a templated target counts alone)`;
     const entry = inFlight.get(key) ?? { total: 0, bridges: [] };
     entry.total += b.prefetch * ic.replicas;
     entry.bridges.push(b.name);

@@ -19,7 +19,7 @@ import { BridgeError, FatalBridgeError, TransientError, isProgrammerError, isTra
 import { BridgeSession, type SessionEnd, type SessionObserver } from './session.js';
 import type { BridgeState } from './metrics.js';
 import { CacheHorizonWatch, type HorizonReading } from './cache-horizon-watch.js';
-import { cacheAddress } from '../config/target-address.js';
+import { cacheAddress, targetTemplate } from '../config/target-address.js';
 
 export interface BridgeEndpoints {
   source: SourceEndpoint;
@@ -124,12 +124,14 @@ export class BridgeSupervisor {
   };
 
   private readonly horizon: CacheHorizonWatch;
+  private readonly templated: boolean;
 
   constructor(
     private readonly bridge: BridgeConfig,
     private readonly deps: SupervisorDeps,
   ) {
     this.log = deps.log.child({ bridge: bridge.name });
+    this.templated = targetTemplate(bridge.target) !== undefined;
     this.horizon = new CacheHorizonWatch({
       cache: deps.cache,
       address: cacheAddress(bridge.target),
@@ -370,7 +372,9 @@ export class BridgeSupervisor {
     if (session && this.phase === 'connected') {
       if (now - this.lastCacheProbe >= CACHE_PROBE_EVERY_MS) void this.probeCache(now);
       if (session.source.depth && now - this.lastDepthProbe >= DEPTH_PROBE_EVERY_MS) void this.probeDepth(session, now);
-      if (this.bridge.useDuplicateDetection) this.horizon.tick(now);
+      // A templated target has one cache per resolved address, unknown at start and unbounded in number: its horizon is
+      // not read (docs/configuration.md#forwarding-rules); /bridges/{name} shows cacheHorizon null.
+      if (this.bridge.useDuplicateDetection && !this.templated) this.horizon.tick(now);
     }
     this.watchdog(session, now);
   }

@@ -10,6 +10,7 @@
  * says it holds (./teardown.ts).
  */
 import type { BridgeMessage, SourceDelivery } from '../message.js';
+import type { ResolvedRoute } from '../../config/target-address.js';
 
 /** Just received: prepare() is resolving its duplicate ID and reserving it. */
 export interface Received {
@@ -31,6 +32,12 @@ export interface Busy {
   readonly id: string;
   /** Its stamp says a handled copy of it may exist (../stamp-claim.ts): its copy will carry the flag. */
   readonly flagged: boolean;
+}
+
+/** The target's address template cannot be resolved for it (./route.ts): it is dead-lettered, never sent. */
+export interface Unresolved {
+  readonly stage: 'unresolved';
+  readonly reason: string;
 }
 
 /** Its ID is already recorded for the target address: acked without being forwarded. */
@@ -75,7 +82,7 @@ export interface Settled {
 }
 
 /** What prepare() leaves a job in: the send loop forwards it, drops it as a duplicate, or parks it. */
-export type Prepared = ClaimBusy | Busy | Duplicate | Forwarding;
+export type Prepared = ClaimBusy | Busy | Duplicate | Forwarding | Unresolved;
 
 export type JobState = Received | Prepared | Confirmed | DeadLettered | Settled;
 
@@ -97,6 +104,8 @@ export interface StampHold {
 export class Job {
   state: JobState = RECEIVED;
   stamp: StampHold | undefined = undefined;
+  /** Where it goes, for a templated target (./route.ts); undefined: the target's fixed address. */
+  route: ResolvedRoute | undefined = undefined;
   /** The latest prepare() of this job; the send loop awaits it in source order. */
   prepared: Promise<Prepared>;
 

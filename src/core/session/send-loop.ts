@@ -8,6 +8,7 @@ import type { Forwarding, Job } from './job.js';
 import { park } from './park.js';
 import { sendBatch, sendOne } from './send.js';
 import { dropDuplicate } from './settle.js';
+import { deadLetterUnresolved } from './dead-letter.js';
 
 export async function sendLoop(ctx: SessionContext): Promise<void> {
   const batchSize = ctx.cfg.maxBatchSize;
@@ -43,6 +44,10 @@ export async function sendLoop(ctx: SessionContext): Promise<void> {
       }
       if (prepared.stage === 'duplicate') {
         dropDuplicate(ctx, job, prepared);
+        continue;
+      }
+      if (prepared.stage === 'unresolved') {
+        void deadLetterUnresolved(ctx, job, prepared.reason).catch((e: unknown) => ctx.fail(e));
         continue;
       }
       await untilSendable(ctx);

@@ -85,6 +85,11 @@ export function substituteEnv(text: string, env: Env, read: SecretFileReader = r
     }
     changed = true;
     const close = text.indexOf('}', i + 2);
+    if (close < 0 && keepTemplates) {
+      // The template's own check says what is wrong with it (./template-checks.ts).
+      value += text.slice(i);
+      break;
+    }
     if (close < 0) {
       problems.push({
         index: i,

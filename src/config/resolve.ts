@@ -67,12 +67,16 @@ function resolveTarget(connections: Record<string, ConnectionConfig>, t: ConfigF
   // A target's routing-key and queue reach here as templates (./env.ts leaves `$${` to them): one without a reference
   // is its literal text, `$${` unescaped, so that a fixed address means what it did before templates.
   if (takesTemplates) {
+    const text = connection.type === 'amqp' ? target.routingKey : target.queue;
+    const parsed = text === undefined ? undefined : parseAddressTemplate(text);
+    if (parsed !== undefined && !('error' in parsed) && isTemplated(parsed.template)) target.template = parsed.template.source;
     if (target.routingKey !== undefined) target.routingKey = literalOf(target.routingKey);
     if (target.queue !== undefined) target.queue = literalOf(target.queue);
   }
   return target;
 }
 
+/** A fixed address as its literal text (`$${` unescaped); a template stays as written. */
 function literalOf(text: string): string {
   const parsed = parseAddressTemplate(text);
   if ('error' in parsed || isTemplated(parsed.template)) return text;

@@ -8,7 +8,7 @@
 import { targetAddress } from './amqp-address.js';
 import { stompAddress, stompDestination } from './stomp-address.js';
 import type { TargetConfig } from './types.js';
-import { isTemplated, parseAddressTemplate, type AddressTemplate } from '../routing/address-template.js';
+import { parseAddressTemplate, type AddressTemplate } from '../routing/address-template.js';
 
 export function cacheAddress(target: TargetConfig): string {
   const c = target.connection;
@@ -22,11 +22,11 @@ export function cacheAddress(target: TargetConfig): string {
  * has checked its syntax.
  */
 export function targetTemplate(target: TargetConfig): AddressTemplate | undefined {
-  const text = target.connection.type === 'amqp' ? (target.routingKey ?? target.queue) : target.queue;
+  const text = target.template;
   if (text === undefined) return undefined;
   const parsed = parseAddressTemplate(text);
   if ('error' in parsed) throw new TypeError(`target address template '${text}' was not checked: ${parsed.error.message}`);
-  return isTemplated(parsed.template) ? parsed.template : undefined;
+  return parsed.template;
 }
 
 /** Where one message goes, for a templated target: what the endpoint is given, and the cache address it is keyed by. */

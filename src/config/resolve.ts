@@ -80,7 +80,7 @@ function resolveTarget(connections: Record<string, ConnectionConfig>, t: ConfigF
 function literalOf(text: string): string {
   const parsed = parseAddressTemplate(text);
   if ('error' in parsed || isTemplated(parsed.template)) return text;
-  return parsed.template.parts.join('');
+  return parsed.template.parts.map((p) => (typeof p === 'string' ? p : p.text)).join('');
 }
 
 function resolveBridge(

@@ -116,6 +116,18 @@ describe('forwarding rules: templated target addresses', () => {
     expect(await duplicatesDropped(api, 'by-region')).toBe(2);
     expect(await duplicatesDropped(api, 'fixed-eu')).toBe(1);
     expect(await fx.amqp.count(dlq!)).toBe(0);
+
+    // The horizon is read for the fixed target's address, never for a templated target's (docs/delivery.md).
+    type Status = { cacheHorizon: { address: string } | null };
+    let fixedAddress = '';
+    await until('the fixed target\'s horizon read', async () => {
+      const s = (await (await fetch(`${api}/bridges/fixed-eu`)).json()) as Status;
+      fixedAddress = s.cacheHorizon?.address ?? '';
+      return fixedAddress !== '';
+    }, { timeoutMs: 20_000 });
+    expect(((await (await fetch(`${api}/bridges/by-region`)).json()) as Status).cacheHorizon).toBeNull();
+    const metrics = parsePrometheusText(await (await fetch(`${api}/metrics`)).text());
+    expect(metrics.find('bridge_id_cache_ids', {}).map((s) => s.labels.address)).toEqual([fixedAddress]);
   });
 
   it('no fallback and no header: dead-lettered with reason unresolved-address, the others forwarded, nothing lost', async () => {
@@ -145,6 +157,7 @@ describe('forwarding rules: templated target addresses', () => {
       expect(m.headers['x-bridge-dead-letter-reason']).toBe('unresolved-address');
       expect(m.headers['x-bridge-dead-letter-detail']).toBe("header 'region' is missing or empty and ${header.region} has no fallback");
       expect(m.headers['x-bridge-name']).toBe('strict');
+      expect(m.headers['x-bridge-delivery-attempts']).toBe(0);
       expect(m.headers[ID]).toBe(m.body.toString().split('@')[0]);
     }
   });

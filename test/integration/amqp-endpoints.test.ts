@@ -296,9 +296,10 @@ describe('AMQP target outcomes', () => {
     // Identical bodies and properties: only the routing key tells the returned publish from the routed ones.
     const results = await t.sendBatch([msg('same'), msg('same'), msg('same'), msg('same')], ['o.eu', 'o.nowhere', 'o.us', 'o.eu']);
     expect(results.map((r) => r.outcome)).toEqual(['confirmed', 'refused', 'confirmed', 'confirmed']);
-    const refused = results[1] as { error: MessageRejectedError };
-    expect(refused.error.reason).toBe('unroutable');
-    expect(refused.error.message).toContain("routing key 'o.nowhere'");
+    const refused = (results[1] as { error?: Error }).error;
+    expect(refused).toBeInstanceOf(MessageRejectedError);
+    expect((refused as MessageRejectedError).reason).toBe('unroutable');
+    expect(refused?.message).toContain("routing key 'o.nowhere'");
     await t.send(msg('alone'), 'o.us');
     expect((await client.drain(eu)).map((m) => m.body.toString())).toEqual(['same', 'same']);
     expect((await client.drain(us)).map((m) => m.body.toString())).toEqual(['same', 'alone']);

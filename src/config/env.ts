@@ -32,6 +32,18 @@ export interface Substituted {
 
 const REFERENCE = /^([A-Za-z_][A-Za-z0-9_]*)(?::-([\s\S]*))?$/;
 
+/**
+ * An address template's reference (src/routing/address-template.ts): a namespace and a dot, which no environment
+ * variable name has. In the keys that take templates (TEMPLATE_KEYS) these, and `$${`, are left as written for the
+ * template; anywhere else they are an invalid reference that says where templates go.
+ */
+const TEMPLATE_REFERENCE = /^(header|property)\./;
+
+/** The keys of a bridge that take address templates: its target's routing key (AMQP) and queue (STOMP destination). */
+export function isTemplateKey(path: KeyPath): boolean {
+  return path.length === 4 && path[0] === 'bridges' && path[2] === 'target' && (path[3] === 'routing-key' || path[3] === 'queue');
+}
+
 /** Reads the file of a VAR_FILE variable; throws like fs.readFileSync. */
 export type SecretFileReader = (path: string) => string;
 
@@ -53,14 +65,15 @@ function fromFile(name: string, env: Env, read: SecretFileReader): { value: stri
   }
 }
 
-export function substituteEnv(text: string, env: Env, read: SecretFileReader = readSecretFile): Substituted {
+/** `keepTemplates`: leave `${header.…}`, `${property.…}` and `$${` to the address template (see isTemplateKey). */
+export function substituteEnv(text: string, env: Env, read: SecretFileReader = readSecretFile, keepTemplates = false): Substituted {
   let value = '';
   let changed = false;
   const problems: EnvProblem[] = [];
   let i = 0;
   while (i < text.length) {
     if (text.startsWith('$${', i)) {
-      value += '${';
+      value += keepTemplates ? '$${' : '${';
       i += 3;
       changed = true;
       continue;
@@ -72,6 +85,11 @@ export function substituteEnv(text: string, env: Env, read: SecretFileReader = r
     }
     changed = true;
     const close = text.indexOf('}', i + 2);
+    if (close < 0 && keepTemplates) {
+      // The template's own check says what is wrong with it (./template-checks.ts).
+      value += text.slice(i);
+      break;
+    }
     if (close < 0) {
       problems.push({
         index: i,
@@ -82,7 +100,16 @@ export function substituteEnv(text: string, env: Env, read: SecretFileReader = r
     }
     const reference = text.slice(i, close + 1);
     const match = REFERENCE.exec(text.slice(i + 2, close));
-    if (match === null) {
+    const template = TEMPLATE_REFERENCE.test(text.slice(i + 2, close));
+    if (template && keepTemplates) {
+      value += reference;
+    } else if (template) {
+      problems.push({
+        index: i,
+        reference,
+        message: `${reference} is an address template, which only a bridge's target.routing-key and target.queue accept (write $\${ for a literal \${)`,
+      });
+    } else if (match === null) {
       problems.push({
         index: i,
         reference,
@@ -124,7 +151,7 @@ export type EnvProblemSink = (offset: number, path: KeyPath, message: string) =>
  */
 export function substituteEnvInDocument(doc: Document, source: string, env: Env, report: EnvProblemSink): void {
   forEachStringValue(doc, (node: Scalar<string>, path) => {
-    const result = substituteEnv(node.value, env);
+    const result = substituteEnv(node.value, env, readSecretFile, isTemplateKey(path));
     if (!result.changed) return;
     const start = node.range?.[0] ?? 0;
     const end = node.range?.[1] ?? start;

@@ -9,6 +9,7 @@ import { LineCounter, parseDocument } from 'yaml';
 import { ConfigError } from '../shared/errors.js';
 import { crossCheck } from './cross-checks.js';
 import { checkHeaderRules } from './rule-checks.js';
+import { checkTemplates } from './template-checks.js';
 import { substituteEnvInDocument, type Env } from './env.js';
 import { ConfigFileError, formatProblem, type ConfigProblem } from './errors-format.js';
 import { readConfigFiles } from './files.js';
@@ -81,6 +82,7 @@ export function parseConfig(text: string, file: string, env: Env = process.env):
   if (!parsed.success) reportIssues(parsed.error.issues, configFileSchema, raw, out);
   crossCheck(raw, out);
   checkHeaderRules(raw, out);
+  checkTemplates(raw, text, out);
   // Files (password-file, tls) only once the shape is right: their paths and the URLs they go with come from it.
   const files = parsed.success ? readConfigFiles(parsed.data, dirname(resolvePath(file)), out) : undefined;
 

@@ -4,6 +4,7 @@
  * Nothing here mutates its input; every object in the result is new (connection objects are shared between the
  * endpoints that use the same connection, which lets the core tell them apart by identity).
  */
+import { isTemplated, parseAddressTemplate } from '../routing/address-template.js';
 import { hasHeaderRules, type HeaderRules } from '../routing/header-rules.js';
 import { compileSelector } from '../routing/selector.js';
 import { camelKeys } from './camel-keys.js';
@@ -60,11 +61,27 @@ function lookup(connections: Record<string, ConnectionConfig>, name: string): Co
   return c;
 }
 
-function resolveTarget(connections: Record<string, ConnectionConfig>, t: ConfigFileTarget): TargetConfig {
+function resolveTarget(connections: Record<string, ConnectionConfig>, t: ConfigFileTarget, takesTemplates = false): TargetConfig {
   const connection = lookup(connections, t.connection);
   const target: TargetConfig = { ...camelKeys(t, ['connection']), connection };
   if (connection.type === 'amqp') target.routingKey = t['routing-key'] ?? t.queue ?? '';
+  // A target's routing-key and queue reach here as templates (./env.ts leaves `$${` to them): one without a reference
+  // is its literal text, `$${` unescaped, so that a fixed address means what it did before templates.
+  if (takesTemplates) {
+    const text = connection.type === 'amqp' ? target.routingKey : target.queue;
+    const parsed = text === undefined ? undefined : parseAddressTemplate(text);
+    if (parsed !== undefined && !('error' in parsed) && isTemplated(parsed.template)) target.template = parsed.template.source;
+    if (target.routingKey !== undefined) target.routingKey = literalOf(target.routingKey);
+    if (target.queue !== undefined) target.queue = literalOf(target.queue);
+  }
   return target;
+}
+
+/** A fixed address as its literal text (`$${` unescaped); a template stays as written. */
+function literalOf(text: string): string {
+  const parsed = parseAddressTemplate(text);
+  if ('error' in parsed || isTemplated(parsed.template)) return text;
+  return parsed.template.parts.map((p) => (typeof p === 'string' ? p : p.text)).join('');
 }
 
 function resolveBridge(
@@ -80,7 +97,7 @@ function resolveBridge(
   return {
     name: b.name,
     source: { connection: lookup(connections, b.source.connection), queue: b.source.queue },
-    target: resolveTarget(connections, b.target),
+    target: resolveTarget(connections, b.target, true),
     ...(b['dead-letter'] !== undefined ? { deadLetter: resolveTarget(connections, b['dead-letter']) } : {}),
     ...headerRulesOf(b),
     // The cross-checks compiled it already and reported a bad one: this cannot throw for a file that got here.

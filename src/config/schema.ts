@@ -232,7 +232,9 @@ export const targetSchema = z
       ...endpointShape,
       queue: text('a queue name')
         .optional()
-        .describe('AMQP: queue through the default exchange. STOMP: /queue/<queue>, or a raw destination if it starts with "/".'),
+        .describe(
+          'AMQP: queue through the default exchange. STOMP: /queue/<queue>, or a raw destination if it starts with "/". In a bridge\'s target (not dead-letter): may be an address template, e.g. "orders.${header.region:-unknown}" (docs/configuration.md#forwarding-rules).',
+        ),
       exchange: z
         .string({ error: 'expected an exchange name (a string)' })
         .optional()
@@ -240,7 +242,9 @@ export const targetSchema = z
       'routing-key': z
         .string({ error: 'expected a routing key (a string)' })
         .optional()
-        .describe("AMQP only, with exchange: routing key (default '')."),
+        .describe(
+          "AMQP only, with exchange: routing key (default ''). In a bridge's target (not dead-letter): may be an address template, e.g. \"orders.${header.region:-unknown}\" (docs/configuration.md#forwarding-rules).",
+        ),
     },
     { error: 'expected a mapping with connection and queue (or exchange)' },
   )

@@ -8,9 +8,40 @@
 import { targetAddress } from './amqp-address.js';
 import { stompAddress, stompDestination } from './stomp-address.js';
 import type { TargetConfig } from './types.js';
+import { parseAddressTemplate, type AddressTemplate } from '../routing/address-template.js';
 
 export function cacheAddress(target: TargetConfig): string {
   const c = target.connection;
   if (c.type === 'stomp') return stompAddress(c, stompDestination(target.queue ?? ''));
   return targetAddress(c, target);
+}
+
+/**
+ * The address template of a bridge's target (its routing key on AMQP — `routing-key`, else the queue through the
+ * default exchange — or its STOMP queue), when it has references; undefined for a fixed target. The configuration
+ * has checked its syntax.
+ */
+export function targetTemplate(target: TargetConfig): AddressTemplate | undefined {
+  const text = target.template;
+  if (text === undefined) return undefined;
+  const parsed = parseAddressTemplate(text);
+  if ('error' in parsed) throw new TypeError(`target address template '${text}' was not checked: ${parsed.error.message}`);
+  return parsed.template;
+}
+
+/** Where one message goes, for a templated target: what the endpoint is given, and the cache address it is keyed by. */
+export interface ResolvedRoute {
+  /** AMQP: the routing key (on the target's exchange); STOMP: the destination. */
+  route: string;
+  /** The duplicate-ID cache's address: exactly cacheAddress() of a fixed target with this routing key or queue. */
+  address: string;
+}
+
+export function resolvedRoute(target: TargetConfig, resolved: string): ResolvedRoute {
+  const c = target.connection;
+  if (c.type === 'stomp') {
+    const destination = stompDestination(resolved);
+    return { route: destination, address: stompAddress(c, destination) };
+  }
+  return { route: resolved, address: targetAddress(c, { exchange: target.exchange, routingKey: resolved }) };
 }

@@ -62,7 +62,15 @@ export interface SourceConfig {
 }
 
 /** On an AMQP connection, routingKey is always set: `routing-key`, else the queue, else ''. */
-export type TargetConfig = CamelKeys<Omit<ConfigFileTarget, 'connection'>> & { connection: ConnectionConfig };
+export type TargetConfig = CamelKeys<Omit<ConfigFileTarget, 'connection'>> & {
+  connection: ConnectionConfig;
+  /**
+   * A bridge's target only: its routing key (AMQP) or queue (STOMP) when that is an address template with references
+   * (src/routing/address-template.ts), as written; the key itself keeps the same text. Undefined for a fixed target,
+   * whose routing key or queue is then the literal address (`$${` unescaped).
+   */
+  template?: string;
+};
 
 /** The per-bridge settings, resolved: schema default < `defaults:` < the bridge. */
 export type BridgeSettings = CamelKeys<BridgeSettingValues>;

@@ -1,7 +1,7 @@
 /**
  * Non-fatal findings about a valid configuration, printed by `validate` and logged by `run` at start.
  */
-import { cacheAddress } from './target-address.js';
+import { cacheAddress, targetTemplate } from './target-address.js';
 import type { Config } from './types.js';
 
 export function warnings(config: Config): string[] {
@@ -13,17 +13,25 @@ export function warnings(config: Config): string[] {
     );
   }
 
-  // What may be in flight to one address at once: each bridge's prefetch, in every replica.
-  const inFlight = new Map<string, { total: number; bridges: string[] }>();
+  // What may be in flight to one address at once: each bridge's prefetch, in every replica. A templated target's
+  // addresses are unknown at start: it is counted on its own, under its template (all it has in flight may go to one
+  // resolved address), never together with a fixed target or another template that may resolve to the same address.
+  const inFlight = new Map<string, { label: string; total: number; bridges: string[] }>();
   for (const b of config.bridges) {
     if (!b.useDuplicateDetection) continue;
+    const template = targetTemplate(b.target);
+    // A templated target's cacheAddress() is its template's, which no resolved address equals: it counts alone.
     const key = cacheAddress(b.target);
-    const entry = inFlight.get(key) ?? { total: 0, bridges: [] };
+    const label =
+      template === undefined
+        ? key
+        : `any one address of the template '${template.source}' (each resolved address has its own cache; which ones it reaches is unknown at start, so a templated target counts alone)`;
+    const entry = inFlight.get(key) ?? { label, total: 0, bridges: [] };
     entry.total += b.prefetch * ic.replicas;
     entry.bridges.push(b.name);
     inFlight.set(key, entry);
   }
-  for (const [address, { total, bridges }] of inFlight) {
+  for (const { label: address, total, bridges } of inFlight.values()) {
     if (ic.idCacheSize < total) {
       out.push(
         `id-cache.id-cache-size ${ic.idCacheSize} is smaller than what can be in flight to ${address} (${total} = prefetch × replicas ${ic.replicas}, bridges ${bridges.join(', ')}): a resend could fall outside the cache; set id-cache-size to at least ${total}`,

@@ -100,16 +100,18 @@ export interface TargetEndpoint {
    * STOMP RECEIPT). Rejects with MessageRejectedError when the broker refused this message (its outcome is known:
    * not delivered), or TransientError when the outcome is unknown or the connection was lost.
    * Calls may overlap: many sends are in flight at once, and the target keeps their order on the wire.
+   * `route`: where this message goes instead of the target's fixed address, for a templated target (the resolved
+   * routing key on the target's exchange, AMQP; the resolved destination, STOMP); undefined: the fixed address.
    */
-  send(message: BridgeMessage): Promise<void>;
+  send(message: BridgeMessage, route?: string): Promise<void>;
   /**
    * Sends several messages at once and resolves, never rejects, with one result per message, in order, once every one
    * is settled (see BatchMemberResult). A batch is not all-or-nothing unless the target says so: AMQP confirms are
    * per message, so some members may be confirmed and others refused or lost; a STOMP transaction gives every
    * member the transaction's outcome (all confirmed, or none delivered). Optional: when absent, the worker sends
-   * one by one.
+   * one by one. `routes`: each member's `route`, as for send; members of one batch may go to different addresses.
    */
-  sendBatch?(messages: BridgeMessage[]): Promise<BatchMemberResult[]>;
+  sendBatch?(messages: BridgeMessage[], routes?: readonly (string | undefined)[]): Promise<BatchMemberResult[]>;
   /** Closes the connection. Never throws. */
   close(): Promise<void>;
 }

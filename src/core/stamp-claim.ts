@@ -96,10 +96,13 @@ export class StampClaims {
     this.now = deps.now ?? Date.now;
   }
 
-  /** `since`: what the first busy answer for this delivery said (0 before one came). */
-  claim(fingerprint: string, token: string, since: number): Promise<StampClaim> {
+  /**
+   * `since`: what the first busy answer for this delivery said (0 before one came). `targetAddress`: the address the
+   * message goes to (a templated target's resolved one), default the session's.
+   */
+  claim(fingerprint: string, token: string, since: number, targetAddress = this.deps.targetAddress): Promise<StampClaim> {
     const prev = this.lines.get(fingerprint) ?? Promise.resolve();
-    const mine = prev.then(() => this.attempt(fingerprint, token, since));
+    const mine = prev.then(() => this.attempt(fingerprint, token, since, targetAddress));
     const tail = mine.then(
       () => undefined,
       () => undefined,
@@ -111,13 +114,13 @@ export class StampClaims {
     return mine;
   }
 
-  private async attempt(fingerprint: string, token: string, since: number): Promise<StampClaim> {
+  private async attempt(fingerprint: string, token: string, since: number, targetAddress: string): Promise<StampClaim> {
     const until = this.busyUntil.get(fingerprint);
     if (until !== undefined) {
       if (this.now() < until) return { status: 'busy', since };
       this.busyUntil.delete(fingerprint);
     }
-    const { cache, sourceAddress, targetAddress, ownPrefix, call } = this.deps;
+    const { cache, sourceAddress, ownPrefix, call } = this.deps;
     let recorded: string[] = [];
     const notRecorded = new Set<string>();
     for (let round = 0; round < MAX_CHECK_ROUNDS; round++) {

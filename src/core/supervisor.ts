@@ -18,7 +18,7 @@ import type { SourceEndpoint, TargetEndpoint } from './ports.js';
 import { BridgeError, FatalBridgeError, TransientError, isProgrammerError, isTransient, redactUrl } from '../shared/errors.js';
 import { BridgeSession, type SessionEnd, type SessionObserver } from './session.js';
 import { CacheHorizonWatch } from './cache-horizon-watch.js';
-import { cacheAddress } from '../config/target-address.js';
+import { cacheAddress, targetTemplate } from '../config/target-address.js';
 import { computeState, readinessOf, type Phase, type Readiness } from './supervisor/state.js';
 import { describeSource, describeTarget, depthNote, type BridgeStatus } from './supervisor/status.js';
 import { abortableWait, connectWithRetry } from './supervisor/reconnect.js';
@@ -82,6 +82,8 @@ export class BridgeSupervisor {
     conditionChanged: () => this.refreshState(),
   };
 
+  private readonly templated: boolean;
+
   constructor(
     private readonly bridge: BridgeConfig,
     private readonly deps: SupervisorDeps,
@@ -93,6 +95,7 @@ export class BridgeSupervisor {
       changed: () => this.refreshState(),
     });
     this.depth = new DepthProbe(bridge.name, deps.metrics, this.log);
+    this.templated = targetTemplate(bridge.target) !== undefined;
     this.horizon = new CacheHorizonWatch({
       cache: deps.cache,
       address: cacheAddress(bridge.target),
@@ -281,7 +284,9 @@ export class BridgeSupervisor {
     if (connected) {
       this.cacheProbe.tick(now);
       this.depth.tick(connected.source, () => this.current === connected, now);
-      if (this.bridge.useDuplicateDetection) this.horizon.tick(now);
+      // A templated target has one cache per resolved address, unknown at start and unbounded in number: its horizon is
+      // not read (docs/configuration.md#forwarding-rules); /bridges/{name} shows cacheHorizon null.
+      if (this.bridge.useDuplicateDetection && !this.templated) this.horizon.tick(now);
     }
     const stall = this.watchdog.check(connected, this.depth.value, this.cacheProbe.down, now);
     if (stall && connected) {

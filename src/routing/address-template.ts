@@ -1,8 +1,8 @@
 /**
  * Address templates: a target's routing key (AMQP) or destination (STOMP) computed from the message, e.g.
- * `orders.${header.region:-unknown}`. NOT WIRED INTO THE BRIDGE YET: the configuration does not accept templates and
- * the targets publish to their fixed address; this module is the grammar and the resolution the wiring will use
- * (see the issue's report for what the wiring must change: a resolved address per job for every cache call).
+ * `orders.${header.region:-unknown}`. The configuration accepts them in a bridge's target.routing-key and target.queue
+ * (src/config/env.ts leaves their references to this module, src/config/template-checks.ts reports bad ones); the
+ * session resolves one per message, and the resolved address keys its duplicate-ID cache (src/core/session/route.ts).
  *
  * Syntax, on purpose the shape of the `${VAR:-default}` environment references of bridges.yaml:
  *   `${header.NAME}`            an application header (AMQP headers table, custom STOMP header)

@@ -282,6 +282,29 @@ describe('AMQP target outcomes', () => {
     expect(lost).toEqual([]);
   });
 
+  it('per-message routing keys (a templated target): routed ones confirmed, a return matched to its own key, in one batch', async () => {
+    const ex = uniqueName('amqp-ep-x');
+    exchanges.push(ex);
+    await client.ch.assertExchange(ex, 'direct', { durable: false });
+    const [eu, us] = [queueName(), queueName()];
+    for (const [q, key] of [[eu, 'o.eu'], [us, 'o.us']] as const) {
+      await client.queue(q);
+      await client.ch.bindQueue(q, ex, key);
+    }
+    const t = target({ exchange: ex, routingKey: 'o.${header.region}' });
+    await t.open({ onLost: () => undefined });
+    // Identical bodies and properties: only the routing key tells the returned publish from the routed ones.
+    const results = await t.sendBatch([msg('same'), msg('same'), msg('same'), msg('same')], ['o.eu', 'o.nowhere', 'o.us', 'o.eu']);
+    expect(results.map((r) => r.outcome)).toEqual(['confirmed', 'refused', 'confirmed', 'confirmed']);
+    const refused = (results[1] as { error?: Error }).error;
+    expect(refused).toBeInstanceOf(MessageRejectedError);
+    expect((refused as MessageRejectedError).reason).toBe('unroutable');
+    expect(refused?.message).toContain("routing key 'o.nowhere'");
+    await t.send(msg('alone'), 'o.us');
+    expect((await client.drain(eu)).map((m) => m.body.toString())).toEqual(['same', 'same']);
+    expect((await client.drain(us)).map((m) => m.body.toString())).toEqual(['same', 'alone']);
+  });
+
   it('attributes returns to the right publishes among many in flight (headers exchange, identical bodies)', async () => {
     const { exchange, queue: q } = await routeByHeader();
     const t = target({ exchange, routingKey: '' });

@@ -210,6 +210,23 @@ endpointContract(`STOMP (${p.name})`, () => ({
 }));
 
 describe('StompTarget → StompSource', () => {
+  it('per-message destinations (a templated target): send and one transaction whose SENDs go to several queues', async () => {
+    const [fixed, a, b] = [uniqueName('stomp-route'), uniqueName('stomp-route-a'), uniqueName('stomp-route-b')];
+    for (const q of [a, b]) track(q);
+    const target = await openTarget(fixed);
+    await target.send(message('alone to a'), `/queue/${a}`);
+    const results = await target.sendBatch(
+      [message('batch to b'), message('batch to fixed'), message('batch to a')],
+      [`/queue/${b}`, undefined, `/queue/${a}`],
+    );
+    expect(results.map((r) => r.outcome)).toEqual(['confirmed', 'confirmed', 'confirmed']);
+    await target.close();
+    const read = async (q: string) => (await readStomp(q, { url: peer.url, quietMs: 300, timeoutMs: 15_000 })).map((m) => m.body.toString()).sort();
+    expect(await read(a)).toEqual(['alone to a', 'batch to a']);
+    expect(await read(b)).toEqual(['batch to b']);
+    expect(await read(fixed)).toEqual(['batch to fixed']);
+  });
+
   it('carries mapped properties, custom headers and binary bodies byte for byte', async () => {
     const queue = uniqueName('stomp-map');
     const target = await openTarget(queue);

@@ -13,6 +13,8 @@ import { Signal } from '../../shared/signal.js';
 import { StampClaims } from '../stamp-claim.js';
 import { ByteBound } from './byte-bound.js';
 import { CacheRetry } from './cache-retry.js';
+import { targetTemplate } from '../../config/target-address.js';
+import type { AddressTemplate } from '../../routing/address-template.js';
 
 export class SessionContext {
   readonly cfg: BridgeConfig;
@@ -22,6 +24,8 @@ export class SessionContext {
   /** Every cache call of the session goes through this: retried while the cache is unreachable. */
   readonly cacheRetry: CacheRetry;
   readonly claims: StampClaims;
+  /** The target's address template (./route.ts); undefined for a fixed target. */
+  readonly template: AddressTemplate | undefined;
 
   /** Set once, by fail(): from then on nothing is acked, every loop stops and teardown runs. */
   failure: BridgeError | undefined = undefined;
@@ -92,6 +96,7 @@ export class SessionContext {
     );
     this.log = deps.log;
     this.dedupe = deps.bridge.useDuplicateDetection;
+    this.template = targetTemplate(deps.bridge.target);
     this.cacheRetry = new CacheRetry({
       bridge: deps.bridge.name,
       log: deps.log,

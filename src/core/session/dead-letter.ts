@@ -8,6 +8,9 @@ import type { BridgeMessage } from '../message.js';
 import type { Forwarding } from './job.js';
 import { FatalBridgeError, MessageRejectedError } from '../../shared/errors.js';
 import { settle } from './settle.js';
+import { forwardCopy } from './forward-copy.js';
+import { addressOf, UNRESOLVED_ADDRESS } from './route.js';
+import type { Job } from './job.js';
 
 /** Headers added to a dead-lettered message, saying why it is there. */
 export const DEAD_LETTER_HEADERS = {
@@ -34,7 +37,10 @@ export function countRefusal(ctx: SessionContext, sending: Forwarding, err: Mess
 export async function deadLetter(ctx: SessionContext, sending: Forwarding, err: MessageRejectedError): Promise<void> {
   const { deadLetter, target } = ctx.deps;
   const { job, id } = sending;
-  const what = `bridge '${ctx.cfg.name}': the target ${target.description} refused a message${id ? ` (duplicate ID ${id})` : ''} ${sending.attempts} times (${err.reason}: ${err.message})`;
+  const what =
+    err.reason === UNRESOLVED_ADDRESS
+      ? `bridge '${ctx.cfg.name}': a message has no target address (${err.reason}: ${err.message})`
+      : `bridge '${ctx.cfg.name}': the target ${target.description} refused a message${id ? ` (duplicate ID ${id})` : ''} ${sending.attempts} times (${err.reason}: ${err.message})`;
   if (!deadLetter) {
     throw new FatalBridgeError(`${what}, and no dead-letter destination is configured: stopping the bridge instead of dropping the message`);
   }
@@ -61,7 +67,8 @@ export async function deadLetter(ctx: SessionContext, sending: Forwarding, err: 
   }
   // The ID never reached the target: give it back so that a later, fixed re-send of it can go through.
   if (ctx.dedupe && id !== undefined) {
-    await ctx.cacheRetry.call(() => ctx.deps.cache.release(target.address, id, job.token, false), 'release');
+    const address = addressOf(ctx, job);
+    await ctx.cacheRetry.call(() => ctx.deps.cache.release(address, id, job.token, false), 'release');
   }
   job.state = { stage: 'dead-lettered', id };
   // Handled, though its ID is not recorded at the target: a redelivery that takes this stamp must be dropped.
@@ -72,4 +79,14 @@ export async function deadLetter(ctx: SessionContext, sending: Forwarding, err: 
   ctx.deps.metrics.deadLettered.inc({ bridge: ctx.cfg.name, reason: err.reason });
   ctx.log.warn({ duplicateId: id, reason: err.reason, deadLetter: deadLetter.description }, 'message moved to the dead-letter destination');
   settle(ctx, job);
+}
+
+/**
+ * A message whose address template cannot be resolved (./route.ts): nothing was reserved or sent, so it goes to the
+ * dead-letter destination at once, with reason `unresolved-address` and the detail saying which reference was missing
+ * or bad; without a dead-letter destination the bridge stops, as for any message it cannot deliver.
+ */
+export async function deadLetterUnresolved(ctx: SessionContext, job: Job, reason: string): Promise<void> {
+  const sending: Forwarding = { stage: 'forwarding', job, id: undefined, outgoing: forwardCopy(ctx, job.delivery.message), attempts: 0, sent: false };
+  await deadLetter(ctx, sending, new MessageRejectedError(UNRESOLVED_ADDRESS, reason));
 }

@@ -34,7 +34,7 @@ async function sendAlone(ctx: SessionContext, sending: Forwarding): Promise<void
     if (ctx.failure) return;
     ctx.sendStarted();
     try {
-      await ctx.deps.target.send(sending.outgoing);
+      await ctx.deps.target.send(sending.outgoing, sending.job.route?.route);
     } catch (err) {
       ctx.sendSettled();
       const action = refusalAction(err, sending.attempts, ctx.cfg.maxDeliveryAttempts);

@@ -11,6 +11,7 @@
  * says it holds (./teardown.ts).
  */
 import type { BridgeMessage, SourceDelivery } from '../message.js';
+import type { ResolvedRoute } from '../../config/target-address.js';
 
 /** Just received: prepare() is resolving its duplicate ID and reserving it. */
 export interface Received {
@@ -40,6 +41,12 @@ export interface Busy {
  */
 export interface Filtered {
   readonly stage: 'filtered';
+}
+
+/** The target's address template cannot be resolved for it (./route.ts): it is dead-lettered, never sent. */
+export interface Unresolved {
+  readonly stage: 'unresolved';
+  readonly reason: string;
 }
 
 /** Its ID is already recorded for the target address: acked without being forwarded. */
@@ -83,8 +90,9 @@ export interface Settled {
   readonly stage: 'settled';
 }
 
-/** What prepare() leaves a job in: the send loop forwards it, drops it as a duplicate, filters it out, or parks it. */
-export type Prepared = Filtered | ClaimBusy | Busy | Duplicate | Forwarding;
+/** What prepare() leaves a job in: the send loop forwards it, drops it as a duplicate, filters it out, dead-letters it
+ * when its address cannot be resolved, or parks it. */
+export type Prepared = Filtered | ClaimBusy | Busy | Duplicate | Forwarding | Unresolved;
 
 export type JobState = Received | Prepared | Confirmed | DeadLettered | Settled;
 
@@ -107,6 +115,8 @@ export interface StampHold {
 export class Job {
   state: JobState = RECEIVED;
   stamp: StampHold | undefined = undefined;
+  /** Where it goes, for a templated target (./route.ts); undefined: the target's fixed address. */
+  route: ResolvedRoute | undefined = undefined;
   /** The latest prepare() of this job; the send loop awaits it in source order. */
   prepared: Promise<Prepared>;
 

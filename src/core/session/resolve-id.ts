@@ -9,6 +9,7 @@ import { FILTERED, type Job, type JobState, type Prepared } from './job.js';
 import { selected } from './filter.js';
 import { fingerprint, newStampedId, readDuplicateId, withDuplicateId } from '../duplicate-id.js';
 import { forwardCopy } from './forward-copy.js';
+import { addressOf, routeJob } from './route.js';
 
 /**
  * Resolves the duplicate ID and reserves it. Never forwards anything. Prepares a parked job again, too. A message the
@@ -17,8 +18,11 @@ import { forwardCopy } from './forward-copy.js';
 export async function prepare(ctx: SessionContext, job: Job): Promise<Prepared> {
   const msg = job.delivery.message;
   if (job.state.stage === 'received' && !selected(ctx, msg)) return enter(job, FILTERED);
+  const unresolved = routeJob(ctx, job);
+  if (unresolved !== undefined) return enter(job, { stage: 'unresolved', reason: unresolved });
   if (!ctx.dedupe) return enter(job, { stage: 'forwarding', job, id: undefined, outgoing: forwardCopy(ctx, msg), attempts: 0, sent: false });
-  const { cache, source, target } = ctx.deps;
+  const { cache, source } = ctx.deps;
+  const address = addressOf(ctx, job);
   const before = job.state;
   // A job parked as busy has its ID (and flag) already: only its reservation is asked for again.
   let id = before.stage === 'busy' ? before.id : undefined;
@@ -28,7 +32,7 @@ export async function prepare(ctx: SessionContext, job: Job): Promise<Prepared> 
     if (id === undefined) {
       const fp = fingerprint(msg);
       if (job.delivery.redelivered) {
-        const claim = await ctx.claims.claim(fp, job.token, before.stage === 'claim-busy' ? before.claimSince : 0);
+        const claim = await ctx.claims.claim(fp, job.token, before.stage === 'claim-busy' ? before.claimSince : 0, address);
         if (claim.status === 'busy') return enter(job, { stage: 'claim-busy', claimSince: claim.since });
         // A new stamp for a redelivery whose stamp records may have been lost: its first delivery may have been
         // forwarded under an ID no record remembers now.
@@ -59,10 +63,10 @@ export async function prepare(ctx: SessionContext, job: Job): Promise<Prepared> 
     }
   }
   const reserving = id;
-  const result = await ctx.cacheRetry.call(() => cache.reserve(target.address, reserving, job.token), 'reserve');
+  const result = await ctx.cacheRetry.call(() => cache.reserve(address, reserving, job.token), 'reserve');
   if (ctx.failure) {
     // The session ended while the reservation was on its way: teardown has already given back what it knew of.
-    if (result.status === 'reserved') void cache.release(target.address, id, job.token, false).catch(() => undefined);
+    if (result.status === 'reserved') void cache.release(address, id, job.token, false).catch(() => undefined);
     if (job.stamp !== undefined) void cache.releaseStamp(source.address, job.stamp.fingerprint, id, job.token).catch(() => undefined);
     throw ctx.failure;
   }
@@ -70,7 +74,7 @@ export async function prepare(ctx: SessionContext, job: Job): Promise<Prepared> 
   if (result.status === 'duplicate') return enter(job, { stage: 'duplicate', id });
   // A redelivery the cache lets through while it cannot vouch for the address: the copy forwarded before a loss is
   // forgotten, so this one may be a second.
-  const possibleDuplicate = result.possibleDuplicate || flagged || (job.delivery.redelivered && !cache.vouchesFor(target.address));
+  const possibleDuplicate = result.possibleDuplicate || flagged || (job.delivery.redelivered && !cache.vouchesFor(address));
   const outgoing = withDuplicateId(forwardCopy(ctx, msg), ctx.cfg.duplicateIdHeader, id, possibleDuplicate);
   if (possibleDuplicate) ctx.deps.metrics.possibleDuplicates.inc({ bridge: ctx.cfg.name });
   return enter(job, { stage: 'forwarding', job, id, outgoing, attempts: 0, sent: false });

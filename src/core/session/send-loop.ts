@@ -9,6 +9,7 @@ import { filterMiss } from './filter.js';
 import { park } from './park.js';
 import { sendBatch, sendOne } from './send.js';
 import { dropDuplicate } from './settle.js';
+import { deadLetterUnresolved } from './dead-letter.js';
 
 export async function sendLoop(ctx: SessionContext): Promise<void> {
   const batchSize = ctx.cfg.maxBatchSize;
@@ -48,6 +49,10 @@ export async function sendLoop(ctx: SessionContext): Promise<void> {
       }
       if (prepared.stage === 'duplicate') {
         dropDuplicate(ctx, job, prepared);
+        continue;
+      }
+      if (prepared.stage === 'unresolved') {
+        void deadLetterUnresolved(ctx, job, prepared.reason).catch((e: unknown) => ctx.fail(e));
         continue;
       }
       await untilSendable(ctx);

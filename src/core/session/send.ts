@@ -20,7 +20,7 @@ export function sendOne(ctx: SessionContext, sending: Forwarding): void {
   const message = sending.outgoing;
   sending.sent = true;
   ctx.sendStarted();
-  ctx.deps.target.send(message).then(
+  ctx.deps.target.send(message, sending.job.route?.route).then(
     () => {
       ctx.sendSettled();
       confirm(ctx, sending, performance.now());
@@ -42,7 +42,10 @@ export function sendBatch(ctx: SessionContext, batch: Forwarding[]): void {
   }
   for (const sending of batch) sending.sent = true;
   ctx.sendStarted();
-  target.sendBatch(batch.map((s) => s.outgoing)).then(
+  target.sendBatch(
+    batch.map((s) => s.outgoing),
+    batch.map((s) => s.job.route?.route),
+  ).then(
     (results) => {
       ctx.sendSettled();
       onBatchSettled(ctx, batch, results);

@@ -4,6 +4,7 @@
  */
 import type { SessionContext } from './context.js';
 import { SETTLED, type Duplicate, type Forwarding, type Job } from './job.js';
+import { addressOf } from './route.js';
 
 /** The target confirmed the message (`now`: performance.now()); commitAndAck() comes next. */
 export function confirm(ctx: SessionContext, sending: Forwarding, now: number): void {
@@ -14,8 +15,9 @@ export function confirm(ctx: SessionContext, sending: Forwarding, now: number): 
 /** Records the confirmed job's reserved `id` (if any) at the target address, then acks it. */
 export async function commitAndAck(ctx: SessionContext, job: Job, id: string | undefined): Promise<void> {
   if (ctx.dedupe && id !== undefined) {
-    const { cache, target } = ctx.deps;
-    await ctx.cacheRetry.call(() => cache.commit(target.address, id, job.token), 'commit');
+    const { cache } = ctx.deps;
+    const address = addressOf(ctx, job);
+    await ctx.cacheRetry.call(() => cache.commit(address, id, job.token), 'commit');
   }
   ctx.deps.metrics.forwarded.inc({ bridge: ctx.cfg.name });
   ctx.deps.observer?.forwarded();

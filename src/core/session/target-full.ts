@@ -92,7 +92,7 @@ async function sendHeld(ctx: SessionContext, sending: Forwarding): Promise<boole
     sending.sent = true;
     ctx.sendStarted();
     try {
-      await ctx.deps.target.send(sending.outgoing);
+      await ctx.deps.target.send(sending.outgoing, sending.job.route?.route);
     } catch (err) {
       ctx.sendSettled();
       if (err instanceof TransientError && !err.outcomeUnknown) sending.sent = false;

@@ -7,6 +7,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import type { SessionContext } from './context.js';
 import type { Job } from './job.js';
 import { BridgeError } from '../../shared/errors.js';
+import { addressOf } from './route.js';
 
 export type SessionEnd = { kind: 'stopped' } | { kind: 'failed'; error: BridgeError };
 
@@ -36,10 +37,11 @@ export async function teardown(ctx: SessionContext, error: BridgeError, ended: (
  * uncertain when it was sent, otherwise) and its stamp record.
  */
 async function abandon(ctx: SessionContext, job: Job): Promise<void> {
-  const { cache, source, target } = ctx.deps;
+  const { cache, source } = ctx.deps;
   const state = job.state;
-  if (state.stage === 'confirmed' && state.id !== undefined) await cache.commit(target.address, state.id, job.token);
-  else if (state.stage === 'forwarding' && state.id !== undefined) await cache.release(target.address, state.id, job.token, state.sent);
+  const address = addressOf(ctx, job);
+  if (state.stage === 'confirmed' && state.id !== undefined) await cache.commit(address, state.id, job.token);
+  else if (state.stage === 'forwarding' && state.id !== undefined) await cache.release(address, state.id, job.token, state.sent);
   const stamp = job.stamp;
   if (stamp !== undefined && job.state.stage !== 'settled') {
     await cache.releaseStamp(source.address, stamp.fingerprint, stamp.id, job.token);

@@ -42,10 +42,13 @@ interface Outcome {
 
 interface Waiting extends Outcome {
   publish: AmqpPublish;
+  /** The target's routing key, or the message's own (a templated target: TargetEndpoint.send's route). */
+  routingKey: string;
 }
 
 interface Pending extends Outcome {
   publish: AmqpPublish;
+  routingKey: string;
   publishedAt: number;
   returned?: { replyCode: number; replyText: string };
 }
@@ -121,7 +124,7 @@ export class AmqpTarget extends AmqpEndpoint<TargetHandlers> implements TargetEn
     this.log.info('target open');
   }
 
-  send(message: BridgeMessage): Promise<void> {
+  send(message: BridgeMessage, route?: string): Promise<void> {
     if (this.state !== 'open') {
       // Not written at all, so the outcome is known (not sent), whatever the session's loss left unknown.
       const reason = this.lostReason ? `${this.lostReason.message} (the message was not sent)` : `${this.description} is not connected`;
@@ -134,7 +137,7 @@ export class AmqpTarget extends AmqpEndpoint<TargetHandlers> implements TargetEn
       return Promise.reject(unencodable(err));
     }
     return new Promise<void>((resolve, reject) => {
-      const w: Waiting = { publish, resolve, reject };
+      const w: Waiting = { publish, routingKey: route ?? this.routingKey, resolve, reject };
       if (this.writable() && this.waiting.length === 0) this.write(w);
       else this.waiting.push(w);
     });
@@ -145,8 +148,8 @@ export class AmqpTarget extends AmqpEndpoint<TargetHandlers> implements TargetEn
    * settled. Not a transaction: AMQP confirms are per message, so a batch may end with some members confirmed and
    * others refused, lost or never written (../../core/batch-result.ts).
    */
-  async sendBatch(messages: BridgeMessage[]): Promise<BatchMemberResult[]> {
-    const results = await Promise.allSettled(messages.map((m) => this.send(m)));
+  async sendBatch(messages: BridgeMessage[], routes?: readonly (string | undefined)[]): Promise<BatchMemberResult[]> {
+    const results = await Promise.allSettled(messages.map((m, i) => this.send(m, routes?.[i])));
     return results.map((r) => (r.status === 'fulfilled' ? CONFIRMED : failedMember(r.reason)));
   }
 
@@ -197,7 +200,7 @@ export class AmqpTarget extends AmqpEndpoint<TargetHandlers> implements TargetEn
     const seq = this.seq;
     let ok: boolean;
     try {
-      ok = publishConfirmed(chan.ch, this.exchange, this.routingKey, content, options, (err: unknown) => this.onConfirm(chan, seq, err));
+      ok = publishConfirmed(chan.ch, this.exchange, w.routingKey, content, options, (err: unknown) => this.onConfirm(chan, seq, err));
     } catch (err) {
       // amqplib encodes before writing anything, so a throw means nothing reached the wire.
       if (chan.closed || (err as Error)?.name === 'IllegalOperationError') {
@@ -207,7 +210,7 @@ export class AmqpTarget extends AmqpEndpoint<TargetHandlers> implements TargetEn
       }
       return;
     }
-    chan.pending.set(seq, { publish: w.publish, resolve: w.resolve, reject: w.reject, publishedAt: Date.now() });
+    chan.pending.set(seq, { publish: w.publish, routingKey: w.routingKey, resolve: w.resolve, reject: w.reject, publishedAt: Date.now() });
     if (!ok) this.draining = true;
   }
 
@@ -230,7 +233,7 @@ export class AmqpTarget extends AmqpEndpoint<TargetHandlers> implements TargetEn
       p.reject(
         new MessageRejectedError(
           'unroutable',
-          `${this.description}: the broker returned the message as unroutable (${code} ${text}): exchange '${this.exchange}' has no queue bound for routing key '${this.routingKey}'`,
+          `${this.description}: the broker returned the message as unroutable (${code} ${text}): exchange '${this.exchange}' has no queue bound for routing key '${p.routingKey}'`,
         ),
       );
     } else {
@@ -245,7 +248,7 @@ export class AmqpTarget extends AmqpEndpoint<TargetHandlers> implements TargetEn
     };
     const sameRoute: Pending[] = [];
     for (const p of chan.pending.values()) {
-      if (p.returned === undefined && exchange === this.exchange && routingKey === this.routingKey && m.content.equals(p.publish.content)) {
+      if (p.returned === undefined && exchange === this.exchange && routingKey === p.routingKey && m.content.equals(p.publish.content)) {
         sameRoute.push(p);
       }
     }

@@ -42,10 +42,10 @@ export class StompTarget extends StompEndpoint implements TargetEndpoint {
     this.log.info(this.connectionFields(session), `${this.description} open`);
   }
 
-  send(message: BridgeMessage): Promise<void> {
+  send(message: BridgeMessage, route?: string): Promise<void> {
     let frame: { headers: StompHeaders; body: Buffer };
     try {
-      frame = this.frameOf(message);
+      frame = this.frameOf(message, route);
     } catch (err) {
       return Promise.reject(asError(err));
     }
@@ -61,12 +61,12 @@ export class StompTarget extends StompEndpoint implements TargetEndpoint {
    * (when known) and every other member is not sent, to go again on its own. Lost after the COMMIT was written: all
    * unknown.
    */
-  async sendBatch(messages: BridgeMessage[]): Promise<BatchMemberResult[]> {
+  async sendBatch(messages: BridgeMessage[], routes?: readonly (string | undefined)[]): Promise<BatchMemberResult[]> {
     if (messages.length === 0) return [];
     // Every message is checked before BEGIN: a member this target cannot send never reaches the broker.
     const frames: ({ headers: StompHeaders; body: Buffer } | MessageRejectedError)[] = messages.map((m, i) => {
       try {
-        return this.frameOf(m);
+        return this.frameOf(m, routes?.[i]);
       } catch (err) {
         if (err instanceof MessageRejectedError) {
           return new MessageRejectedError(err.reason, `message ${i + 1} of ${messages.length} in a batch: ${err.message}`, { cause: err });
@@ -123,9 +123,10 @@ export class StompTarget extends StompEndpoint implements TargetEndpoint {
     return new TransientError(`${this.description} is not connected`);
   }
 
-  private frameOf(message: BridgeMessage): { headers: StompHeaders; body: Buffer } {
+  /** `destination`: the message's own (a templated target: TargetEndpoint.send's route), else the target's. */
+  private frameOf(message: BridgeMessage, destination = this.destination): { headers: StompHeaders; body: Buffer } {
     const out = toStomp(message, { log: this.log, bytesOnly: this.profile.bodyTyping === 'bytes' });
-    const headers: StompHeaders = { ...out.headers, destination: this.destination };
+    const headers: StompHeaders = { ...out.headers, destination };
     checkLimits(headers, out.body);
     return { headers, body: out.body };
   }

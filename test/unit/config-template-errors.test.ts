@@ -1,0 +1,133 @@
+/**
+ * Address templates in bridges.yaml (src/config/env.ts, template-checks.ts, resolve.ts): which keys take them, the
+ * located sentence for a bad one (file:line:col at the offending `${`, key path, its column inside the template), and
+ * what a valid one resolves to.
+ */
+import { describe, expect, it } from 'vitest';
+import { ConfigFileError, parseConfig, warnings } from '../../src/config/load.js';
+import { cacheAddress, resolvedRoute, targetTemplate } from '../../src/config/target-address.js';
+import type { Config } from '../../src/config/types.js';
+
+function yaml(target: string, more: string[] = []): string {
+  return [
+    'connections:',
+    '  rabbit: { type: amqp, url: "amqp://h" }',
+    '  mq: { type: stomp, url: "stomp://h" }',
+    'bridges:',
+    '  - name: b',
+    '    source: { connection: rabbit, queue: in }',
+    `    target: ${target}`,
+    ...more,
+    '',
+  ].join('\n');
+}
+
+function problems(text: string, env: Record<string, string> = {}): string[] {
+  try {
+    parseConfig(text, 'x.yaml', env);
+  } catch (err) {
+    expect(err).toBeInstanceOf(ConfigFileError);
+    return (err as ConfigFileError).message.split('\n').slice(1);
+  }
+  return [];
+}
+
+const load = (text: string, env: Record<string, string> = {}): Config => parseConfig(text, 'x.yaml', env);
+
+describe('address templates in the configuration', () => {
+  it('bad templates: located at the ${, with the column inside the template', () => {
+    expect(problems(yaml('{ connection: rabbit, exchange: x, routing-key: "orders.${header.region" }'))).toEqual([
+      "x.yaml:7:69 bridges[0].target.routing-key: bad address template at column 8 of 'orders.${header.region': unclosed ${ (expected ${header.NAME}, ${property.NAME} or ${header.NAME:-fallback}; write $${ for a literal ${)",
+    ]);
+    expect(problems(yaml('{ connection: mq, queue: "orders.${property.colour}" }'))).toEqual([
+      "x.yaml:7:46 bridges[0].target.queue: bad address template at column 8 of 'orders.${property.colour}': unknown property 'colour' in ${property.colour} (expected one of contentType, contentEncoding, correlationId, replyTo, messageId, type, userId, appId, priority)",
+    ]);
+    expect(problems(yaml('{ connection: rabbit, exchange: x, routing-key: "a.${header.}" }'))).toEqual([
+      "x.yaml:7:64 bridges[0].target.routing-key: bad address template at column 3 of 'a.${header.}': ${header.} names no header (expected header.NAME: letters, digits, '.', '_' or '-')",
+    ]);
+  });
+
+  it('an environment variable before the template: still located at the ${ in the file', () => {
+    expect(problems(yaml('{ connection: rabbit, exchange: x, routing-key: "${PREFIX}.${header.}" }'), { PREFIX: 'orders' })).toEqual([
+      "x.yaml:7:72 bridges[0].target.routing-key: bad address template at column 8 of 'orders.${header.}': ${header.} names no header (expected header.NAME: letters, digits, '.', '_' or '-')",
+    ]);
+  });
+
+  it('a template anywhere else (dead-letter, the source) is an invalid reference that says where templates go', () => {
+    expect(
+      problems(yaml('{ connection: rabbit, queue: out }', ['    dead-letter: { connection: rabbit, queue: "dlq.${header.region}" }'])),
+    ).toEqual([
+      'x.yaml:8:52 bridges[0].dead-letter.queue: ${header.region} is an address template, which only a bridge\'s target.routing-key and target.queue accept (write $${ for a literal ${)',
+    ]);
+  });
+
+  it('valid templates: environment variables substituted around them, the template kept for the bridge', () => {
+    const c = load(yaml('{ connection: rabbit, exchange: x, routing-key: "${PREFIX:-orders}.${header.region:-unknown}" }'));
+    expect(c.bridges[0]?.target.routingKey).toBe('orders.${header.region:-unknown}');
+    expect(targetTemplate(c.bridges[0]!.target)?.source).toBe('orders.${header.region:-unknown}');
+    const s = load(yaml('{ connection: mq, queue: "/topic/${property.type}" }'));
+    expect(s.bridges[0]?.target.queue).toBe('/topic/${property.type}');
+    expect(targetTemplate(s.bridges[0]!.target)?.parts).toEqual(['/topic/', { namespace: 'property', name: 'type', text: '${property.type}' }]);
+  });
+
+  it('$${ in a target key: a literal ${, and a fixed address when nothing else is templated', () => {
+    const c = load(yaml('{ connection: rabbit, queue: "odd$${name}" }'));
+    expect(c.bridges[0]?.target.queue).toBe('odd${name}');
+    expect(c.bridges[0]?.target.routingKey).toBe('odd${name}');
+    expect(targetTemplate(c.bridges[0]!.target)).toBeUndefined();
+    const t = load(yaml('{ connection: rabbit, exchange: x, routing-key: "$${x}.${header.r}" }'));
+    expect(targetTemplate(t.bridges[0]!.target)?.parts).toEqual(['${x}.', { namespace: 'header', name: 'r', text: '${header.r}' }]);
+  });
+});
+
+describe('the start-up in-flight warning and templated targets', () => {
+  it('a templated target counts alone, under its template; fixed targets on a resolved address are not added to it', () => {
+    const c = parseConfig(
+      [
+        'connections:',
+        '  rabbit: { type: amqp, url: "amqp://h" }',
+        'id-cache: { id-cache-size: 150 }',
+        'bridges:',
+        '  - { name: t, prefetch: 100, source: { connection: rabbit, queue: a }, target: { connection: rabbit, exchange: x, routing-key: "orders.${header.region}" }, dead-letter: { connection: rabbit, queue: dl } }',
+        '  - { name: f, prefetch: 100, source: { connection: rabbit, queue: b }, target: { connection: rabbit, exchange: x, routing-key: orders.eu }, dead-letter: { connection: rabbit, queue: dl } }',
+        '',
+      ].join('\n'),
+      'w.yaml',
+      {},
+    );
+    expect(warnings(c)).toEqual([]);
+    const small = { ...c, idCache: { ...c.idCache, idCacheSize: 50 } };
+    expect(warnings(small)).toEqual([
+      "id-cache.id-cache-size 50 is smaller than what can be in flight to any one address of the template 'orders.${header.region}' (each resolved address has its own cache; which ones it reaches is unknown at start, so a templated target counts alone) (100 = prefetch × replicas 1, bridges t): a resend could fall outside the cache; set id-cache-size to at least 100",
+      'id-cache.id-cache-size 50 is smaller than what can be in flight to amqp://h:5672/%2F/exchange/x/orders.eu (100 = prefetch × replicas 1, bridges f): a resend could fall outside the cache; set id-cache-size to at least 100',
+    ]);
+  });
+});
+
+describe('a resolved address is the cache address of the fixed target with that routing key or queue', () => {
+  const two = (tpl: string, fixed: string) =>
+    load(
+      [
+        'connections:',
+        '  rabbit: { type: amqp, url: "amqp://h" }',
+        '  mq: { type: stomp, url: "stomp://h" }',
+        'bridges:',
+        `  - { name: t, source: { connection: rabbit, queue: a }, target: ${tpl} }`,
+        `  - { name: f, source: { connection: rabbit, queue: b }, target: ${fixed} }`,
+        '',
+      ].join('\n'),
+    ).bridges;
+
+  it('AMQP exchange + routing key, AMQP default exchange, STOMP queue', () => {
+    for (const [tpl, fixed, value, route] of [
+      ['{ connection: rabbit, exchange: x, routing-key: "o.${header.r}" }', '{ connection: rabbit, exchange: x, routing-key: o.eu }', 'o.eu', 'o.eu'],
+      ['{ connection: rabbit, queue: "o.${header.r}" }', '{ connection: rabbit, queue: o.eu }', 'o.eu', 'o.eu'],
+      ['{ connection: mq, queue: "o.${header.r}" }', '{ connection: mq, queue: o.eu }', 'o.eu', '/queue/o.eu'],
+      ['{ connection: mq, queue: "/topic/o.${header.r}" }', '{ connection: mq, queue: /topic/o.eu }', '/topic/o.eu', '/topic/o.eu'],
+    ] as const) {
+      const [t, f] = two(tpl, fixed);
+      // `value`: what the template resolved to for a message with r=eu.
+      expect(resolvedRoute(t!.target, value)).toEqual({ route, address: cacheAddress(f!.target) });
+    }
+  });
+});

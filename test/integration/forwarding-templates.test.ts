@@ -4,6 +4,8 @@
  *
  * - AMQP→AMQP, `routing-key: "orders.${header.region:-unknown}"` on a topic exchange with a queue bound per region:
  *   each message in its region's queue, one without the header in orders.unknown; batches of 10 mix regions;
+ * - AMQP→AMQP through the default exchange, `queue: "<base>.${header.region}"`: each message in its region's queue,
+ *   a re-sent ID dropped there;
  * - re-sent IDs are dropped per resolved address, the same ID sent to two regions is forwarded to both (two addresses,
  *   two caches), and a fixed target publishing to orders.eu shares the cache of the template's orders.eu: the target
  *   queues' contents and bridge_duplicates_dropped_total on /metrics;
@@ -18,7 +20,7 @@ import { spawnSync } from 'node:child_process';
 import { writeFileSync } from 'node:fs';
 import amqplib from 'amqplib';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { ReceivedMessage, TestMessage } from '../support/amqp.js';
+import { deleteQueues, type ReceivedMessage, type TestMessage } from '../support/amqp.js';
 import { useBridgeFixture } from '../support/bridge-fixture.js';
 import { BridgeProcess, CLI, writeConfig } from '../support/bridge-process.js';
 import { parsePrometheusText } from '../support/prometheus-text.js';
@@ -31,6 +33,8 @@ const ID = '_AMQ_DUPL_ID';
 
 let admin: amqplib.ChannelModel;
 const exchanges: string[] = [];
+/** Queues this file declared by name (not through the fixture). */
+const named: string[] = [];
 
 beforeAll(async () => {
   admin = await amqplib.connect(services.amqpUrl);
@@ -40,6 +44,7 @@ afterAll(async () => {
   const ch = await admin.createChannel();
   for (const x of exchanges) await ch.deleteExchange(x);
   await admin.close();
+  await deleteQueues(named);
 });
 
 /** A topic exchange of this file, with one queue bound per routing key; returns the exchange and the queues by key. */
@@ -79,6 +84,28 @@ async function duplicatesDropped(api: string, bridge: string): Promise<number | 
 const BATCHES = { 'max-batch-size': 10, 'max-batch-time': 200 };
 
 describe('forwarding rules: templated target addresses', () => {
+  it('AMQP→AMQP through the default exchange: a templated queue name puts each message in its region\'s queue', async () => {
+    const base = uniqueName('tplq');
+    const ch = await admin.createChannel();
+    for (const region of ['eu', 'us']) {
+      await ch.assertQueue(`${base}.${region}`, { durable: true });
+      named.push(`${base}.${region}`);
+    }
+    await ch.close();
+    const [src] = await fx.queues('tplq-src');
+    const c = fx.config({ bridges: [{ name: 'by-queue', sourceQueue: src!, target: `queue: "${base}.\${header.region}"` }] });
+    await fx.start(c.yaml);
+    await fx.amqp.publish(src!, [msg('q-1', 'eu'), msg('q-2', 'us'), msg('q-3', 'eu')]);
+    await fx.amqp.waitForCount(`${base}.eu`, (n) => n === 2, 30_000);
+    await fx.amqp.waitForCount(`${base}.us`, (n) => n === 1, 30_000);
+    // Re-sent: a duplicate at its resolved address, dropped.
+    await fx.amqp.publish(src!, [msg('q-1', 'eu')]);
+    await fx.amqp.waitForCount(src!, (n) => n === 0, 30_000);
+    await fx.amqp.settledCount(`${base}.eu`, 1500);
+    expect(bodies(await fx.amqp.drain(`${base}.eu`))).toEqual(['q-1@eu', 'q-3@eu']);
+    expect(bodies(await fx.amqp.drain(`${base}.us`))).toEqual(['q-2@us']);
+  });
+
   it('AMQP→AMQP: each message to its region, a missing header to the fallback; re-sent IDs dropped per resolved address', async () => {
     const { exchange, queues } = await regions('orders.eu', 'orders.us', 'orders.unknown');
     const [src, fixedSrc, dlq] = await fx.queues('tpl-src', 'tpl-fixed-src', 'tpl-dlq');

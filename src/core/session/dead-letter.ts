@@ -34,37 +34,50 @@ export function countRefusal(ctx: SessionContext, sending: Forwarding, err: Mess
   }
 }
 
-export async function deadLetter(ctx: SessionContext, sending: Forwarding, err: MessageRejectedError): Promise<void> {
+/**
+ * Sends `original` to the dead-letter destination with the headers saying why (`attempts`: how often the target refused
+ * it, when it did). `what` says what happened, for the sentence the bridge stops with when there is no dead-letter
+ * destination or that refuses the message too: a message is never dropped silently. Shared by refusals (below) and
+ * filter misses (./filter.ts).
+ */
+export async function sendToDeadLetter(
+  ctx: SessionContext,
+  original: BridgeMessage,
+  why: { reason: string; detail: string; attempts?: number },
+  what: string,
+): Promise<void> {
   const { deadLetter, target } = ctx.deps;
-  const { job, id } = sending;
-  const what =
-    err.reason === UNRESOLVED_ADDRESS
-      ? `bridge '${ctx.cfg.name}': a message has no target address (${err.reason}: ${err.message})`
-      : `bridge '${ctx.cfg.name}': the target ${target.description} refused a message${id ? ` (duplicate ID ${id})` : ''} ${sending.attempts} times (${err.reason}: ${err.message})`;
-  if (!deadLetter) {
-    throw new FatalBridgeError(`${what}, and no dead-letter destination is configured: stopping the bridge instead of dropping the message`);
-  }
-  const original = sending.outgoing;
+  if (!deadLetter) throw new FatalBridgeError(`${what}, and no dead-letter destination is configured: stopping the bridge instead of dropping it`);
   const message: BridgeMessage = {
     ...original,
     headers: {
       ...original.headers,
-      [DEAD_LETTER_HEADERS.reason]: err.reason,
-      [DEAD_LETTER_HEADERS.detail]: err.message,
+      [DEAD_LETTER_HEADERS.reason]: why.reason,
+      [DEAD_LETTER_HEADERS.detail]: why.detail,
       [DEAD_LETTER_HEADERS.bridge]: ctx.cfg.name,
       [DEAD_LETTER_HEADERS.target]: target.description,
-      [DEAD_LETTER_HEADERS.attempts]: sending.attempts,
+      ...(why.attempts !== undefined ? { [DEAD_LETTER_HEADERS.attempts]: why.attempts } : {}),
       [DEAD_LETTER_HEADERS.time]: new Date().toISOString(),
     },
   };
   try {
     await deadLetter.send(message);
-  } catch (dlErr) {
-    if (dlErr instanceof MessageRejectedError) {
-      throw new FatalBridgeError(`${what}, and the dead-letter destination ${deadLetter.description} refused it too (${dlErr.message}): stopping the bridge instead of dropping the message`, { cause: dlErr });
+  } catch (err) {
+    if (err instanceof MessageRejectedError) {
+      throw new FatalBridgeError(`${what}, and the dead-letter destination ${deadLetter.description} refused it too (${err.message}): stopping the bridge instead of dropping it`, { cause: err });
     }
-    throw dlErr;
+    throw err;
   }
+}
+
+export async function deadLetter(ctx: SessionContext, sending: Forwarding, err: MessageRejectedError): Promise<void> {
+  const { target } = ctx.deps;
+  const { job, id } = sending;
+  const what =
+    err.reason === UNRESOLVED_ADDRESS
+      ? `bridge '${ctx.cfg.name}': a message has no target address (${err.reason}: ${err.message})`
+      : `bridge '${ctx.cfg.name}': the target ${target.description} refused a message${id ? ` (duplicate ID ${id})` : ''} ${sending.attempts} times (${err.reason}: ${err.message})`;
+  await sendToDeadLetter(ctx, sending.outgoing, { reason: err.reason, detail: err.message, attempts: sending.attempts }, what);
   // The ID never reached the target: give it back so that a later, fixed re-send of it can go through.
   if (ctx.dedupe && id !== undefined) {
     const address = addressOf(ctx, job);
@@ -77,7 +90,7 @@ export async function deadLetter(ctx: SessionContext, sending: Forwarding, err: 
     await ctx.cacheRetry.call(() => ctx.deps.cache.markStampDone(ctx.deps.source.address, stamp.fingerprint, stamp.id, job.token), 'stamp-done');
   }
   ctx.deps.metrics.deadLettered.inc({ bridge: ctx.cfg.name, reason: err.reason });
-  ctx.log.warn({ duplicateId: id, reason: err.reason, deadLetter: deadLetter.description }, 'message moved to the dead-letter destination');
+  ctx.log.warn({ duplicateId: id, reason: err.reason, deadLetter: ctx.deps.deadLetter?.description }, 'message moved to the dead-letter destination');
   settle(ctx, job);
 }
 

@@ -14,8 +14,7 @@
 import type { SessionContext } from './context.js';
 import type { BridgeMessage } from '../message.js';
 import type { Job } from './job.js';
-import { FatalBridgeError, MessageRejectedError } from '../../shared/errors.js';
-import { DEAD_LETTER_HEADERS } from './dead-letter.js';
+import { sendToDeadLetter } from './dead-letter.js';
 import { settle } from './settle.js';
 
 /** The reason a filtered message carries in the dead-letter destination. */
@@ -39,33 +38,13 @@ export function filterMiss(ctx: SessionContext, job: Job): void {
 }
 
 async function deadLetterMiss(ctx: SessionContext, job: Job): Promise<void> {
-  const { deadLetter, target } = ctx.deps;
   const what = `bridge '${ctx.cfg.name}': a message its filter does not select is to be dead-lettered (filter-miss: dead-letter)`;
   // The configuration refuses filter-miss: dead-letter without a dead-letter destination; never drop silently anyway.
-  if (!deadLetter) throw new FatalBridgeError(`${what}, and no dead-letter destination is configured: stopping the bridge instead of dropping it`);
-  const original = job.delivery.message;
-  const message: BridgeMessage = {
-    ...original,
-    headers: {
-      ...original.headers,
-      [DEAD_LETTER_HEADERS.reason]: FILTER_MISS_REASON,
-      [DEAD_LETTER_HEADERS.detail]: `not selected by the filter: ${ctx.cfg.filter?.text ?? ''}`,
-      [DEAD_LETTER_HEADERS.bridge]: ctx.cfg.name,
-      [DEAD_LETTER_HEADERS.target]: target.description,
-      [DEAD_LETTER_HEADERS.time]: new Date().toISOString(),
-    },
-  };
-  try {
-    await deadLetter.send(message);
-  } catch (err) {
-    if (err instanceof MessageRejectedError) {
-      throw new FatalBridgeError(`${what}, and the dead-letter destination ${deadLetter.description} refused it (${err.message}): stopping the bridge instead of dropping it`, { cause: err });
-    }
-    throw err;
-  }
+  const detail = `not selected by the filter: ${ctx.cfg.filter?.text ?? ''}`;
+  await sendToDeadLetter(ctx, job.delivery.message, { reason: FILTER_MISS_REASON, detail }, what);
   if (ctx.failure) return;
   ctx.deps.metrics.filtered.inc({ bridge: ctx.cfg.name, outcome: 'dead-lettered' });
-  ctx.log.debug({ deadLetter: deadLetter.description }, 'message not selected by the filter moved to the dead-letter destination');
+  ctx.log.debug({ deadLetter: ctx.deps.deadLetter?.description }, 'message not selected by the filter moved to the dead-letter destination');
   settle(ctx, job);
 }
 

@@ -8,16 +8,7 @@ import type { ProblemCollector } from './problems.js';
 import { suggestion } from './suggest.js';
 import { resolveTarget } from './amqp-address.js';
 import { stompDestination } from './stomp-address.js';
-
-type Data = Record<string, unknown>;
-
-function asRecord(v: unknown): Data | undefined {
-  return typeof v === 'object' && v !== null && !Array.isArray(v) ? (v as Data) : undefined;
-}
-
-function asString(v: unknown): string | undefined {
-  return typeof v === 'string' ? v : undefined;
-}
+import { asRecord, asString, type Data } from './raw-data.js';
 
 function has(obj: Data, key: string): boolean {
   return obj[key] !== undefined;

@@ -7,12 +7,7 @@
  */
 import { DEFAULT_ID_HEADER, protectedHeaderReason } from '../routing/header-rules.js';
 import type { ProblemCollector } from './problems.js';
-
-type Data = Record<string, unknown>;
-
-function asRecord(v: unknown): Data | undefined {
-  return typeof v === 'object' && v !== null && !Array.isArray(v) ? (v as Data) : undefined;
-}
+import { asRecord } from './raw-data.js';
 
 function stringOr(v: unknown, fallback: string): string {
   return typeof v === 'string' && v !== '' ? v : fallback;

@@ -6,12 +6,7 @@
  */
 import { parseAddressTemplate } from '../routing/address-template.js';
 import type { ProblemCollector } from './problems.js';
-
-type Data = Record<string, unknown>;
-
-function asRecord(v: unknown): Data | undefined {
-  return typeof v === 'object' && v !== null && !Array.isArray(v) ? (v as Data) : undefined;
-}
+import { asRecord } from './raw-data.js';
 
 export function checkTemplates(rawInput: unknown, source: string, out: ProblemCollector): void {
   const raw = asRecord(rawInput);

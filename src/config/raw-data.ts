@@ -1,0 +1,14 @@
+/**
+ * Reading the configuration as plain data, before or beside the schema (./cross-checks.ts, ./rule-checks.ts,
+ * ./template-checks.ts run on it so that one run reports every problem): what is not of the expected shape reads as
+ * undefined, and the schema reports it.
+ */
+export type Data = Record<string, unknown>;
+
+export function asRecord(v: unknown): Data | undefined {
+  return typeof v === 'object' && v !== null && !Array.isArray(v) ? (v as Data) : undefined;
+}
+
+export function asString(v: unknown): string | undefined {
+  return typeof v === 'string' ? v : undefined;
+}

@@ -65,9 +65,8 @@ export class BridgeSession {
   private consuming = false;
   /** Source calls (stop, resume) run one at a time, in order: the operator's pause and the byte bound both make them. */
   private sourceCalls: Promise<void> = Promise.resolve();
-  /** The delivery window (./session/byte-bound.ts) the source has, the one wanted, and the setWindow call under way. */
+  /** The delivery window the source has (the one wanted is ctx.bytes.window), and the setWindow call under way. */
   private appliedWindow: number;
-  private wantedWindow: number;
   private windowCall?: Promise<void>;
   private barrierTimer?: NodeJS.Timeout;
   private renewTimer?: NodeJS.Timeout;
@@ -82,9 +81,9 @@ export class BridgeSession {
       deps,
       (error) => this.ended(error),
       (over) => this.byteBoundChanged(over),
-      (messages) => this.windowChanged(messages),
+      () => this.windowChanged(),
     );
-    this.appliedWindow = this.wantedWindow = this.ctx.bytes.window;
+    this.appliedWindow = this.ctx.bytes.window;
   }
 
   /**
@@ -219,19 +218,19 @@ export class BridgeSession {
   }
 
   /**
-   * The byte bound sized a new delivery window (./session/byte-bound.ts). One setWindow call at a time, the latest
-   * window wins: a call under way is followed by one for the window wanted when it returns, if that differs.
+   * The byte bound sized a new delivery window (./session/byte-bound.ts: ctx.bytes.window). One setWindow call at a
+   * time, the latest window wins: a call under way is followed by one for the window wanted when it returns, if that
+   * differs.
    */
-  private windowChanged(messages: number): void {
-    this.wantedWindow = messages;
+  private windowChanged(): void {
     if (!this.windowCall) this.windowCall = this.applyWindow().finally(() => (this.windowCall = undefined));
   }
 
   private async applyWindow(): Promise<void> {
     const ctx = this.ctx;
     const source = this.deps.source;
-    while (source.setWindow && this.appliedWindow !== this.wantedWindow && !ctx.failure && !ctx.draining) {
-      const messages = this.wantedWindow;
+    while (source.setWindow && this.appliedWindow !== ctx.bytes.window && !ctx.failure && !ctx.draining) {
+      const messages = ctx.bytes.window;
       try {
         await source.setWindow(messages);
       } catch (err) {

@@ -70,18 +70,32 @@ interface PhaseStat {
   usec: number;
   /** Server CPU (every thread, schedstat) while the phase ran: scripts, parsing, replies, networking. */
   cpuUs: number;
+  /**
+   * This process's CPU while the phase ran: the cache client's side (RedisIdCache, ioredis, the socket's system calls),
+   * what the bridge pays per ID besides the session's own work.
+   */
+  clientUs: number;
+}
+
+/** This process's CPU time so far, µs. */
+function clientCpuUs(): number {
+  const u = process.cpuUsage();
+  return u.user + u.system;
 }
 
 async function pass(cache: RedisIdCache, mode: 'header' | 'stamped', pid: number): Promise<Record<Phase, PhaseStat>> {
-  const zero = (): PhaseStat => ({ calls: 0, usec: 0, cpuUs: 0 });
+  const zero = (): PhaseStat => ({ calls: 0, usec: 0, cpuUs: 0, clientUs: 0 });
   const perPhase: Record<Phase, PhaseStat> = { record: zero(), reserve: zero(), commit: zero(), forget: zero() };
   const address = `target-${randomUUID()}`;
   const source = `source-${randomUUID()}`;
   let stats = await evalStats();
   let cpu = serverCpuUs(pid);
+  let client = clientCpuUs();
   // The CPU of a phase is read before the INFO that follows it, and the next phase starts after that INFO: the
   // server's work on INFO is in no phase.
   const mark = async (phase: Phase): Promise<void> => {
+    // This process's CPU first: reading the server's /proc files is the bench's work, not the client's.
+    perPhase[phase].clientUs += clientCpuUs() - client;
     const cpuNow = serverCpuUs(pid);
     const now = await evalStats();
     perPhase[phase].cpuUs += cpuNow - cpu;
@@ -89,6 +103,7 @@ async function pass(cache: RedisIdCache, mode: 'header' | 'stamped', pid: number
     perPhase[phase].usec += now.usec - stats.usec;
     stats = now;
     cpu = serverCpuUs(pid);
+    client = clientCpuUs();
   };
   for (let done = 0; done < N; done += BURST) {
     const n = Math.min(BURST, N - done);
@@ -98,6 +113,8 @@ async function pass(cache: RedisIdCache, mode: 'header' | 'stamped', pid: number
       // A stamped ID and the fingerprint of a 1 KiB body, as resolve-id.ts makes them.
       return { id: `bb:${randomUUID()}`, token, fp: createHash('sha256').update(randomBytes(1024)).digest('base64url') };
     });
+    // Making the burst is the bench's work, not the client's.
+    client = clientCpuUs();
     if (mode === 'stamped') {
       await Promise.all(burst.map((m) => cache.recordStamp(source, m.fp, m.id, m.token)));
       await mark('record');
@@ -155,7 +172,8 @@ for (const mode of modes) {
   for (const p of phases) {
     console.log(
       `  ${p.padEnd(8)} CPU ${f(median(rs.map((r) => r[p].cpuUs / N)))}/ID ${f(median(rs.map((r) => r[p].cpuUs / Math.max(1, r[p].calls))))}/call` +
-        ` | script ${f(median(rs.map((r) => r[p].usec / N)))}/ID ${f(median(rs.map((r) => r[p].usec / Math.max(1, r[p].calls))))}/call`,
+        ` | script ${f(median(rs.map((r) => r[p].usec / N)))}/ID ${f(median(rs.map((r) => r[p].usec / Math.max(1, r[p].calls))))}/call` +
+        ` | client CPU ${f(median(rs.map((r) => r[p].clientUs / N)))}/ID ${f(median(rs.map((r) => r[p].clientUs / Math.max(1, r[p].calls))))}/call`,
     );
   }
 }

@@ -23,6 +23,7 @@
  */
 import { scenarios } from './scenarios.js';
 import { ROLES, processCpu, type Role } from './process-cpu.js';
+import { redisCalls } from './redis-calls.js';
 import { formatTable, median } from './report.js';
 import { WARMUP } from './window.js';
 
@@ -45,12 +46,18 @@ async function main(): Promise<void> {
     if (why === undefined) chosen.push(s);
     else console.log(`  left out: ${s.name}: ${why}`);
   }
-  const results = new Map<string, { rates: number[]; fromStart: number[]; rssMb: number[]; cpu: number[]; brokers: Partial<Record<Role, number[]>> }>();
+  const results = new Map<string, { rates: number[]; fromStart: number[]; rssMb: number[]; cpu: number[]; calls: number[]; scriptUs: number[]; brokers: Partial<Record<Role, number[]>> }>();
   for (let round = 1; round <= ROUNDS; round++) {
     for (const s of chosen) {
       const r = await s.run(N);
       const brokers = processCpu.take(N);
-      const entry = results.get(s.name) ?? { rates: [], fromStart: [], rssMb: [], cpu: [], brokers: {} };
+      const scripts = await redisCalls.take(N);
+      const entry = results.get(s.name) ?? { rates: [], fromStart: [], rssMb: [], cpu: [], calls: [], scriptUs: [], brokers: {} };
+      // Scenarios without the cache make no script calls: their 0 would only fill the column.
+      if (scripts !== undefined && scripts.callsPerMsg > 0) {
+        entry.calls.push(scripts.callsPerMsg);
+        entry.scriptUs.push(scripts.scriptUsPerMsg);
+      }
       entry.rates.push(r.rate);
       entry.fromStart.push(r.fromStart);
       if (r.rssMb !== undefined) entry.rssMb.push(r.rssMb);
@@ -59,7 +66,8 @@ async function main(): Promise<void> {
       results.set(s.name, entry);
       const cpu = r.cpuUsPerMsg !== undefined ? `  CPU ${r.cpuUsPerMsg.toFixed(0)} µs/msg` : '';
       const others = ROLES.filter((role) => brokers[role] !== undefined).map((role) => ` ${role} ${brokers[role]!.toFixed(0)}`).join('');
-      console.log(`  round ${round} ${s.name.padEnd(34)} ${Math.round(r.rate).toString().padStart(7)} msgs/s (from start ${Math.round(r.fromStart)})${cpu}${others ? `  (µs/msg:${others})` : ''}${r.rssMb !== undefined ? `  peak RSS ${r.rssMb.toFixed(0)} MiB` : ''}`);
+      const calls = scripts !== undefined && scripts.callsPerMsg > 0 ? `  Redis scripts ${scripts.callsPerMsg.toFixed(3)} calls/msg, ${scripts.scriptUsPerMsg.toFixed(1)} µs/msg` : '';
+      console.log(`  round ${round} ${s.name.padEnd(34)} ${Math.round(r.rate).toString().padStart(7)} msgs/s (from start ${Math.round(r.fromStart)})${cpu}${others ? `  (µs/msg:${others})` : ''}${calls}${r.rssMb !== undefined ? `  peak RSS ${r.rssMb.toFixed(0)} MiB` : ''}`);
     }
   }
   const rows = chosen
@@ -82,6 +90,8 @@ async function main(): Promise<void> {
       };
       // CPU per message of the other processes on the machine: the 2 cores are shared, so this is what the rate costs.
       for (const role of ROLES) row[`${role} µs/msg`] = r.brokers[role]?.length ? median(r.brokers[role]).toFixed(0) : '—';
+      row['Redis script calls/msg'] = r.calls.length ? median(r.calls).toFixed(3) : '—';
+      row['Redis script µs/msg'] = r.scriptUs.length ? median(r.scriptUs).toFixed(1) : '—';
       row['peak RSS MiB'] = r.rssMb.length ? median(r.rssMb).toFixed(0) : '—';
       return row;
     });
@@ -95,7 +105,10 @@ async function main(): Promise<void> {
 }
 
 main().then(
-  () => process.exit(0),
+  async () => {
+    await redisCalls.close();
+    process.exit(0);
+  },
   (err: unknown) => {
     console.error(err);
     process.exit(1);

@@ -7,6 +7,7 @@
  * ("from start"), since a restart pays the warm-up again.
  */
 import { processCpu } from './process-cpu.js';
+import { redisCalls } from './redis-calls.js';
 
 export const WARMUP = Number(process.env.BENCH_WARMUP ?? 10_000);
 
@@ -44,11 +45,13 @@ export class Window {
     if (this.opened === undefined && forwarded >= WARMUP) {
       this.opened = now;
       processCpu.start();
+      redisCalls.start();
       this.cpuAtOpen = this.cpuClock?.();
     }
     if (this.opened !== undefined && this.closed === undefined && forwarded >= WARMUP + this.n) {
       this.closed = now;
       processCpu.stop();
+      redisCalls.stop();
       const cpu = this.cpuClock?.();
       if (cpu !== undefined && this.cpuAtOpen !== undefined) this.cpuInWindow = cpu - this.cpuAtOpen;
     }

@@ -365,11 +365,13 @@ export const scenarios: Scenario[] = [
   ...stompScenarios,
   ...fullTargetScenarios,
   ...pinnedScenarios,
-  { group: 'min-replicas', name: REPLICAS_0, run: amqpBridge(true, true, viaSentinel(0)), unavailable: sentinelUnavailable },
+  // '× dedupe off' here is against the amqp→amqp group's bridge without detection, when that group runs too.
+  { group: 'min-replicas', name: REPLICAS_0, detectionOff: DEDUPE_OFF, run: amqpBridge(true, true, viaSentinel(0)), unavailable: sentinelUnavailable },
   {
     group: 'min-replicas',
     name: 'bridge, header IDs, Sentinel, min-replicas-acked 1',
     baseline: REPLICAS_0,
+    detectionOff: DEDUPE_OFF,
     run: amqpBridge(true, true, viaSentinel(1)),
     unavailable: sentinelUnavailable,
   },

@@ -99,14 +99,14 @@ async function amqpToStompBaseline(n: number): Promise<RunResult> {
   }
 }
 
-function amqpToStompBridge(batchSize: number) {
+function amqpToStompBridge(batchSize: number, dedupe = true) {
   return async (n: number): Promise<RunResult> => {
     const src = uniq('a2s-src');
     const dst = uniq('a2s-dst');
     await prefillAmqp(src, WARMUP + n, true);
     const counter = await countStomp(dst);
     try {
-      return await runBridge({ sourceConnection: 'rabbit', sourceQueue: src, targetConnection: 'activemq', targetQueue: dst, dedupe: true, batchSize, waitDone: (w) => counter.done(w) }, n);
+      return await runBridge({ sourceConnection: 'rabbit', sourceQueue: src, targetConnection: 'activemq', targetQueue: dst, dedupe, batchSize, waitDone: (w) => counter.done(w) }, n);
     } finally {
       await counter.close();
       await deleteAmqpQueues(src);
@@ -147,14 +147,14 @@ const stompToAmqpBaseline = (mandatory: boolean) => async (n: number): Promise<R
   }
 };
 
-function stompToAmqpBridge(batchSize: number) {
+function stompToAmqpBridge(batchSize: number, dedupe = true) {
   return async (n: number): Promise<RunResult> => {
     const src = uniq('s2a-src');
     const dst = uniq('s2a-dst');
     await prefillStomp(src, WARMUP + n, true);
     await prefillAmqp(dst, 0, false);
     try {
-      return await runBridge({ sourceConnection: 'activemq', sourceQueue: src, targetConnection: 'rabbit', targetQueue: dst, dedupe: true, batchSize, waitDone: (w) => waitAmqpCount(dst, w) }, n);
+      return await runBridge({ sourceConnection: 'activemq', sourceQueue: src, targetConnection: 'rabbit', targetQueue: dst, dedupe, batchSize, waitDone: (w) => waitAmqpCount(dst, w) }, n);
     } finally {
       await deleteAmqpQueues(dst);
     }
@@ -167,12 +167,23 @@ const noStomp = () => !process.env.STOMP_URL;
 const AMQP_TO_STOMP = 'amqplib→STOMP client baseline';
 const STOMP_TO_AMQP = 'STOMP client→amqplib baseline';
 
+/** The same bridge with duplicate detection off (the '× dedupe off' column of the row it names). */
+const off = (name: string): string => `${name}, dedupe off`;
+const A2S_EACH = 'bridge amqp→stomp, receipt each';
+const A2S_BATCH = `bridge amqp→stomp, batches of ${BATCH}`;
+const S2A_EACH = 'bridge stomp→amqp';
+const S2A_BATCH = `bridge stomp→amqp, batches of ${BATCH}`;
+
 export const stompScenarios: Scenario[] = [
   { group: 'amqp→stomp', name: AMQP_TO_STOMP, skip: noStomp, run: amqpToStompBaseline },
-  { group: 'amqp→stomp', name: 'bridge amqp→stomp, receipt each', baseline: AMQP_TO_STOMP, skip: noStomp, run: amqpToStompBridge(1) },
-  { group: 'amqp→stomp', name: `bridge amqp→stomp, batches of ${BATCH}`, baseline: 'bridge amqp→stomp, receipt each', skip: noStomp, run: amqpToStompBridge(BATCH) },
+  { group: 'amqp→stomp', name: A2S_EACH, baseline: AMQP_TO_STOMP, detectionOff: off(A2S_EACH), skip: noStomp, run: amqpToStompBridge(1) },
+  { group: 'amqp→stomp', name: off(A2S_EACH), baseline: AMQP_TO_STOMP, skip: noStomp, run: amqpToStompBridge(1, false) },
+  { group: 'amqp→stomp', name: A2S_BATCH, baseline: A2S_EACH, detectionOff: off(A2S_BATCH), skip: noStomp, run: amqpToStompBridge(BATCH) },
+  { group: 'amqp→stomp', name: off(A2S_BATCH), baseline: off(A2S_EACH), skip: noStomp, run: amqpToStompBridge(BATCH, false) },
   { group: 'stomp→amqp', name: STOMP_TO_AMQP, skip: noStomp, run: stompToAmqpBaseline(true) },
   { group: 'stomp→amqp', name: `${STOMP_TO_AMQP}, not mandatory`, baseline: STOMP_TO_AMQP, skip: noStomp, run: stompToAmqpBaseline(false) },
-  { group: 'stomp→amqp', name: 'bridge stomp→amqp', baseline: STOMP_TO_AMQP, skip: noStomp, run: stompToAmqpBridge(1) },
-  { group: 'stomp→amqp', name: `bridge stomp→amqp, batches of ${BATCH}`, baseline: STOMP_TO_AMQP, skip: noStomp, run: stompToAmqpBridge(BATCH) },
+  { group: 'stomp→amqp', name: S2A_EACH, baseline: STOMP_TO_AMQP, detectionOff: off(S2A_EACH), skip: noStomp, run: stompToAmqpBridge(1) },
+  { group: 'stomp→amqp', name: off(S2A_EACH), baseline: STOMP_TO_AMQP, skip: noStomp, run: stompToAmqpBridge(1, false) },
+  { group: 'stomp→amqp', name: S2A_BATCH, baseline: STOMP_TO_AMQP, detectionOff: off(S2A_BATCH), skip: noStomp, run: stompToAmqpBridge(BATCH) },
+  { group: 'stomp→amqp', name: off(S2A_BATCH), baseline: STOMP_TO_AMQP, skip: noStomp, run: stompToAmqpBridge(BATCH, false) },
 ];

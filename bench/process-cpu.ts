@@ -18,6 +18,13 @@ export function cpuMs(pid: number | undefined): number | undefined {
   }
 }
 
+/** CPU of every thread of a process so far, µs (schedstat: ns of run time, far finer than /proc/stat's ticks). */
+export function threadsCpuUs(pid: number): number {
+  let ns = 0;
+  for (const t of readdirSync(`/proc/${pid}/task`)) ns += Number(readFileSync(`/proc/${pid}/task/${t}/schedstat`, 'utf8').split(' ')[0]);
+  return ns / 1000;
+}
+
 /** CPU time (user + system) this process has used so far, in ms: the clock of the plain-client baselines. */
 export function ownCpuMs(): number {
   const u = process.cpuUsage();

@@ -8,9 +8,23 @@
  */
 import { Redis } from 'ioredis';
 
-interface ScriptStats {
+export interface ScriptStats {
   calls: number;
   usec: number;
+}
+
+/**
+ * EVAL + EVALSHA calls and their usec so far on `redis`, from INFO commandstats (a script's first call is an EVAL, the
+ * rest EVALSHA). Also read by bench/redis-cpu.ts and bench/prototypes/layout-b/compare.ts.
+ */
+export async function scriptStats(redis: Redis): Promise<ScriptStats> {
+  const info = await redis.info('commandstats');
+  const out = { calls: 0, usec: 0 };
+  for (const m of info.matchAll(/^cmdstat_(?:eval|evalsha):calls=(\d+),usec=(\d+)/gm)) {
+    out.calls += Number(m[1]);
+    out.usec += Number(m[2]);
+  }
+  return out;
 }
 
 let admin: Redis | undefined;
@@ -22,13 +36,7 @@ async function read(): Promise<ScriptStats | undefined> {
       // A Redis the bench cannot read only leaves the columns empty (the read below rejects); no unhandled 'error' noise.
       admin.on('error', () => undefined);
     }
-    const info = await admin.info('commandstats');
-    const out = { calls: 0, usec: 0 };
-    for (const m of info.matchAll(/^cmdstat_(?:eval|evalsha):calls=(\d+),usec=(\d+)/gm)) {
-      out.calls += Number(m[1]);
-      out.usec += Number(m[2]);
-    }
-    return out;
+    return await scriptStats(admin);
   } catch {
     return undefined;
   }

@@ -17,10 +17,12 @@
  * (2000) and lease (30 s) are used, so past the first 2,000 IDs every commit also evicts.
  */
 import { randomBytes, randomUUID, createHash } from 'node:crypto';
-import { readFileSync, readdirSync } from 'node:fs';
 import { parseArgs } from 'node:util';
 import { Redis } from 'ioredis';
 import { RedisIdCache } from '../src/cache/redis-id-cache.js';
+import { threadsCpuUs } from './process-cpu.js';
+import { scriptStats, type ScriptStats } from './redis-calls.js';
+import { median } from './report.js';
 
 const { values } = parseArgs({
   options: {
@@ -38,30 +40,13 @@ const ROUNDS = Number(values.rounds);
 const modes = values.mode === 'both' ? (['header', 'stamped'] as const) : ([values.mode] as ('header' | 'stamped')[]);
 
 type Phase = 'record' | 'reserve' | 'commit' | 'forget';
-interface Stat {
-  calls: number;
-  usec: number;
-}
-
 const admin = new Redis({ port, host: '127.0.0.1', lazyConnect: false });
 
-/** EVAL + EVALSHA calls and usec so far (the first call of a script is an EVAL, the rest EVALSHA). */
-async function evalStats(): Promise<Stat> {
-  const info = await admin.info('commandstats');
-  const out = { calls: 0, usec: 0 };
-  for (const m of info.matchAll(/^cmdstat_(eval|evalsha):calls=(\d+),usec=(\d+)/gm)) {
-    out.calls += Number(m[2]);
-    out.usec += Number(m[3]);
-  }
-  return out;
-}
+/** EVAL + EVALSHA calls and usec so far. */
+const evalStats = (): Promise<ScriptStats> => scriptStats(admin);
 
-/** CPU of every thread of the Redis server so far, µs (schedstat: ns of run time, far finer than /proc/stat's ticks). */
-function serverCpuUs(pid: number): number {
-  let ns = 0;
-  for (const t of readdirSync(`/proc/${pid}/task`)) ns += Number(readFileSync(`/proc/${pid}/task/${t}/schedstat`, 'utf8').split(' ')[0]);
-  return ns / 1000;
-}
+/** CPU of every thread of the Redis server so far, µs. */
+const serverCpuUs = threadsCpuUs;
 
 interface PhaseStat {
   /** Script calls (EVAL + EVALSHA). */
@@ -143,10 +128,6 @@ async function round(mode: 'header' | 'stamped', pid: number): Promise<Record<Ph
   }
 }
 
-function median(xs: number[]): number {
-  const s = [...xs].sort((a, b) => a - b);
-  return s.length % 2 ? s[(s.length - 1) / 2]! : (s[s.length / 2 - 1]! + s[s.length / 2]!) / 2;
-}
 
 const f = (x: number): string => x.toFixed(2);
 const pid = Number(/process_id:(\d+)/.exec(await admin.info('server'))?.[1]);

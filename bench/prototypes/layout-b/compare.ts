@@ -16,11 +16,14 @@
  * server CPU (schedstat) per ID of each. It FLUSHALLs that Redis between rounds: never point it at a shared one.
  */
 import { randomUUID } from 'node:crypto';
-import { readFileSync, readdirSync } from 'node:fs';
+import { readFileSync } from 'node:fs';
 import { parseArgs } from 'node:util';
 import { Redis } from 'ioredis';
 import { RedisIdCache } from '../../../src/cache/redis-id-cache.js';
 import { packPairs } from '../../../src/cache/address-batcher.js';
+import { threadsCpuUs } from '../../process-cpu.js';
+import { scriptStats } from '../../redis-calls.js';
+import { median } from '../../report.js';
 
 const { values } = parseArgs({
   options: { port: { type: 'string', default: '6410' }, burst: { type: 'string', default: '100' }, rounds: { type: 'string', default: '5' } },
@@ -38,31 +41,18 @@ raw.defineCommand('reserveB', { lua: guard + readFileSync(new URL('./reserve-b.l
 raw.defineCommand('commitB', { lua: guard + readFileSync(new URL('./commit-b.lua', import.meta.url), 'utf8'), numberOfKeys: 5 });
 const scripts = raw as unknown as Record<'reserveB' | 'commitB', (...args: (string | number | Buffer)[]) => Promise<unknown>>;
 
-async function scriptUsec(): Promise<number> {
-  const info = await admin.info('commandstats');
-  let usec = 0;
-  for (const m of info.matchAll(/^cmdstat_(?:eval|evalsha):calls=\d+,usec=(\d+)/gm)) usec += Number(m[1]);
-  return usec;
-}
-
 const pid = Number(/process_id:(\d+)/.exec(await admin.info('server'))?.[1]);
-/** CPU of every thread of the Redis server so far, µs. */
-function serverCpuUs(): number {
-  let ns = 0;
-  for (const t of readdirSync(`/proc/${pid}/task`)) ns += Number(readFileSync(`/proc/${pid}/task/${t}/schedstat`, 'utf8').split(' ')[0]);
-  return ns / 1000;
-}
 
 const burst = (d: number) => Array.from({ length: BURST }, () => ({ id: randomUUID(), token: `tk.${d}` }));
 
 /** Script µs and server CPU µs per ID over the second of two passes. */
 async function measure(pass: () => Promise<void>): Promise<[number, number]> {
   await pass();
-  const u0 = await scriptUsec();
-  const c0 = serverCpuUs();
+  const u0 = (await scriptStats(admin)).usec;
+  const c0 = threadsCpuUs(pid);
   await pass();
-  const c1 = serverCpuUs();
-  const u1 = await scriptUsec();
+  const c1 = threadsCpuUs(pid);
+  const u1 = (await scriptStats(admin)).usec;
   return [(u1 - u0) / N, (c1 - c0) / N];
 }
 
@@ -100,7 +90,6 @@ for (let r = 0; r < ROUNDS; r++) {
   results['layout B'].push(await layoutB());
   await admin.flushall();
 }
-const median = (xs: number[]): number => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
 console.log(`Redis per ID (reserve + commit), ${N} IDs in bursts of ${BURST}, ${ROUNDS} alternating rounds: medians, µs`);
 for (const [name, rs] of Object.entries(results)) {
   console.log(

@@ -7,11 +7,13 @@
  * outcome for the bridge; one that meets a process being killed by another fault is logged and not counted.
  *
  * The reloads run on their own schedule (evenly over the stream, see `reloadPoints`) beside the other faults, and
- * with their own PRNG (from the run's seed) so that the other faults' schedule stays what the seed replays.
+ * with their own PRNG (from the run's seed) so that the other faults' schedule stays what the seed replays. A reload
+ * that meets a process being killed or restarted by another fault (the two schedules can fall on the same moment) is
+ * tried again on the next process, a few times, so that a run's reloads happen whatever the seed.
  */
 import { readFileSync, writeFileSync } from 'node:fs';
 import type { BridgeControl } from './bridge-control.js';
-import type { LogLine } from '../support/bridge-process.js';
+import type { BridgeProcess, LogLine } from '../support/bridge-process.js';
 import { Prng } from './prng.js';
 import { sleep } from '../support/wait.js';
 
@@ -22,6 +24,11 @@ export const RELOAD_PREFETCHES = [500, 300] as const;
 export function reloadPoints(n: number): number[] {
   return Array.from({ length: n }, (_, i) => 0.05 + ((i + 0.5) * 0.85) / n);
 }
+
+/** Tries of one reload that met a process killed or restarting (each waits for the next process to run a bridge). */
+const TRIES = 4;
+
+type Attempt = 'applied' | 'retry' | 'failed';
 
 const isReloadLine = (l: LogLine): boolean => l.msg.startsWith('configuration reloaded (') || l.msg.startsWith('configuration reload (');
 
@@ -42,16 +49,51 @@ export class ReloadFault {
     this.prng = new Prng((seed ^ 0x5eed_1234) >>> 0);
   }
 
-  /** One reload; true when the bridge applied it with the expected outcome. */
+  /**
+   * One reload; true when the bridge applied it with the expected outcome. A try that met a process being killed or
+   * restarted is made again on the next one (up to TRIES); false when none could be made.
+   */
   async inject(): Promise<boolean> {
+    for (let i = 1; i <= TRIES; i++) {
+      const result = await this.attempt();
+      if (result !== 'retry') return result === 'applied';
+      if (i === TRIES) break;
+      // A process killed a moment ago may not have been reaped yet: let it go before looking for the next one.
+      await sleep(1000);
+      if (!(await this.waitForRunningBridge(60_000))) break;
+    }
+    this.log(`reload left out: no bridge process stayed up long enough in ${TRIES} tries`);
+    return false;
+  }
+
+  /** A process that has run a bridge: SIGHUP before the process installed its handler would end it. */
+  private running(): BridgeProcess | undefined {
+    const proc = this.bridge.current;
+    if (!proc || proc.child.exitCode !== null || proc.child.signalCode !== null) return undefined;
+    return proc.count((l) => l.msg === 'bridge running') > 0 ? proc : undefined;
+  }
+
+  private async waitForRunningBridge(timeoutMs: number): Promise<boolean> {
+    const deadline = Date.now() + timeoutMs;
+    while (!this.running()) {
+      if (Date.now() > deadline) return false;
+      await sleep(200);
+    }
+    return true;
+  }
+
+  /**
+   * 'retry' when the process was away or went away during the try (another fault's doing); 'failed' when a live process
+   * did not apply it; a reload applied with the wrong outcome throws.
+   */
+  private async attempt(): Promise<Attempt> {
+    const proc = this.running();
+    if (!proc) {
+      this.log('reload deferred: no running bridge process (another fault is restarting it)');
+      return 'retry';
+    }
     const change = this.prng.next() < 0.5;
     const viaHttp = this.prng.next() < 0.5;
-    const proc = this.bridge.current;
-    // SIGHUP before the process installed its handler would end it: only a process that has run a bridge.
-    if (!proc || proc.child.exitCode !== null || proc.child.signalCode !== null || proc.count((l) => l.msg === 'bridge running') === 0) {
-      this.log('reload skipped: no running bridge process (another fault is restarting it)');
-      return false;
-    }
     const text = readFileSync(this.configFile, 'utf8');
     let next = text;
     if (change) {
@@ -73,8 +115,10 @@ export class ReloadFault {
         signal: AbortSignal.timeout(30_000),
       }).catch((err: unknown) => err as Error);
       if (res instanceof Error || res.status !== 200) {
-        this.log(`reload (${how}) not applied: ${res instanceof Error ? res.message : `HTTP ${res.status} ${await res.text()}`}`);
-        return false;
+        // A process killed under the request is another fault's doing; an answer other than 200 from a live one is not.
+        const again = res instanceof Error || !this.running();
+        this.log(`reload (${how}) not applied${again ? ', will try again' : ''}: ${res instanceof Error ? res.message : `HTTP ${res.status} ${await res.text()}`}`);
+        return again ? 'retry' : 'failed';
       }
     } else {
       proc.child.kill('SIGHUP');
@@ -82,8 +126,9 @@ export class ReloadFault {
     try {
       await proc.waitForLog(isReloadLine, 30_000, before + 1);
     } catch (err) {
-      this.log(`reload (${how}) not seen in the bridge's log: ${(err as Error).message.slice(0, 200)}`);
-      return false;
+      const again = !this.running();
+      this.log(`reload (${how}) not seen in the bridge's log${again ? ', will try again' : ''}: ${(err as Error).message.slice(0, 200)}`);
+      return again ? 'retry' : 'failed';
     }
     const line = proc.logs.filter(isReloadLine).at(-1)!;
     const outcome = change ? 'changed' : 'unchanged';
@@ -95,18 +140,18 @@ export class ReloadFault {
     this.done[outcome] += 1;
     this.done[viaHttp ? 'http' : 'sighup'] += 1;
     this.log(`reload by ${how}, file ${change ? `changed (prefetch ${this.prefetch})` : 'unchanged'}: applied as ${outcome}`);
-    return true;
+    return 'applied';
   }
 
-  /** Fires `points` (fractions of the stream) as `published()` passes them, while publishing goes on. */
+  /**
+   * Fires `points` (fractions of the stream) as `published()` passes them. Points that publishing ended before
+   * (publishing stopped early, or retries pushed a reload late) fire at once, while the bridge drains the backlog.
+   */
   async run(points: number[], published: () => number, total: number, publishing: () => boolean): Promise<number> {
     let applied = 0;
-    for (const [i, at] of points.entries()) {
+    for (const at of points) {
       while (published() < at * total && publishing()) await sleep(100);
-      if (!publishing()) {
-        this.log(`reloads: publishing ended; ${points.length - i} left out`);
-        break;
-      }
+      if (published() < at * total) this.log(`reload at ${Math.round(at * 100)}% of the stream fired after publishing ended`);
       if (await this.inject()) applied += 1;
     }
     return applied;

@@ -75,8 +75,8 @@ describe(`fault injection, short form (seed ${SEED})`, () => {
       expect(report.faults.sigkill).toBe(SHORT_FAULTS.sigkill);
       expect(report.faults['connection-close']).toBe(SHORT_FAULTS['connection-close']);
       expect(report.faults['redis-restart']).toBe(1);
-      // A reload that falls while a killed bridge restarts is left out (the run logs it): at least one happened.
-      expect(report.faults.reload ?? 0).toBeGreaterThanOrEqual(1);
+      // A reload that meets a killed bridge is tried again on the next process (test/faults/reload-fault.ts).
+      expect(report.faults.reload).toBe(SHORT_FAULTS.reload);
       expect(report.lost).toBe(0);
       expect(report.delivered).toBe(report.sent);
       // Poison: every one in the dead-letter destination, with a reason header.

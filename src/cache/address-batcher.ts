@@ -130,6 +130,34 @@ export class AddressBatcher<R, P extends IdToken = IdToken> {
       item.resolve = resolve;
       item.reject = reject;
     });
+    this.enqueue(address, item);
+    return promise;
+  }
+
+  /**
+   * Many calls as one: resolves when every one of them has (their results are not kept), rejects with the first error.
+   * One promise and two functions for the lot instead of a promise and two resolving functions each (lever 4 of issue
+   * 23: ~0.3 KB less garbage per message). `payloads` must be fresh objects of the caller's, for one use: they become
+   * the batch items, and a chunk still out when another failed may resolve its items later.
+   */
+  addAll(address: string, payloads: readonly P[]): Promise<void> {
+    if (payloads.length === 0) return Promise.resolve();
+    return new Promise<void>((resolve, reject) => {
+      let left = payloads.length;
+      // A promise settles once: the first rejection wins, and a resolve after it is a no-op.
+      const one = (): void => {
+        if (--left === 0) resolve();
+      };
+      for (const payload of payloads) {
+        const item = payload as BatchItem<R, P>;
+        item.resolve = one;
+        item.reject = reject;
+        this.enqueue(address, item);
+      }
+    });
+  }
+
+  private enqueue(address: string, item: BatchItem<R, P>): void {
     const list = this.queued.get(address);
     if (list) list.push(item);
     else this.queued.set(address, [item]);
@@ -139,7 +167,6 @@ export class AddressBatcher<R, P extends IdToken = IdToken> {
       // confirms) still form one batch, without waiting behind the rest of the event loop (~3 ms measured).
       process.nextTick(() => this.flush());
     }
-    return promise;
   }
 
   private flush(): void {

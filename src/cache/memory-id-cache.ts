@@ -134,6 +134,10 @@ export class MemoryIdCache implements IdCache {
     return { status: 'reserved', possibleDuplicate };
   }
 
+  async commitMany(address: string, pairs: readonly { id: string; token: string }[]): Promise<void> {
+    for (const p of pairs) await this.commit(address, p.id, p.token);
+  }
+
   async commit(address: string, id: string, token: string): Promise<void> {
     this.assertOpen();
     assertToken(token);

@@ -214,7 +214,7 @@ export class RedisIdCache implements IdCache {
    * replayed call is still idempotent per token.
    */
   private readonly reserves = new AddressBatcher<ReserveResult>((address, items) => this.reserveMany(address, items));
-  private readonly commits = new AddressBatcher<void>((address, items) => this.commitMany(address, items));
+  private readonly commits = new AddressBatcher<void>((address, items) => this.commitBatch(address, items));
 
   reserve(address: string, id: string, token: string): Promise<ReserveResult> {
     if (token === '') return Promise.reject(new ScriptReplyError('reserve', 'bad argument: empty token'));
@@ -224,6 +224,11 @@ export class RedisIdCache implements IdCache {
   commit(address: string, id: string, token: string): Promise<void> {
     if (token === '') return Promise.reject(new ScriptReplyError('commit', 'bad argument: empty token'));
     return this.commits.add(address, { id, token });
+  }
+
+  commitMany(address: string, pairs: readonly { id: string; token: string }[]): Promise<void> {
+    if (pairs.some((p) => p.token === '')) return Promise.reject(new ScriptReplyError('commit', 'bad argument: empty token'));
+    return this.commits.addAll(address, pairs);
   }
 
   private async reserveMany(address: string, items: BatchItem<ReserveResult>[]): Promise<void> {
@@ -239,7 +244,7 @@ export class RedisIdCache implements IdCache {
     for (let i = 0; i < items.length; i++) items[i]!.resolve(outcomes[i]!);
   }
 
-  private async commitMany(address: string, items: BatchItem<void>[]): Promise<void> {
+  private async commitBatch(address: string, items: BatchItem<void>[]): Promise<void> {
     const k = addressKeys(this.o.keyPrefix, address);
     const [first, ...rest] = items as [BatchItem<void>, ...BatchItem<void>[]];
     const reply = await this.run(

@@ -53,8 +53,12 @@ export function newStampedId(): string {
   return `${STAMP_PREFIX}${randomUUID()}`;
 }
 
-/** Returns a copy of the message carrying `id` under `headerName` (and the possible-duplicate flag when asked). */
+/**
+ * Returns a copy of the message carrying `id` under `headerName` (and the possible-duplicate flag when asked); the
+ * message itself when it carries exactly that already and no flag is asked for (a header ID: no copy per message).
+ */
 export function withDuplicateId(message: BridgeMessage, headerName: string, id: string, possibleDuplicate: boolean): BridgeMessage {
+  if (!possibleDuplicate && message.headers[headerName] === id) return message;
   const headers = { ...message.headers, [headerName]: id };
   if (possibleDuplicate) headers[POSSIBLE_DUPLICATE_HEADER] = true;
   return { ...message, headers };

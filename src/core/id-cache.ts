@@ -70,6 +70,11 @@ export interface IdCache {
   /** Records the ID as forwarded (the circular cache evicts the oldest beyond its size) and ends the reservation. Idempotent. */
   commit(address: string, id: string, token: string): Promise<void>;
   /**
+   * commit() of each pair, in one call: resolves once all are recorded, rejects if any failed (then some may be; a
+   * replay is idempotent per token). `pairs` are fresh objects for this call alone: an implementation may keep them.
+   */
+  commitMany(address: string, pairs: readonly { id: string; token: string }[]): Promise<void>;
+  /**
    * Ends this owner's reservation without recording the ID. `uncertain: true` when the message may have reached the
    * target (sent, confirmation never came): the next reserve of the ID then answers `reserved` with
    * `possibleDuplicate: true`. A release by a non-owner is a no-op. Idempotent.

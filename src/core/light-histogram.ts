@@ -57,9 +57,26 @@ export class LightHistogram<L extends string = string> {
   }
 
   observe(labels: Record<L, string>, value: number): void {
-    if (!Number.isFinite(value)) return; // a clock step backwards must not poison the sum
+    this.record(this.seriesOf(labels), value);
+  }
+
+  /**
+   * observe() for one label set whose key is built once: not again per observation (~0.1 KB of garbage each on the
+   * per-message path). A reset() in between is seen: the series is looked up by that key each time.
+   */
+  bind(labels: Record<L, string>): (value: number) => void {
+    const key = this.keyOf(labels);
+    return (value) => this.record(this.series.get(key) ?? this.seriesOf(labels), value);
+  }
+
+  private keyOf(labels: Record<L, string>): string {
     let key = '';
     for (const n of this.labelNames) key += `${labels[n]}\u0000`;
+    return key;
+  }
+
+  private seriesOf(labels: Record<L, string>): Series {
+    const key = this.keyOf(labels);
     let s = this.series.get(key);
     if (!s) {
       const copy: Record<string, string> = {};
@@ -67,6 +84,11 @@ export class LightHistogram<L extends string = string> {
       s = { labels: copy, counts: new Float64Array(this.bounds.length + 1), sum: 0, count: 0 };
       this.series.set(key, s);
     }
+    return s;
+  }
+
+  private record(s: Series, value: number): void {
+    if (!Number.isFinite(value)) return; // a clock step backwards must not poison the sum
     let i = 0;
     while (i < this.bounds.length && value > this.bounds[i]!) i++;
     s.counts[i]! += 1;

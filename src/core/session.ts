@@ -25,7 +25,7 @@
  *   send.ts         writing to the target, confirmations and refusals
  *   isolate.ts      ambiguous refusals resent one at a time
  *   dead-letter.ts  refused too often: the dead-letter destination
- *   settle.ts       commit the ID, ack the source
+ *   settle.ts       commit the ID, ack the source (commit-group.ts: the IDs confirmed together, one commit call)
  *   byte-bound.ts   the bytes in flight against max-in-flight-bytes
  *   cache-retry.ts  the cache failing closed
  *   stamps.ts       stamp leases renewed, stamp records forgotten

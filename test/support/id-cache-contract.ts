@@ -74,6 +74,24 @@ export function idCacheContract(name: string, createHarness: () => ContractHarne
         ]);
       });
 
+      it('commits many pairs in one call as commit() would each, in their order, across chunks, replay-safe', async () => {
+        const c = h.cache({ size: 250, lease: LEASE });
+        const pairs = (from: number, to: number) => Array.from({ length: to - from + 1 }, (_, i) => ({ id: `id-${from + i}`, token: `t-${from + i}` }));
+        expect(await c.reserve('orders', 'id-1', 't-1')).toEqual({ status: 'reserved', possibleDuplicate: false });
+        // More than one script call's worth (200 pairs) against Redis.
+        await c.commitMany('orders', pairs(1, 250));
+        await c.commitMany('orders', pairs(1, 3)); // replayed: no second entry, nothing moves
+        await c.commitMany('orders', []);
+        expect((await c.horizon('orders')).ids).toBe(250);
+        const after = await Promise.all(pairs(1, 250).map((p) => c.reserve('orders', p.id, `r-${p.id}`)));
+        expect(after.every((r) => r.status === 'duplicate')).toBe(true);
+        // The oldest is the first pair: one more commit evicts exactly it.
+        await c.commitMany('orders', [{ id: 'id-251', token: 't-251' }]);
+        expect(await c.reserve('orders', 'id-1', 'r-again')).toEqual({ status: 'reserved', possibleDuplicate: false });
+        expect(await c.reserve('orders', 'id-2', 'r-again')).toEqual({ status: 'duplicate' });
+        await expect(c.commitMany('orders', [{ id: 'x', token: '' }])).rejects.toThrow(/token/);
+      });
+
       it('treats a re-commit as a no-op: it neither moves the ID nor adds a second entry', async () => {
         const c = h.cache({ size: 3 });
         await c.commit('orders', 'a', 't-a');

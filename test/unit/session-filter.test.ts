@@ -86,7 +86,7 @@ describe('the filter stage', () => {
     source.deliver(msg('match', { region: 'eu', amount: 101 }, 4, false));
     await until('6 acked', () => source.acked.length === 6, quick);
     expect(target.sent.map((m) => m.headers['test-id'])).toEqual(['match']);
-    expect(calls).toEqual(expect.arrayContaining(['recordStamp', 'reserve', 'commit']));
+    expect(calls).toEqual(expect.arrayContaining(['recordStamp', 'reserve', 'commitMany']));
     await session.drain(1000);
   });
 

@@ -195,6 +195,53 @@ describe('BridgeSession', () => {
     expect(target.sent).toHaveLength(3);
   });
 
+  it('commits the IDs confirmed together in one cache call, and acks each only once that call answered', async () => {
+    const real = new MemoryIdCache({ size: 100, lease: 1000 });
+    const commits: string[][] = [];
+    const single: string[] = [];
+    let open!: () => void;
+    let gate = new Promise<void>((r) => (open = r));
+    const gated = new Proxy(real, {
+      get(t, p, r) {
+        const v: unknown = Reflect.get(t, p, r);
+        if (p === 'commit') {
+          return (address: string, id: string, token: string) => {
+            single.push(id);
+            return real.commit(address, id, token);
+          };
+        }
+        if (p !== 'commitMany') return v;
+        return async (address: string, pairs: { id: string; token: string }[]) => {
+          commits.push(pairs.map((x) => x.id));
+          await gate;
+          return real.commitMany(address, pairs);
+        };
+      },
+    }) as IdCache;
+    const { source, target, session } = setup({}, { cache: gated });
+    target.outcome = () => 'hold';
+    await session.open();
+    for (let i = 0; i < 5; i++) source.deliver(msg(i));
+    await until('5 sent', () => target.sent.length === 5, quick());
+    target.held.splice(0, 3).forEach((r) => r()); // three confirmations in one callback
+    await until('one commit call', () => commits.length === 1, quick());
+    await sleep(50);
+    expect(commits).toEqual([['id-0', 'id-1', 'id-2']]);
+    expect(source.acked).toEqual([]);
+    open();
+    await until('3 acked', () => source.acked.length === 3, quick());
+    expect(source.acked).toEqual([1, 2, 3]);
+    expect(single).toEqual([]);
+    gate = Promise.reject(new Error('script error: not transient'));
+    gate.catch(() => undefined);
+    target.held.splice(0, 2).forEach((r) => r());
+    // A commit the cache refuses for good ends the session; its messages stay unacked (the broker redelivers them).
+    const end = await session.finished;
+    expect(commits).toEqual([['id-0', 'id-1', 'id-2'], ['id-3', 'id-4']]);
+    expect(end.kind).toBe('failed');
+    expect(source.acked).toEqual([1, 2, 3]);
+  });
+
   it('on a lost target, acks nothing unconfirmed and flags the next copy of an uncertain send', async () => {
     const { source, target, session, cache } = setup();
     target.outcome = () => 'hold';

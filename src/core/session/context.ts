@@ -13,6 +13,7 @@ import { Signal } from '../../shared/signal.js';
 import { StampClaims } from '../stamp-claim.js';
 import { ByteBound } from './byte-bound.js';
 import { CacheRetry } from './cache-retry.js';
+import type { CommitGroup } from './commit-group.js';
 import { targetTemplate } from '../../config/target-address.js';
 import type { AddressTemplate } from '../../routing/address-template.js';
 
@@ -59,6 +60,9 @@ export class SessionContext {
 
   /** The broker's selector passed a message the bridge's filter does not select: warned once (./filter.ts). */
   filterDisagreed = false;
+
+  /** Confirmed jobs whose IDs wait to be committed, one group per address (./settle.ts). */
+  readonly commitGroups = new Map<string, CommitGroup>();
 
   /** Stamp records of acked messages, forgotten at the next ack barrier (./stamps.ts). */
   stampsToForget: StampHold[] = [];

@@ -93,7 +93,8 @@ function onBatchSettled(ctx: SessionContext, batch: Forwarding[], results: reado
 }
 
 function commit(ctx: SessionContext, sending: Forwarding): void {
-  void commitAndAck(ctx, sending.job, sending.id).catch((err: unknown) => ctx.fail(err));
+  // A commit that fails for good fails the session itself (./settle.ts).
+  void commitAndAck(ctx, sending.job, sending.id);
 }
 
 /** Sends a message again on its own, behind whatever holds the target now (a full target, an isolation). */

@@ -5,6 +5,7 @@
 import type { SessionContext } from './context.js';
 import { SETTLED, type Duplicate, type Forwarding, type Job } from './job.js';
 import { addressOf } from './route.js';
+import { CommitGroup } from './commit-group.js';
 
 /** The target confirmed the message (`now`: performance.now()); commitAndAck() comes next. */
 export function confirm(ctx: SessionContext, sending: Forwarding, now: number): void {
@@ -12,14 +13,52 @@ export function confirm(ctx: SessionContext, sending: Forwarding, now: number): 
   ctx.deps.metrics.forwardLatency.observe({ bridge: ctx.cfg.name }, (now - sending.job.receivedAt) / 1000);
 }
 
-/** Records the confirmed job's reserved `id` (if any) at the target address, then acks it. */
-export async function commitAndAck(ctx: SessionContext, job: Job, id: string | undefined): Promise<void> {
-  if (ctx.dedupe && id !== undefined) {
-    const { cache } = ctx.deps;
-    const address = addressOf(ctx, job);
-    await ctx.cacheRetry.call(() => cache.commit(address, id, job.token), 'commit');
+/**
+ * Records the confirmed job's reserved `id` (if any) at the target address, then acks it. The IDs of the jobs
+ * confirmed while one callback runs (a burst of confirmations) are committed as one group per address: one cache
+ * call, one promise and one retry for the lot instead of one each (lever 4 of issue 23), and each job is acked once
+ * the group's commit answered. Resolves then; rejects if the commit failed for good, and the session has failed with
+ * it already (a caller need not handle it).
+ */
+export function commitAndAck(ctx: SessionContext, job: Job, id: string | undefined): Promise<void> {
+  if (!ctx.dedupe || id === undefined) {
+    ctx.deps.metrics.forwarded.inc({ bridge: ctx.cfg.name });
+    forwarded(ctx, job);
+    return Promise.resolve();
   }
-  ctx.deps.metrics.forwarded.inc({ bridge: ctx.cfg.name });
+  const address = addressOf(ctx, job);
+  let group = ctx.commitGroups.get(address);
+  if (group === undefined) {
+    group = new CommitGroup();
+    ctx.commitGroups.set(address, group);
+    if (ctx.commitGroups.size === 1) process.nextTick(commitGroups, ctx);
+  }
+  group.jobs.push(job);
+  group.ids.push(id);
+  return group.done;
+}
+
+function commitGroups(ctx: SessionContext): void {
+  const groups = [...ctx.commitGroups];
+  ctx.commitGroups.clear();
+  for (const [address, group] of groups) void commitGroup(ctx, address, group);
+}
+
+async function commitGroup(ctx: SessionContext, address: string, group: CommitGroup): Promise<void> {
+  const { cache } = ctx.deps;
+  try {
+    await ctx.cacheRetry.call(() => cache.commitMany(address, group.pairs()), 'commit');
+  } catch (err) {
+    ctx.fail(err);
+    group.reject(err);
+    return;
+  }
+  ctx.deps.metrics.forwarded.inc({ bridge: ctx.cfg.name }, group.jobs.length);
+  for (const job of group.jobs) forwarded(ctx, job);
+  group.resolve();
+}
+
+function forwarded(ctx: SessionContext, job: Job): void {
   ctx.deps.observer?.forwarded();
   settle(ctx, job);
 }

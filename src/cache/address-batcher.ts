@@ -137,7 +137,7 @@ export class AddressBatcher<R, P extends IdToken = IdToken> {
   /**
    * Many calls as one: resolves when every one of them has (their results are not kept), rejects with the first error.
    * One promise and two functions for the lot instead of a promise and two resolving functions each (lever 4 of issue
-   * 23: ~0.3 KB less garbage per message). `payloads` must be fresh objects of the caller's, for one use: they become
+   * 23: less garbage per message). `payloads` must be fresh objects of the caller's, for one use: they become
    * the batch items, and a chunk still out when another failed may resolve its items later.
    */
   addAll(address: string, payloads: readonly P[]): Promise<void> {

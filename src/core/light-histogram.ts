@@ -57,7 +57,7 @@ export class LightHistogram<L extends string = string> {
   }
 
   observe(labels: Record<L, string>, value: number): void {
-    this.record(this.seriesOf(labels), value);
+    if (Number.isFinite(value)) this.record(this.seriesOf(labels), value);
   }
 
   /**

@@ -37,4 +37,19 @@ describe('LightHistogram', () => {
     expect(snap.values.find((v) => v.metricName === 'x_sum')?.value).toBe(0.5);
     expect(snap.values.find((v) => v.metricName === 'x_count')?.value).toBe(1);
   });
+
+  it('observes through a bound label set into the same series as observe(), and after a reset too', async () => {
+    const r = new Registry();
+    const h = new LightHistogram({ name: 'y', help: 'y', labelNames: ['bridge', 'op'], buckets: BUCKETS, registers: [r] });
+    const bound = h.bind({ bridge: 'a', op: 'commit' });
+    bound(0.005);
+    h.observe({ bridge: 'a', op: 'commit' }, 0.5);
+    bound(Number.POSITIVE_INFINITY);
+    expect(await r.metrics()).toContain('y_count{bridge="a",op="commit"} 2');
+    expect(await r.metrics()).toContain('y_bucket{le="0.01",bridge="a",op="commit"} 1');
+    h.reset();
+    bound(0.05);
+    expect(await r.metrics()).toContain('y_count{bridge="a",op="commit"} 1');
+    expect(await r.metrics()).toContain('y_sum{bridge="a",op="commit"} 0.05');
+  });
 });

@@ -53,12 +53,19 @@ export interface SupervisorDeps {
 
 export type BridgeOutcome = { kind: 'stopped' } | { kind: 'failed'; error: BridgeError };
 
+/** Supervisors made in this process so far: each one's number goes into its owner tokens (see newSession). */
+let supervisorsMade = 0;
+
 export class BridgeSupervisor {
   private readonly log: Logger;
   private readonly abort = new AbortController();
   private stopping = false;
   private current?: BridgeSession;
+  /** The latest attempt to open a session: the session it opened, or undefined if it failed (see stop()). */
+  private opening?: Promise<BridgeSession | undefined>;
   private sessionNo = 0;
+  /** This supervisor's number in the process: a reload makes a new supervisor for a bridge, and sessionNo restarts. */
+  private readonly serial = ++supervisorsMade;
   private outcome?: Promise<BridgeOutcome>;
 
   // ---- what operators see ----
@@ -130,8 +137,13 @@ export class BridgeSupervisor {
   async stop(drainTimeoutMs: number): Promise<BridgeOutcome> {
     this.stopping = true;
     this.abort.abort();
-    const session = this.current;
-    if (session) await session.drain(drainTimeoutMs);
+    const current = this.current;
+    const draining = current?.drain(drainTimeoutMs);
+    // The abort makes p-retry give up on an attempt under way at once, but the attempt goes on and may open a session
+    // that nobody holds: it would consume beside the bridge a reload puts in this one's place. It is drained too.
+    const opened = await this.opening;
+    if (opened !== undefined && opened !== current) await opened.drain(drainTimeoutMs);
+    await draining;
     return this.outcome ?? { kind: 'stopped' };
   }
 
@@ -318,8 +330,8 @@ export class BridgeSupervisor {
       firstConnect = false;
       this.current = session;
       if (this.stopping) {
-        // stop() came while we were connecting: it found no session to drain.
-        await session.drain(0);
+        // stop() came while we were connecting: it drains the session this attempt opened (see stop()).
+        await session.finished;
         break;
       }
       this.watchdog.sessionStarted(Date.now());
@@ -363,18 +375,24 @@ export class BridgeSupervisor {
       policy: this.bridge,
       signal: this.abort.signal,
       stopping: () => this.stopping,
-      open: async () => {
-        // Fail closed: no consuming before the duplicate-ID cache answers.
-        await this.deps.cache.ping();
-        const session = this.newSession();
-        await session.open({ paused: this.operatorPaused });
-        return session;
+      open: () => {
+        const attempt = this.openSession();
+        this.opening = attempt.catch(() => undefined);
+        return attempt;
       },
       log: this.log,
       firstConnect,
       noteError: (message) => this.noteError(message),
       reconnecting: () => this.setState('reconnecting'),
     });
+  }
+
+  private async openSession(): Promise<BridgeSession> {
+    // Fail closed: no consuming before the duplicate-ID cache answers.
+    await this.deps.cache.ping();
+    const session = this.newSession();
+    await session.open({ paused: this.operatorPaused });
+    return session;
   }
 
   private newSession(): BridgeSession {
@@ -388,7 +406,9 @@ export class BridgeSupervisor {
       cache: this.deps.cache,
       log,
       metrics: this.deps.metrics,
-      tokenPrefix: `${this.deps.instanceId}.${this.bridge.name}.${this.sessionNo}`,
+      // Unique in the process, and one session's prefix is never the start of another's: a bridge replaced by a reload
+      // starts again at session 1, and two sessions with one prefix would take each other's reservations for their own.
+      tokenPrefix: `${this.deps.instanceId}.${this.serial}.${this.sessionNo}`,
       observer: this.observer,
     });
   }

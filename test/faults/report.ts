@@ -47,6 +47,8 @@ export interface FaultRunReport {
   underTwoIdsSample: string[];
   /** …without a publisher ID, from a chunk the harness re-published (two source messages): allowed. */
   underTwoIdsRepublished: number;
+  /** Seqs with an extra copy that came unflagged, with the IDs and flags of their copies. */
+  extraUnflaggedSample: string[];
   /** Publisher re-sends (same ID) of which a second copy reached the target, and how many extra copies were unflagged. */
   resentPassed: number;
   resentPassedUnflagged: number;
@@ -184,6 +186,7 @@ export function analyse(input: {
   let copiesDelivered = 0;
   const ids = new Set<string>();
   const twoIds: string[] = [];
+  const unflaggedList: string[] = [];
   let underTwoIds = 0;
   let underTwoIdsFlagged = 0;
   let underTwoIdsRepublished = 0;
@@ -217,6 +220,7 @@ export function analyse(input: {
       extraUnflagged += badUnflagged;
       extraFlagged += list.length - 1 - badUnflagged;
       if (badUnflagged > 0 && record.resends.has(seq)) trueDuplicatesUnflagged += badUnflagged;
+      if (badUnflagged > 0) unflaggedList.push(`${seq}${record.resends.has(seq) ? ' (re-sent)' : ''}: ${list.map((c) => `${c.id ?? '(none)'}${c.flagged ? ' (flagged)' : ''}`).join(' / ')}`);
     }
   }
 
@@ -248,6 +252,7 @@ export function analyse(input: {
     underTwoIdsFlagged,
     underTwoIdsUnflagged: twoIds.length,
     underTwoIdsSample: twoIds.slice(0, 10),
+    extraUnflaggedSample: unflaggedList.slice(0, 10),
     underTwoIdsRepublished,
     resentPassed,
     resentPassedUnflagged,
@@ -291,7 +296,9 @@ export function violations(r: FaultRunReport): string[] {
   }
   // After a cache loss a re-sent ID may pass unflagged: it is still detectable by its ID (reported, not a failure).
   const excused = r.cacheLossFaults > 0 ? r.resentPassedUnflagged : 0;
-  if (r.extraUnflagged - excused > 0) v.push(`${r.extraUnflagged - excused} extra cop(ies) arrived without the ${POSSIBLE_DUPLICATE_HEADER} flag`);
+  if (r.extraUnflagged - excused > 0) {
+    v.push(`${r.extraUnflagged - excused} extra cop(ies) arrived without the ${POSSIBLE_DUPLICATE_HEADER} flag (e.g. seq ${r.extraUnflaggedSample.slice(0, 3).join('; ')})`);
+  }
   if (r.withoutId > 0) v.push(`${r.withoutId} cop(ies) arrived without a duplicate-ID header`);
   if (r.wrongId > 0) v.push(`${r.wrongId} cop(ies) arrived with an ID other than the publisher's`);
   if (r.poisonLost > 0) v.push(`${r.poisonLost} poison message(s) are neither in the dead-letter destination nor anywhere else`);

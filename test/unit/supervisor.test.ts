@@ -177,6 +177,77 @@ describe('BridgeSupervisor: operations', () => {
     expect(supervisor.status().paused).toBe(false);
   });
 
+  it('a stop that comes while a session is opening leaves nothing consuming behind it (a reload replacing the bridge)', async () => {
+    let release!: () => void;
+    const gate = new Promise<void>((r) => (release = r));
+    const sources: FakeSource[] = [];
+    const supervisor = new BridgeSupervisor(cfg(), {
+      cache: new MemoryIdCache({ size: 100, lease: 1000 }),
+      log: silentLogger,
+      metrics: new Metrics('9.9.9', { defaultMetrics: false }),
+      instanceId: 'unit',
+      monitorInterval: 20,
+      createEndpoints: () => {
+        const source = new FakeSource();
+        sources.push(source);
+        const target = new FakeTarget();
+        const open = target.open.bind(target);
+        // The target answers its open only after stop() was called: the session opens under a stopping bridge.
+        target.open = async (h) => {
+          await gate;
+          return open(h);
+        };
+        return { source, target };
+      },
+    });
+    const outcome = supervisor.start();
+    await until('opening', () => sources.length === 1, quick());
+    const stopped = supervisor.stop(500);
+    release();
+    await stopped;
+    expect(await outcome).toEqual({ kind: 'stopped' });
+    await sleep(50);
+    expect(sources).toHaveLength(1);
+    // Opened after the stop, then drained and closed: not left consuming beside whatever replaces this bridge.
+    expect(sources[0]!.opened).toBe(true);
+    expect(sources[0]!.consuming).toBe(false);
+    expect(sources[0]!.closed).toBe(true);
+  });
+
+  it('owner tokens of a bridge made again (a reload) never repeat those of the one it replaces', async () => {
+    const tokens: string[] = [];
+    const real = new MemoryIdCache({ size: 100, lease: 1000 });
+    const cache = new Proxy(real, {
+      get(t, p, r) {
+        const v: unknown = Reflect.get(t, p, r);
+        if (p !== 'reserve') return typeof v === 'function' ? (v as (...a: unknown[]) => unknown).bind(t) : v;
+        return (address: string, id: string, token: string) => {
+          tokens.push(token);
+          return real.reserve(address, id, token);
+        };
+      },
+    });
+    for (let round = 0; round < 2; round++) {
+      let source!: FakeSource;
+      const supervisor = new BridgeSupervisor(cfg(), {
+        cache,
+        log: silentLogger,
+        metrics: new Metrics('9.9.9', { defaultMetrics: false }),
+        instanceId: 'unit',
+        createEndpoints: () => ({ source: (source = new FakeSource()), target: new FakeTarget() }),
+      });
+      void supervisor.start();
+      await until('running', () => supervisor.status().state === 'running', quick());
+      source.deliver(msg(round));
+      await until('acked', () => source.acked.length === 1, quick());
+      await supervisor.stop(500);
+    }
+    expect(tokens).toHaveLength(2);
+    // The first delivery of session 1 of each: only the supervisor's own number tells them apart.
+    expect(tokens[0]).not.toBe(tokens[1]);
+    expect(tokens[1]!.startsWith(`${tokens[0]!.slice(0, tokens[0]!.lastIndexOf('.'))}.`)).toBe(false);
+  });
+
   it('restart lets in-flight messages finish, then starts a new session', async () => {
     const { supervisor, sessions, last, metrics } = setup();
     await until('running', () => supervisor.status().state === 'running', quick());

@@ -120,9 +120,11 @@ describe('HTTP API: liveness, readiness, bridges, metrics', () => {
     expect(metrics.value('bridge_forward_latency_seconds_bucket', { bridge: 'amqp-in', le: '+Inf' })).toBe(200);
     expect(metrics.value('bridge_forward_latency_seconds_sum', { bridge: 'amqp-in' })).toBeGreaterThan(0);
     expect(metrics.types.get('bridge_cache_call_duration_seconds')).toBe('histogram');
-    // At least one reserve and one commit per message (gathered calls are timed each).
+    // One reserve per message (gathered calls are timed each); one commit per group of messages confirmed together.
     expect(metrics.value('bridge_cache_call_duration_seconds_count', { bridge: 'amqp-in', op: 'reserve', outcome: 'ok' })).toBe(200);
-    expect(metrics.value('bridge_cache_call_duration_seconds_count', { bridge: 'amqp-in', op: 'commit', outcome: 'ok' })).toBe(200);
+    const commits = metrics.value('bridge_cache_call_duration_seconds_count', { bridge: 'amqp-in', op: 'commit', outcome: 'ok' });
+    expect(commits).toBeGreaterThanOrEqual(1);
+    expect(commits).toBeLessThanOrEqual(200);
     expect(metrics.value('bridge_in_flight_messages', { bridge: 'amqp-in' })).toBe(0);
     expect(metrics.value('bridge_source_queue_depth_messages', { bridge: 'amqp-in' })).toBe(0);
     expect(metrics.find('bridge_source_queue_depth_messages', { bridge: 'stomp-in' })).toEqual([]);

@@ -4,7 +4,7 @@
  * unchanged (the bridge must keep its session: `unchanged` in the reload's log line) and sometimes with one setting of
  * the bridge changed (prefetch toggled between two values: the bridge drains within shutdown-timeout and starts again
  * with the new one: `changed`). A reload counts as injected when the process logged it as applied with the expected
- * outcome for the bridge; one that meets a process being killed by another fault is logged and not counted.
+ * outcome for the bridge; one that meets a process being killed by another fault is logged and tried again (below).
  *
  * The reloads run on their own schedule (evenly over the stream, see `reloadPoints`) beside the other faults, and
  * with their own PRNG (from the run's seed) so that the other faults' schedule stays what the seed replays. A reload

@@ -5,14 +5,26 @@
  */
 import { readFileSync, readdirSync } from 'node:fs';
 
+/** CPU time a process has used so far, ms: in all, and the part spent in the kernel (system calls, the network stack). */
+export interface CpuSample {
+  total: number;
+  system: number;
+}
+
 /** CPU time (user + system) a process has used so far, in ms. */
 export function cpuMs(pid: number | undefined): number | undefined {
+  return cpuSplitMs(pid)?.total;
+}
+
+/** CPU time of a process so far, in ms, with its system part. */
+export function cpuSplitMs(pid: number | undefined): CpuSample | undefined {
   if (pid === undefined) return undefined;
   try {
     // Fields 14 and 15 of /proc/<pid>/stat, in clock ticks (100 per second on Linux); the name (field 2) may hold spaces.
     const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
     const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-    return (Number(fields[11]) + Number(fields[12])) * 10;
+    const system = Number(fields[12]) * 10;
+    return { total: Number(fields[11]) * 10 + system, system };
   } catch {
     return undefined;
   }
@@ -25,10 +37,10 @@ export function threadsCpuUs(pid: number): number {
   return ns / 1000;
 }
 
-/** CPU time (user + system) this process has used so far, in ms: the clock of the plain-client baselines. */
-export function ownCpuMs(): number {
+/** CPU time this process has used so far, in ms, with its system part: the clock of the plain-client baselines. */
+export function ownCpuMs(): CpuSample {
   const u = process.cpuUsage();
-  return (u.user + u.system) / 1000;
+  return { total: (u.user + u.system) / 1000, system: u.system / 1000 };
 }
 
 export type Role = 'RabbitMQ' | 'Redis' | 'ActiveMQ';

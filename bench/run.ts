@@ -46,13 +46,13 @@ async function main(): Promise<void> {
     if (why === undefined) chosen.push(s);
     else console.log(`  left out: ${s.name}: ${why}`);
   }
-  const results = new Map<string, { rates: number[]; fromStart: number[]; rssMb: number[]; cpu: number[]; calls: number[]; scriptUs: number[]; brokers: Partial<Record<Role, number[]>> }>();
+  const results = new Map<string, { rates: number[]; fromStart: number[]; rssMb: number[]; cpu: number[]; sys: number[]; calls: number[]; scriptUs: number[]; brokers: Partial<Record<Role, number[]>> }>();
   for (let round = 1; round <= ROUNDS; round++) {
     for (const s of chosen) {
       const r = await s.run(N);
       const brokers = processCpu.take(N);
       const scripts = await redisCalls.take(N);
-      const entry = results.get(s.name) ?? { rates: [], fromStart: [], rssMb: [], cpu: [], calls: [], scriptUs: [], brokers: {} };
+      const entry = results.get(s.name) ?? { rates: [], fromStart: [], rssMb: [], cpu: [], sys: [], calls: [], scriptUs: [], brokers: {} };
       // Scenarios without the cache make no script calls: their 0 would only fill the column.
       if (scripts !== undefined && scripts.callsPerMsg > 0) {
         entry.calls.push(scripts.callsPerMsg);
@@ -62,9 +62,11 @@ async function main(): Promise<void> {
       entry.fromStart.push(r.fromStart);
       if (r.rssMb !== undefined) entry.rssMb.push(r.rssMb);
       if (r.cpuUsPerMsg !== undefined) entry.cpu.push(r.cpuUsPerMsg);
+      if (r.sysUsPerMsg !== undefined) entry.sys.push(r.sysUsPerMsg);
       for (const role of ROLES) if (brokers[role] !== undefined) (entry.brokers[role] ??= []).push(brokers[role]);
       results.set(s.name, entry);
-      const cpu = r.cpuUsPerMsg !== undefined ? `  CPU ${r.cpuUsPerMsg.toFixed(0)} µs/msg` : '';
+      const sys = r.sysUsPerMsg !== undefined ? ` (system ${r.sysUsPerMsg.toFixed(0)})` : '';
+      const cpu = r.cpuUsPerMsg !== undefined ? `  CPU ${r.cpuUsPerMsg.toFixed(0)} µs/msg${sys}` : '';
       const others = ROLES.filter((role) => brokers[role] !== undefined).map((role) => ` ${role} ${brokers[role]!.toFixed(0)}`).join('');
       const calls = scripts !== undefined && scripts.callsPerMsg > 0 ? `  Redis scripts ${scripts.callsPerMsg.toFixed(3)} calls/msg, ${scripts.scriptUsPerMsg.toFixed(1)} µs/msg` : '';
       console.log(`  round ${round} ${s.name.padEnd(34)} ${Math.round(r.rate).toString().padStart(7)} msgs/s (from start ${Math.round(r.fromStart)})${cpu}${others ? `  (µs/msg:${others})` : ''}${calls}${r.rssMb !== undefined ? `  peak RSS ${r.rssMb.toFixed(0)} MiB` : ''}`);
@@ -87,6 +89,8 @@ async function main(): Promise<void> {
         '× dedupe off': off ? `${(rate / off).toFixed(2)}×` : '—',
         'from start msgs/s': Math.round(median(r.fromStart)),
         'client CPU µs/msg': r.cpu.length ? median(r.cpu).toFixed(0) : '—',
+        // The kernel's part of it: on loopback a send also pays the receiver's side of the network stack.
+        'of it system': r.sys.length ? median(r.sys).toFixed(0) : '—',
       };
       // CPU per message of the other processes on the machine: the 2 cores are shared, so this is what the rate costs.
       for (const role of ROLES) row[`${role} µs/msg`] = r.brokers[role]?.length ? median(r.brokers[role]).toFixed(0) : '—';

@@ -6,7 +6,7 @@
  * rate, and the CPU per message of every process. The rate over all of them from the start is kept as well
  * ("from start"), since a restart pays the warm-up again.
  */
-import { processCpu } from './process-cpu.js';
+import { processCpu, type CpuSample } from './process-cpu.js';
 import { redisCalls } from './redis-calls.js';
 
 export const WARMUP = Number(process.env.BENCH_WARMUP ?? 10_000);
@@ -19,6 +19,11 @@ export interface RunResult {
   rssMb?: number;
   /** CPU time (user + system) the forwarding client (the bridge process, or the bench's own loop) used per message in the window, µs. */
   cpuUsPerMsg?: number;
+  /**
+   * The part of it spent in the kernel, µs per message: system calls and, on loopback, the network stack's delivery to
+   * the receiving process, which runs in the sender's system call. (/proc ticks: 10 ms resolution, ~1% of a window.)
+   */
+  sysUsPerMsg?: number;
 }
 
 export class Window {
@@ -26,17 +31,17 @@ export class Window {
   started = Date.now();
   private opened: number | undefined;
   private closed: number | undefined;
-  private cpuAtOpen: number | undefined;
-  private cpuInWindow: number | undefined;
+  private cpuAtOpen: CpuSample | undefined;
+  private cpuInWindow: CpuSample | undefined;
 
   /**
    * `n`: messages in the measured window; the source holds WARMUP + n. `cpuClock`: the forwarding client's CPU time so
-   * far, ms (the bridge process's, or the bench's own for a plain-client baseline), read when the window opens and
+   * far, ms, with its system part (the bridge process's, or the bench's own for a plain-client baseline), read when the window opens and
    * when it closes.
    */
   constructor(
     readonly n: number,
-    private readonly cpuClock?: () => number | undefined,
+    private readonly cpuClock?: () => CpuSample | undefined,
   ) {}
 
   /** Tells the window how many messages have been forwarded so far; true once all WARMUP + n have. */
@@ -53,7 +58,9 @@ export class Window {
       processCpu.stop();
       redisCalls.stop();
       const cpu = this.cpuClock?.();
-      if (cpu !== undefined && this.cpuAtOpen !== undefined) this.cpuInWindow = cpu - this.cpuAtOpen;
+      if (cpu !== undefined && this.cpuAtOpen !== undefined) {
+        this.cpuInWindow = { total: cpu.total - this.cpuAtOpen.total, system: cpu.system - this.cpuAtOpen.system };
+      }
     }
     return this.closed !== undefined;
   }
@@ -65,7 +72,10 @@ export class Window {
       rate: (this.n * 1000) / Math.max(1, this.closed - this.opened),
       fromStart: ((WARMUP + this.n) * 1000) / Math.max(1, this.closed - this.started),
     };
-    if (this.cpuInWindow !== undefined) r.cpuUsPerMsg = (this.cpuInWindow * 1000) / this.n;
+    if (this.cpuInWindow !== undefined) {
+      r.cpuUsPerMsg = (this.cpuInWindow.total * 1000) / this.n;
+      r.sysUsPerMsg = (this.cpuInWindow.system * 1000) / this.n;
+    }
     if (extra.rssMb !== undefined) r.rssMb = extra.rssMb;
     return r;
   }

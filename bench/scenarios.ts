@@ -34,7 +34,8 @@ export interface Scenario {
   latency?: () => Promise<{ p50: number; p99: number; count: number }>;
 }
 
-export const PREFETCH = 1000;
+/** The bridges' and the baselines' prefetch (and the shovel's src-prefetch-count): BENCH_PREFETCH, default 1000. */
+export const PREFETCH = Number(process.env.BENCH_PREFETCH ?? 1000);
 export const BODY = Buffer.alloc(1024, 'x');
 let counter = 0;
 export const uniq = (p: string) => `bench-${p}-${process.pid}-${++counter}`;

@@ -16,10 +16,10 @@
  * To compare two builds side by side, set BRIDGE_CLI to the other build's dist/cli.js (e.g. a `git worktree` of an
  * older commit, built there) and run the scenarios once with and once without it, alternating.
  *
- * Besides msgs/s it reports the client's CPU time per message: the bench process's own for the plain-client baselines,
- * the bridge process's for the bridge, with its system (kernel) part; and the CPU per message of RabbitMQ, Redis and ActiveMQ, all over the same
- * measured window (bench/process-cpu.ts). On a machine the brokers share, CPU is what throughput is
- * bought with. RabbitMQ's own dynamic shovel (management API + rabbitmq_shovel) is a baseline of its own: the
+ * Besides msgs/s it reports the client's CPU time per message, with its system (kernel) part: the bench process's own
+ * for the plain-client baselines, the bridge process's for the bridge; and the CPU per message of RabbitMQ, Redis and
+ * ActiveMQ, all over the same measured window (bench/process-cpu.ts). On a machine the brokers share, CPU is what
+ * throughput is bought with. RabbitMQ's own dynamic shovel (management API + rabbitmq_shovel) is a baseline of its own: the
  * AMQP→AMQP rows say how fast they are next to it.
  */
 import { scenarios } from './scenarios.js';

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Runs the project's own ActiveMQ Classic instance (Debian's package, 5.17) with a STOMP connector on
-# 127.0.0.1:61613, for tests, CI (.ci/run) and fault tests.
+# 127.0.0.1:61613 (and MQTT on 127.0.0.1:1885), for tests, CI (.ci/run) and fault tests.
 #
 #   scripts/activemq.sh start|stop|status|restart
 #

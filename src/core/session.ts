@@ -2,29 +2,32 @@
  * One bridge session: a source, a target (and a dead-letter destination) connected together until something breaks
  * or the bridge is stopped. The supervisor (./supervisor.ts) builds a new session after every loss.
  *
- * Per message: the bridge's filter (a message it does not select goes no further: skipped or dead-lettered, never near
- * the cache) → resolve the duplicate ID (header, stable identity or stamp) → reserve it for the target address →
- * send → wait for the target's confirmation → commit the ID → ack the source. Many messages are in flight at once
- * (up to the source prefetch); they are sent in source order by one loop, and settle as confirmations arrive.
+ * Per message (docs/design.md §1): the bridge's filter (a message it does not select goes no further: skipped or
+ * dead-lettered, never near the cache) → its target address → its duplicate ID (header, stable identity or stamp) →
+ * reserve it for the target address → send → wait for the target's confirmation → commit the ID → ack the source.
+ * Many messages are in flight at once (up to the source prefetch); they are sent in source order by one loop, and
+ * settle as confirmations arrive.
  *
- * Failure handling:
+ * Failure handling (docs/design.md §6):
  * - the duplicate-ID cache unreachable: every cache call is retried with backoff while the session lives; messages are
  *   held (nothing is forwarded unchecked, nothing is acked), and the flow resumes by itself.
- * - a message the target refuses: retried up to max-delivery-attempts, then moved to the dead-letter destination with
- *   the reason, and only then acked; with no dead-letter destination the bridge stops instead of dropping.
+ * - a message the target refuses: the target gate does what the refusal policy says (wait for room, isolate, send
+ *   again, dead-letter after max-delivery-attempts); with no dead-letter destination the bridge stops instead of
+ *   dropping.
  * - a lost connection: the session ends; nothing unconfirmed is acked, so the broker redelivers it. Reservations of
  *   messages whose send outcome is unknown are released as "uncertain", so their resend is flagged a possible duplicate.
  *
  * This file is the session's life (open, pause, drain, end) and its intake; the stages a message goes through are in
- * ./session/, one module each, all working on the shared ./session/context.ts:
- *   job.ts          a message in flight and the stage it is at
- *   filter.ts       the bridge's filter and filter-miss (skip, dead-letter), decided first in prepare()
- *   resolve-id.ts   its duplicate ID (header, stable identity, stamp) and reservation
+ * ./session/, one module each (docs/design.md §7.1 says who owns what):
+ *   context.ts      what the stages share: dependencies, the messages held, the send loop's queue, the end
+ *   job.ts          a message in flight, its stage, and the one table of the moves between stages
+ *   prepare.ts      its filter, target address, duplicate ID and reservation (filter.ts, route.ts, stamps from
+ *                   ../stamp-claim.ts)
  *   send-loop.ts    the ordered send loop and batching
- *   park.ts         busy IDs set aside and retried
- *   send.ts         writing to the target, confirmations and refusals
- *   isolate.ts      ambiguous refusals resent one at a time
- *   dead-letter.ts  refused too often: the dead-letter destination
+ *   park.ts         busy IDs set aside and prepared again
+ *   target-gate.ts  sending: sends in flight, flow control, isolation of ambiguous refusals, a full target
+ *                   (the refusal policy is refusal-policy.ts)
+ *   dead-letter.ts  the dead-letter destination
  *   settle.ts       commit the ID, ack the source (commit-group.ts: the IDs confirmed together, one commit call)
  *   byte-bound.ts   the bytes in flight against max-in-flight-bytes
  *   cache-retry.ts  the cache failing closed
@@ -36,17 +39,18 @@ import type { BridgeError } from '../shared/errors.js';
 import type { SourceDelivery } from './message.js';
 import type { SourceEndpoint } from './ports.js';
 import type { SessionDeps } from './session/deps.js';
+import type { End } from './end.js';
 import type { Prepared } from './session/job.js';
 import { SessionContext } from './session/context.js';
 import { Job } from './session/job.js';
-import { prepare } from './session/resolve-id.js';
+import { prepare } from './session/prepare.js';
 import { sendLoop } from './session/send-loop.js';
 import { forgetAckedStamps, renewStamps } from './session/stamps.js';
-import { SessionStopped, teardown, type SessionEnd } from './session/teardown.js';
+import { TargetGate } from './session/target-gate.js';
+import { teardown } from './session/teardown.js';
 
 export { DEAD_LETTER_HEADERS } from './session/dead-letter.js';
-export type { SessionDeps, SessionObserver } from './session/deps.js';
-export type { SessionEnd } from './session/teardown.js';
+export type { PauseSwitch, SessionDeps, SessionObserver } from './session/deps.js';
 
 /** Also bounds how long the stamp of an acked message lingers (rule 3 of stamp-claim-1.lua): kept short. */
 const ACK_BARRIER_INTERVAL_MS = 50;
@@ -57,8 +61,8 @@ const SOURCE_CALL_TIMEOUT_MS = 2000;
 
 export class BridgeSession {
   private readonly ctx: SessionContext;
+  private readonly gate: TargetGate;
   private seq = 0;
-  private paused = false;
   /** False while a session opened paused has not opened its source yet (see open()). */
   private sourceOpen = false;
   /** The source's consumer is on: opened, or resumed, and not stopped since. */
@@ -71,41 +75,44 @@ export class BridgeSession {
   private barrierTimer?: NodeJS.Timeout;
   private renewTimer?: NodeJS.Timeout;
   private readonly prepareJob = (job: Job): Promise<Prepared> => prepare(this.ctx, job);
-  private resolveEnded!: (end: SessionEnd) => void;
+  private resolveEnded!: (end: End) => void;
   /** Resolves once, when the session has ended and its connections are closed. */
-  readonly finished: Promise<SessionEnd>;
+  readonly finished: Promise<End>;
 
+  /** Builds the session; nothing is opened before open(). */
   constructor(private readonly deps: SessionDeps) {
     this.finished = new Promise((resolve) => (this.resolveEnded = resolve));
     this.ctx = new SessionContext(
       deps,
-      (error) => this.ended(error),
+      (end) => this.ended(end),
       (over) => this.byteBoundChanged(over),
       () => this.windowChanged(),
     );
+    this.gate = new TargetGate(this.ctx);
     this.appliedWindow = this.ctx.bytes.window;
   }
 
+  /** The operator's pause, as the supervisor set it. */
+  private get pauseWanted(): boolean {
+    return this.deps.pause?.paused === true;
+  }
+
   /**
-   * Opens target, dead-letter and source (in that order, so nothing is consumed before it can go somewhere).
-   * `paused`: the source is not opened (nothing is consumed) until resume().
+   * Opens target, dead-letter and source (in that order, so nothing is consumed before it can go somewhere). While the
+   * operator's pause holds, the source is not opened (nothing is consumed) until followPause() finds it lifted.
    */
-  async open(options: { paused?: boolean } = {}): Promise<void> {
+  async open(): Promise<void> {
     const { source, target, deadLetter } = this.deps;
     const ctx = this.ctx;
     try {
       await target.open({ onLost: (e) => ctx.fail(e), onBlocked: (b, reason) => this.setBlocked(b, reason) });
       if (deadLetter) await deadLetter.open({ onLost: (e) => ctx.fail(e) });
-      if (options.paused) {
-        this.paused = true;
-      } else {
-        await this.openSource();
-      }
+      if (!this.pauseWanted) await this.openSource();
     } catch (err) {
       await Promise.allSettled([source.close(), target.close(), deadLetter?.close()]);
       throw err;
     }
-    void sendLoop(ctx);
+    void sendLoop(ctx, this.gate);
     this.barrierTimer = setInterval(() => void forgetAckedStamps(ctx), ACK_BARRIER_INTERVAL_MS);
     this.barrierTimer.unref();
     if (ctx.dedupe) {
@@ -132,7 +139,8 @@ export class BridgeSession {
 
   /** What holds the session right now, for the supervisor's state. */
   get conditions(): { paused: boolean; blocked: boolean; cacheDown: boolean; targetFullSince: number | undefined } {
-    return { paused: this.paused, blocked: this.ctx.blocked, cacheDown: this.ctx.cacheRetry.down, targetFullSince: this.ctx.targetFullSince };
+    const gate = this.gate.conditions;
+    return { paused: this.pauseWanted, blocked: gate.blocked, cacheDown: this.ctx.cacheRetry.down, targetFullSince: gate.fullSince };
   }
 
   /** The source endpoint, for its queue depth (see SourceEndpoint.depth). */
@@ -140,38 +148,23 @@ export class BridgeSession {
     return this.deps.source;
   }
 
-  /** Stops consuming and keeps the connections; messages already delivered go on and settle as usual. */
-  async pause(): Promise<void> {
-    if (this.paused || this.ctx.failure) return;
-    this.paused = true;
-    this.deps.observer?.conditionChanged();
-    if (this.sourceOpen) await this.syncConsumer();
-  }
-
   /**
-   * Consumes again after pause(). Resolves to false when the source cannot resume on its connection
-   * (no resumeConsuming): the caller must then start a new session. Rejects when the source cannot be opened.
-   * While the bytes in flight are over max-in-flight-bytes the pause ends but the consumer stays stopped: the byte
-   * bound starts it once they fall below it.
+   * Brings the consumer in line with the operator's pause (deps.pause), after the supervisor changed it: paused, the
+   * consumer stops and the connections stay (messages already delivered go on and settle as usual); lifted, it
+   * consumes again — a session opened paused opens its source now. Resolves to false when the source cannot consume
+   * again on its connection (no resumeConsuming): the caller must then start a new session. Rejects when the source
+   * cannot be opened or resumed. While the bytes in flight are over max-in-flight-bytes the consumer stays stopped
+   * after a lifted pause: the byte bound starts it once they fall below it.
    */
-  async resume(): Promise<boolean> {
-    if (!this.paused || this.ctx.failure) return true;
-    const source = this.deps.source;
-    if (!this.sourceOpen) {
-      await this.openSource();
-    } else if (source.resumeConsuming) {
-      this.paused = false;
-      try {
-        await this.syncConsumer();
-      } catch (err) {
-        this.paused = true;
-        throw err;
-      }
-    } else {
-      return false;
-    }
-    this.paused = false;
+  async followPause(): Promise<boolean> {
+    if (this.ctx.ended) return true;
     this.deps.observer?.conditionChanged();
+    if (!this.sourceOpen) {
+      if (!this.pauseWanted) await this.openSource();
+      return true;
+    }
+    if (!this.pauseWanted && !this.consuming && !this.deps.source.resumeConsuming) return false;
+    await this.syncConsumer();
     return true;
   }
 
@@ -189,9 +182,9 @@ export class BridgeSession {
 
   private async applyConsumer(): Promise<void> {
     const ctx = this.ctx;
-    if (!this.sourceOpen || ctx.failure || ctx.draining) return;
+    if (!this.sourceOpen || ctx.ended || ctx.draining) return;
     const source = this.deps.source;
-    const wanted = !this.paused && !ctx.bytes.over;
+    const wanted = !this.pauseWanted && !ctx.bytes.over;
     if (wanted === this.consuming) return;
     if (!wanted) {
       this.consuming = false;
@@ -209,7 +202,7 @@ export class BridgeSession {
    */
   private byteBoundChanged(over: boolean): void {
     const ctx = this.ctx;
-    if (ctx.failure || ctx.draining) return;
+    if (ctx.ended || ctx.draining) return;
     ctx.log.debug(
       { inFlight: ctx.unsettled.size, inFlightBytes: ctx.bytes.bytes, maxInFlightBytes: ctx.bytes.max },
       over ? 'max-in-flight-bytes exceeded: consuming stopped' : 'in-flight bytes below the resume mark: consuming again',
@@ -229,7 +222,7 @@ export class BridgeSession {
   private async applyWindow(): Promise<void> {
     const ctx = this.ctx;
     const source = this.deps.source;
-    while (source.setWindow && this.appliedWindow !== ctx.bytes.window && !ctx.failure && !ctx.draining) {
+    while (source.setWindow && this.appliedWindow !== ctx.bytes.window && !ctx.ended && !ctx.draining) {
       const messages = ctx.bytes.window;
       try {
         await source.setWindow(messages);
@@ -243,15 +236,19 @@ export class BridgeSession {
   }
 
   /** Ends the session at once with `error` (the stall watchdog): nothing unconfirmed is acked, the broker redelivers it. */
-  end(error: BridgeError): void {
+  fail(error: BridgeError): void {
     this.ctx.fail(error);
   }
 
-  /** Stops consuming, lets in-flight messages finish within `timeoutMs`, then closes. Unfinished ones stay unacked. */
-  async drain(timeoutMs: number): Promise<SessionEnd> {
+  /**
+   * Stops consuming, lets in-flight messages finish within `timeoutMs`, then closes: the session ends `drained` when
+   * every one settled, `stopped` with the number left unacked (redelivered by the broker) when the time ran out. A
+   * session that had already ended keeps its end.
+   */
+  async drain(timeoutMs: number): Promise<End> {
     const ctx = this.ctx;
-    if (!ctx.failure) {
-      ctx.draining = true;
+    if (!ctx.ended && !ctx.draining) {
+      ctx.startDraining();
       // After the source call under way, if any: a resume of the byte bound's must not outlive this stop.
       const stopped = this.sourceCalls.then(() => {
         this.consuming = false;
@@ -260,10 +257,10 @@ export class BridgeSession {
       this.sourceCalls = stopped.catch(() => undefined);
       await within(stopped.catch(() => undefined), SOURCE_CALL_TIMEOUT_MS);
       const deadline = Date.now() + timeoutMs;
-      while (ctx.unsettled.size > 0 && !ctx.failure && Date.now() < deadline) {
+      while (ctx.unsettled.size > 0 && !ctx.ended && Date.now() < deadline) {
         await ctx.allSettled.wait(Math.min(100, Math.max(1, deadline - Date.now())));
       }
-      if (ctx.unsettled.size > 0 && !ctx.failure) {
+      if (ctx.unsettled.size > 0 && !ctx.ended) {
         ctx.log.warn({ unfinished: ctx.unsettled.size }, 'drain timeout reached: unfinished messages stay unacked and will be redelivered');
       }
       // The acks just written may still wait in the client's buffers (amqplib queues each channel's frames apart from
@@ -271,17 +268,19 @@ export class BridgeSession {
       // dropped as duplicates. Bounded: a lost connection must not hold the drain.
       if (this.sourceOpen) await Promise.race([this.deps.source.ackBarrier().catch(() => undefined), sleep(ACK_BARRIER_TIMEOUT_MS)]);
       await forgetAckedStamps(ctx);
-      ctx.fail(new SessionStopped('stopped'));
+      const unfinished = ctx.unsettled.size;
+      ctx.finish(unfinished === 0 ? { kind: 'drained' } : { kind: 'stopped', unfinished });
     }
     return this.finished;
   }
 
   private accept(delivery: SourceDelivery): void {
     const ctx = this.ctx;
-    // After a failure or during a drain the message is left unacked: the broker redelivers it.
-    if (ctx.failure || ctx.draining) return;
+    // After the end or during a drain the message is left unacked: the broker redelivers it.
+    if (ctx.ended || ctx.draining) return;
     this.seq += 1;
-    const job = new Job(delivery, performance.now(), `${this.deps.tokenPrefix}.${this.seq}`, this.prepareJob);
+    const job = new Job(delivery, performance.now(), `${this.deps.tokenPrefix}.${this.seq}`);
+    job.startPreparing(this.prepareJob);
     ctx.unsettled.add(job);
     ctx.bytes.received(delivery.message.body.length);
     ctx.pending.push(job);
@@ -289,23 +288,17 @@ export class BridgeSession {
   }
 
   private setBlocked(blocked: boolean, reason?: string): void {
-    const ctx = this.ctx;
-    if (blocked === ctx.blocked) return;
-    ctx.blocked = blocked;
-    if (blocked) {
-      ctx.log.warn({ reason }, 'target broker blocked publishing (flow control): holding messages');
-    } else {
-      ctx.log.info('target broker unblocked publishing: resuming');
-      ctx.sendable.wake();
-    }
-    this.deps.observer?.conditionChanged();
+    if (this.gate.setBlocked(blocked, reason)) this.deps.observer?.conditionChanged();
   }
 
-  /** The context's failure is set and its loops are woken: stop the timers and close. */
-  private ended(error: BridgeError): void {
+  /** The end is set and the context's loops are woken: wake the gate's, stop the timers and close. */
+  private ended(end: End): void {
+    this.gate.ended();
     if (this.barrierTimer) clearInterval(this.barrierTimer);
     if (this.renewTimer) clearInterval(this.renewTimer);
-    void teardown(this.ctx, error, this.resolveEnded);
+    void teardown(this.ctx)
+      .catch((err: unknown) => this.ctx.log.error({ err }, 'closing the session failed'))
+      .then(() => this.resolveEnded(end));
   }
 }
 

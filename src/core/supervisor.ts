@@ -16,7 +16,8 @@ import type { Logger } from '../shared/log.js';
 import type { Metrics, BridgeState } from './metrics.js';
 import type { SourceEndpoint, TargetEndpoint } from './ports.js';
 import { BridgeError, FatalBridgeError, TransientError, isProgrammerError, isTransient, redactUrl } from '../shared/errors.js';
-import { BridgeSession, type SessionEnd, type SessionObserver } from './session.js';
+import { BridgeSession, type SessionObserver } from './session.js';
+import { DRAINED, type End } from './end.js';
 import { CacheHorizonWatch } from './cache-horizon-watch.js';
 import { cacheAddress, targetTemplate } from '../config/target-address.js';
 import { computeState, readinessOf, type Phase, type Readiness } from './supervisor/state.js';
@@ -51,8 +52,6 @@ export interface SupervisorDeps {
   cacheSize?: number;
 }
 
-export type BridgeOutcome = { kind: 'stopped' } | { kind: 'failed'; error: BridgeError };
-
 /** Supervisors made in this process so far: each one's number goes into its owner tokens (see newSession). */
 let supervisorsMade = 0;
 
@@ -66,14 +65,15 @@ export class BridgeSupervisor {
   private sessionNo = 0;
   /** This supervisor's number in the process: a reload makes a new supervisor for a bridge, and sessionNo restarts. */
   private readonly serial = ++supervisorsMade;
-  private outcome?: Promise<BridgeOutcome>;
+  private outcome?: Promise<End>;
 
   // ---- what operators see ----
   private phase: Phase = 'starting';
   private state: BridgeState = 'starting';
   private since = Date.now();
   private lastError: { message: string; at: number } | null = null;
-  private operatorPaused = false;
+  /** The operator's pause: written here only, read by every session of this bridge (SessionDeps.pause). */
+  private readonly pauseSwitch = { paused: false };
   private cacheUntrusted = false;
   private restartRequested = false;
   private lastForwardAt: number | undefined;
@@ -124,7 +124,7 @@ export class BridgeSupervisor {
   }
 
   /** Starts the bridge; the promise resolves when it stopped for good. */
-  start(): Promise<BridgeOutcome> {
+  start(): Promise<End> {
     if (this.outcome === undefined) {
       this.monitor = setInterval(() => this.tick(), this.deps.monitorInterval ?? 1000);
       this.monitor.unref();
@@ -134,7 +134,7 @@ export class BridgeSupervisor {
   }
 
   /** Stops consuming, drains in-flight messages within `drainTimeoutMs`, closes. */
-  async stop(drainTimeoutMs: number): Promise<BridgeOutcome> {
+  async stop(drainTimeoutMs: number): Promise<End> {
     this.stopping = true;
     this.abort.abort();
     const current = this.current;
@@ -143,8 +143,8 @@ export class BridgeSupervisor {
     // that nobody holds: it would consume beside the bridge a reload puts in this one's place. It is drained too.
     const opened = await this.opening;
     if (opened !== undefined && opened !== current) await opened.drain(drainTimeoutMs);
-    await draining;
-    return this.outcome ?? { kind: 'stopped' };
+    const drained = await draining;
+    return (await this.outcome) ?? drained ?? DRAINED;
   }
 
   // ---- operator commands ----------------------------------------------------------------------------------------
@@ -154,17 +154,18 @@ export class BridgeSupervisor {
    * (a new session opens without consuming) until resume(), but not across a process restart.
    */
   async pause(): Promise<void> {
-    if (this.operatorPaused) return;
-    this.operatorPaused = true;
+    if (this.pauseSwitch.paused) return;
+    this.pauseSwitch.paused = true;
     this.log.info('paused by an operator: consuming stopped, in-flight messages finish');
     this.refreshState();
-    await this.current?.pause().catch((err: unknown) => this.log.debug({ err }, 'pause: stopping the consumer failed'));
+    const session = this.current;
+    if (session) await this.applyPause(session);
   }
 
   /** Consumes again. A source that cannot resume on its connection (STOMP) gets a new session. */
   async resume(): Promise<void> {
-    if (!this.operatorPaused) return;
-    this.operatorPaused = false;
+    if (!this.pauseSwitch.paused) return;
+    this.pauseSwitch.paused = false;
     this.log.info('resumed by an operator');
     this.watchdog.progressed(Date.now());
     const session = this.current;
@@ -175,18 +176,18 @@ export class BridgeSupervisor {
     await this.applyPause(session);
   }
 
-  /** Brings the session in line with the operator's pause, when they differ. */
+  /** Brings the session in line with the operator's pause (a no-op when it is already). */
   private async applyPause(session: BridgeSession): Promise<void> {
-    if (this.operatorPaused) {
-      await session.pause().catch((err: unknown) => this.log.debug({ err }, 'pause: stopping the consumer failed'));
+    if (this.pauseSwitch.paused) {
+      await session.followPause().catch((err: unknown) => this.log.debug({ err }, 'pause: stopping the consumer failed'));
       return;
     }
     try {
-      if (!(await session.resume())) await this.restart();
+      if (!(await session.followPause())) await this.restart();
     } catch (err) {
       const reason = `bridge '${this.bridge.name}': could not resume consuming: ${errorText(err)}`;
       // A bug is not a broker away: the bridge stops on it instead of reconnecting into it again.
-      session.end(
+      session.fail(
         err instanceof BridgeError ? err : isProgrammerError(err) ? new FatalBridgeError(reason, { cause: err }) : new TransientError(reason, { cause: err }),
       );
     }
@@ -226,7 +227,7 @@ export class BridgeSupervisor {
       name: this.bridge.name,
       state: this.state,
       since: new Date(this.since).toISOString(),
-      paused: this.operatorPaused,
+      paused: this.pauseSwitch.paused,
       source: describeSource(this.bridge),
       target: describeTarget(this.bridge),
       lastError: this.lastError ? { message: this.lastError.message, at: new Date(this.lastError.at).toISOString() } : null,
@@ -244,7 +245,7 @@ export class BridgeSupervisor {
 
   /** Ready = not paused by an operator and connected (source, target, cache), or paused; and not stalled. */
   readiness(): Readiness {
-    return readinessOf(this.bridge.name, this.state, this.phase, this.operatorPaused, this.lastError?.message);
+    return readinessOf(this.bridge.name, this.state, this.phase, this.pauseSwitch.paused, this.lastError?.message);
   }
 
   // ---- state -----------------------------------------------------------------------------------------------------
@@ -258,7 +259,7 @@ export class BridgeSupervisor {
   private refreshState(): void {
     const state = computeState({
       phase: this.phase,
-      operatorPaused: this.operatorPaused,
+      operatorPaused: this.pauseSwitch.paused,
       stalled: this.watchdog.stalled,
       session: this.current?.conditions,
       cacheProbeDown: this.cacheProbe.down,
@@ -306,7 +307,7 @@ export class BridgeSupervisor {
       this.noteError(stall.message);
       this.log.error({ inFlight: stall.inFlight, waiting: stall.waiting, quietMs: stall.quietMs }, stall.message);
       this.refreshState();
-      connected.end(new TransientError(stall.message));
+      connected.fail(new TransientError(stall.message));
     }
   }
 
@@ -316,7 +317,7 @@ export class BridgeSupervisor {
     this.setPhase(state === 'running' ? 'connected' : state);
   }
 
-  private async run(): Promise<BridgeOutcome> {
+  private async run(): Promise<End> {
     this.setState('starting');
     let firstConnect = true;
     while (!this.stopping) {
@@ -331,20 +332,19 @@ export class BridgeSupervisor {
       this.current = session;
       if (this.stopping) {
         // stop() came while we were connecting: it drains the session this attempt opened (see stop()).
-        await session.finished;
-        break;
+        return this.stopped(await session.finished, session.inFlight);
       }
       this.watchdog.sessionStarted(Date.now());
       // A pause or resume that came while the session was opening found no session to act on.
-      if (session.conditions.paused !== this.operatorPaused) void this.applyPause(session);
+      void this.applyPause(session);
       this.setState('running');
-      this.log.info(this.operatorPaused ? 'bridge running (paused: not consuming)' : 'bridge running');
-      const end: SessionEnd = await session.finished;
+      this.log.info(this.pauseSwitch.paused ? 'bridge running (paused: not consuming)' : 'bridge running');
+      const end: End = await session.finished;
       this.current = undefined;
       this.depth.forget();
-      if (this.stopping) break;
-      if (end.kind === 'stopped') {
-        if (!this.restartRequested) break;
+      if (this.stopping) return this.stopped(end, session.inFlight);
+      if (end.kind !== 'failed') {
+        if (!this.restartRequested) return this.stopped(end, session.inFlight);
         this.restartRequested = false;
         this.log.info('restarting: starting a new session');
         this.setState('reconnecting');
@@ -357,12 +357,21 @@ export class BridgeSupervisor {
       this.log.warn({ err: end.error }, `connection lost, reconnecting: ${end.error.message}`);
       await abortableWait(this.bridge.retryInterval, this.abort.signal);
     }
-    this.setState('stopped');
-    this.log.info('bridge stopped');
-    return { kind: 'stopped' };
+    return this.stopped(DRAINED, 0);
   }
 
-  private failed(err: unknown): BridgeOutcome {
+  /**
+   * Stopped at someone's request: the bridge ends as its last session did — also when that session failed during the
+   * stop (a connection lost while draining), since the stop was asked for: then as stopped with what it left unacked.
+   */
+  private stopped(end: End, unfinished: number): End {
+    this.setState('stopped');
+    this.log.info('bridge stopped');
+    if (end.kind !== 'failed') return end;
+    return unfinished === 0 ? DRAINED : { kind: 'stopped', unfinished };
+  }
+
+  private failed(err: unknown): End {
     const error = err instanceof BridgeError ? err : new FatalBridgeError(err instanceof Error ? err.message : String(err), { cause: err });
     this.noteError(error.message);
     this.setState('failed');
@@ -391,7 +400,7 @@ export class BridgeSupervisor {
     // Fail closed: no consuming before the duplicate-ID cache answers.
     await this.deps.cache.ping();
     const session = this.newSession();
-    await session.open({ paused: this.operatorPaused });
+    await session.open();
     return session;
   }
 
@@ -410,6 +419,7 @@ export class BridgeSupervisor {
       // starts again at session 1, and two sessions with one prefix would take each other's reservations for their own.
       tokenPrefix: `${this.deps.instanceId}.${this.serial}.${this.sessionNo}`,
       observer: this.observer,
+      pause: this.pauseSwitch,
     });
   }
 }

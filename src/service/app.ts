@@ -17,7 +17,7 @@ import { cacheAddress } from '../config/target-address.js';
 import { createEndpoints } from '../endpoints/create-endpoints.js';
 import { startHttpServer } from './http-server.js';
 import { Metrics } from '../core/metrics.js';
-import type { BridgeOutcome } from '../core/supervisor.js';
+import type { End } from '../core/end.js';
 import { BridgeSet } from './bridge-set.js';
 import { Reloader } from './reload.js';
 
@@ -100,7 +100,7 @@ export async function runService(config: Config, log: Logger, env: Readonly<Reco
   process.on('SIGINT', onSignal);
   process.on('SIGHUP', onHangup);
 
-  const failed: BridgeOutcome[] = await set.ended;
+  const failed: End[] = await set.ended;
   process.off('SIGTERM', onSignal);
   process.off('SIGINT', onSignal);
   process.off('SIGHUP', onHangup);

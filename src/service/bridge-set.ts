@@ -8,7 +8,8 @@ import type { BridgeConfig } from '../config/types.js';
 import type { Logger } from '../shared/log.js';
 import type { IdCache } from '../core/id-cache.js';
 import type { Metrics } from '../core/metrics.js';
-import { BridgeSupervisor, type BridgeEndpoints, type BridgeOutcome } from '../core/supervisor.js';
+import { BridgeSupervisor, type BridgeEndpoints } from '../core/supervisor.js';
+import type { End } from '../core/end.js';
 
 export interface BridgeSetDeps {
   cache: IdCache;
@@ -32,7 +33,7 @@ interface Entry {
   bridge: BridgeConfig;
   key: string;
   supervisor: BridgeSupervisor;
-  outcome: BridgeOutcome | undefined;
+  outcome: End | undefined;
   /** Stopped by a reload (removed or replaced): its end is not the process's business. */
   retired: boolean;
 }
@@ -45,9 +46,9 @@ function keyOf(bridge: BridgeConfig): string {
 export class BridgeSet {
   private readonly entries = new Map<string, Entry>();
   private stopping = false;
-  private resolveEnded!: (failed: BridgeOutcome[]) => void;
+  private resolveEnded!: (failed: End[]) => void;
   /** Resolves when every bridge has ended: after stopAll(), or when each one ended on its own (failed for good). */
-  readonly ended = new Promise<BridgeOutcome[]>((r) => (this.resolveEnded = r));
+  readonly ended = new Promise<End[]>((r) => (this.resolveEnded = r));
 
   constructor(
     private readonly deps: BridgeSetDeps,

@@ -23,7 +23,9 @@ import { randomBytes } from 'node:crypto';
 import { createIdCache } from '../cache/create-id-cache.js';
 import { createEndpoints } from '../endpoints/create-endpoints.js';
 import { Metrics, type BridgeCounters } from '../core/metrics.js';
-import { BridgeSupervisor, type BridgeEndpoints, type BridgeOutcome } from '../core/supervisor.js';
+import { BridgeSupervisor, type BridgeEndpoints } from '../core/supervisor.js';
+import { decorateSource } from '../core/decorate-source.js';
+import type { End } from '../core/end.js';
 
 export const EXIT_MOVE_DEAD_LETTERED = 3;
 export const EXIT_MOVE_INTERRUPTED = 130;
@@ -65,79 +67,65 @@ export interface MoveOptions {
 
 const PROGRESS_EVERY_MS = 250;
 
+/** What the move counts over all its sessions. */
+interface MoveCounts {
+  acked: number;
+  lastDeliveryAt: number;
+  /** --count: no more deliveries are taken once acked + in flight reach it. */
+  limit: number | undefined;
+}
+
 /**
- * The source of one session, counting what it admits and acks for the whole move. It refuses (leaves unacked, and
+ * The source of one session: the bridge's own source (delivery window, byte bound, pause and all: decorateSource passes
+ * every other member through), counting what it admits and acks for the whole move. It refuses (leaves unacked, and
  * stops the consumer) deliveries past a `--count`, so that no more than N are ever taken.
  */
-class CountingSource implements SourceEndpoint {
+class CountedSource {
   /** Admitted in this session and not acked yet. */
   inFlight = 0;
   private stopped = false;
+  readonly endpoint: SourceEndpoint;
 
   constructor(
     private readonly inner: SourceEndpoint,
-    private readonly shared: { acked: number; lastDeliveryAt: number; limit: number | undefined },
-  ) {}
-
-  get description(): string {
-    return this.inner.description;
-  }
-  get address(): string {
-    return this.inner.address;
+    private readonly counts: MoveCounts,
+  ) {
+    this.endpoint = decorateSource(inner, {
+      open: (handlers) => this.open(handlers),
+      ack: (delivery) => this.ack(delivery),
+    });
   }
 
-  open(handlers: SourceHandlers): Promise<void> {
-    this.shared.lastDeliveryAt = Date.now();
+  private open(handlers: SourceHandlers): Promise<void> {
+    this.counts.lastDeliveryAt = Date.now();
     return this.inner.open({
       onLost: (e) => handlers.onLost(e),
       onDelivery: (d) => {
-        this.shared.lastDeliveryAt = Date.now();
-        const limit = this.shared.limit;
-        if (limit !== undefined && this.shared.acked + this.inFlight >= limit) {
+        this.counts.lastDeliveryAt = Date.now();
+        const limit = this.counts.limit;
+        if (limit !== undefined && this.counts.acked + this.inFlight >= limit) {
           // Past the count: left unacknowledged, it goes back to the queue when the move closes.
-          if (!this.stopped) {
-            this.stopped = true;
-            void this.inner.stopConsuming().catch(() => undefined);
-          }
+          this.stop();
           return;
         }
         this.inFlight += 1;
         // The Nth taken: stop the consumer now, before the acks of those in flight make the broker push more.
-        if (limit !== undefined && !this.stopped && this.shared.acked + this.inFlight >= limit) {
-          this.stopped = true;
-          void this.inner.stopConsuming().catch(() => undefined);
-        }
+        if (limit !== undefined && this.counts.acked + this.inFlight >= limit) this.stop();
         handlers.onDelivery(d);
       },
     });
   }
 
-  ack(delivery: SourceDelivery): void {
-    this.inFlight -= 1;
-    this.shared.acked += 1;
-    this.inner.ack(delivery);
+  private stop(): void {
+    if (this.stopped) return;
+    this.stopped = true;
+    void this.inner.stopConsuming().catch(() => undefined);
   }
 
-  ackBarrier(): Promise<void> {
-    return this.inner.ackBarrier();
-  }
-  stopConsuming(): Promise<void> {
-    return this.inner.stopConsuming();
-  }
-  close(): Promise<void> {
-    return this.inner.close();
-  }
-  get brokerSelects(): boolean | undefined {
-    return this.inner.brokerSelects;
-  }
-  // Optional members stay absent when the inner source lacks them: the supervisor tells sources apart by them.
-  get resumeConsuming(): SourceEndpoint['resumeConsuming'] {
-    const inner = this.inner;
-    return inner.resumeConsuming ? () => inner.resumeConsuming!() : undefined;
-  }
-  get depth(): SourceEndpoint['depth'] {
-    const inner = this.inner;
-    return inner.depth ? () => inner.depth!() : undefined;
+  private ack(delivery: SourceDelivery): void {
+    this.inFlight -= 1;
+    this.counts.acked += 1;
+    this.inner.ack(delivery);
   }
 }
 
@@ -147,12 +135,12 @@ export async function moveBridge(config: Config, given: BridgeConfig, o: MoveOpt
   const bridge = o.until.kind === 'count' ? { ...given, prefetch: Math.min(given.prefetch, o.until.count) } : given;
   const metrics = new Metrics('move', { defaultMetrics: false });
   const cache = createIdCache(config.idCache, o.log.child({ component: 'id-cache' }));
-  const shared = { acked: 0, lastDeliveryAt: Date.now(), limit: o.until.kind === 'count' ? o.until.count : undefined };
-  let current: CountingSource | undefined;
+  const shared: MoveCounts = { acked: 0, lastDeliveryAt: Date.now(), limit: o.until.kind === 'count' ? o.until.count : undefined };
+  let current: CountedSource | undefined;
   const endpoints = (b: BridgeConfig, log: Logger): BridgeEndpoints => {
     const e = createEndpoints(b, log);
-    current = new CountingSource(e.source, shared);
-    return { ...e, source: current };
+    current = new CountedSource(e.source, shared);
+    return { ...e, source: current.endpoint };
   };
   const supervisor = new BridgeSupervisor(bridge, {
     cache,
@@ -166,7 +154,7 @@ export async function moveBridge(config: Config, given: BridgeConfig, o: MoveOpt
   const counters = () => metrics.countersOf(bridge.name);
   let total: number | undefined = o.until.kind === 'count' ? o.until.count : undefined;
   let interrupted = false;
-  let outcome: BridgeOutcome | undefined;
+  let outcome: End | undefined;
   const running = supervisor.start().then((r) => (outcome = r));
 
   const settledNow = async (): Promise<number> => {
@@ -182,11 +170,12 @@ export async function moveBridge(config: Config, given: BridgeConfig, o: MoveOpt
       emptySeen = 0;
       return false;
     }
-    if (source.depth === undefined) return Date.now() - shared.lastDeliveryAt >= o.until.idleMs;
+    const endpoint = source.endpoint;
+    if (endpoint.depth === undefined) return Date.now() - shared.lastDeliveryAt >= o.until.idleMs;
     const deliveredBefore = shared.lastDeliveryAt;
     let depth: number;
     try {
-      depth = await source.depth();
+      depth = await endpoint.depth();
     } catch {
       emptySeen = 0;
       return false;

@@ -47,6 +47,8 @@ class CountingSource extends FakeSource {
 function setup(over: Partial<BridgeConfig> = {}, source: FakeSource = new CountingSource(), opts: { deadLetter?: boolean } = {}) {
   const target = new FakeTarget();
   const deadLetter = opts.deadLetter ? new FakeTarget('fake://dlq') : undefined;
+  // The operator's pause, as a supervisor owns it: set it, then ask the session to follow.
+  const pause = { paused: false };
   const session = new BridgeSession({
     bridge: testBridgeConfig({ maxInFlightBytes: 1000, ...over }),
     source,
@@ -56,8 +58,19 @@ function setup(over: Partial<BridgeConfig> = {}, source: FakeSource = new Counti
     log: silentLogger,
     metrics: new Metrics(),
     tokenPrefix: 'unit',
+    pause,
   });
-  return { source, target, deadLetter, session };
+  const operator = {
+    pause: () => {
+      pause.paused = true;
+      return session.followPause();
+    },
+    resume: () => {
+      pause.paused = false;
+      return session.followPause();
+    },
+  };
+  return { source, target, deadLetter, session, operator };
 }
 
 /** Lets the session's source calls (chained promises) run. */
@@ -149,7 +162,7 @@ describe('BridgeSession with max-in-flight-bytes', () => {
   });
 
   it('never resumes a source an operator paused, and an operator resume does not lift the bound while above it', async () => {
-    const { source, target, session } = setup();
+    const { source, target, session, operator } = setup();
     target.outcome = () => 'hold';
     await session.open();
     for (let i = 0; i < 4; i++) source.deliver(msg(i, 300));
@@ -157,13 +170,13 @@ describe('BridgeSession with max-in-flight-bytes', () => {
     expect(source.consuming).toBe(false);
 
     // Paused while the bound holds; then everything settles: the bound lets go, the pause does not.
-    await session.pause();
+    await operator.pause();
     target.held.splice(0).forEach((r) => r());
     await until('4 acked', () => source.acked.length === 4, quick());
     await settleCalls();
     expect(session.inFlightBytes).toBe(0);
     expect(source.consuming).toBe(false);
-    expect(await session.resume()).toBe(true);
+    expect(await operator.resume()).toBe(true);
     expect(source.consuming).toBe(true);
 
     // Over the bound again; an operator's pause and resume in between leave the consumer stopped until it is below.
@@ -171,8 +184,8 @@ describe('BridgeSession with max-in-flight-bytes', () => {
     await until('8 sent', () => target.sent.length === 8, quick());
     await settleCalls();
     expect(source.consuming).toBe(false);
-    await session.pause();
-    expect(await session.resume()).toBe(true);
+    await operator.pause();
+    expect(await operator.resume()).toBe(true);
     expect(session.conditions.paused).toBe(false);
     await settleCalls();
     expect(source.consuming).toBe(false);
@@ -252,7 +265,7 @@ describe('BridgeSession with max-in-flight-bytes', () => {
     target.held.splice(0).forEach((r) => r()); // below: a resume is queued behind it
     await until('acked', () => source.acked.length === 1, quick());
     const end = await session.drain(1000);
-    expect(end).toEqual({ kind: 'stopped' });
+    expect(end).toEqual({ kind: 'drained' });
     expect(source.consuming).toBe(false);
     expect(source.maxActive).toBe(1);
   });

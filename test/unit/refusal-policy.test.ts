@@ -4,7 +4,7 @@
  */
 import { describe, expect, it } from 'vitest';
 import { refusalAction, TARGET_FULL, type RefusalAction } from '../../src/core/session/refusal-policy.js';
-import { pauseBefore } from '../../src/core/session/target-full.js';
+import { pauseBefore } from '../../src/core/session/target-gate.js';
 import { fullRefusal } from '../../src/endpoints/stomp/stomp-target.js';
 import { FatalBridgeError, MessageRejectedError, TransientError } from '../../src/shared/errors.js';
 
@@ -28,6 +28,14 @@ const table: [string, unknown, number, RefusalAction][] = [
 describe('refusalAction', () => {
   it.each(table)('%s → %s', (_what, err, attempts, action) => {
     expect(refusalAction(err, attempts, MAX)).toBe(action);
+  });
+
+  it('alone on the target (a suspect, a probe of a full target), an ambiguous refusal is the message\'s own', () => {
+    const ambiguous = new MessageRejectedError('precondition-failed', 'too big', { ambiguous: true });
+    expect(refusalAction(ambiguous, 0, MAX, true)).toBe('resend');
+    expect(refusalAction(ambiguous, MAX - 1, MAX, true)).toBe('dead-letter');
+    expect(refusalAction(new MessageRejectedError(TARGET_FULL, 'nack'), 0, MAX, true)).toBe('wait-for-room');
+    expect(refusalAction(new TransientError('lost', { outcomeUnknown: true }), 0, MAX, true)).toBe('end-session');
   });
 
   it('with max-delivery-attempts 1, a refusal of the message dead-letters at once', () => {

@@ -285,6 +285,38 @@ describe('BridgeSession', () => {
     expect(target.sent.map((m) => m.headers._AMQ_DUPL_ID)).toEqual(['id-1', 'id-2', 'id-3']);
   });
 
+  it('a drain that runs out of time ends stopped, naming what stays unacked (a normal end, not a failure)', async () => {
+    const { source, target, session } = setup();
+    target.outcome = () => 'hold';
+    await session.open();
+    source.deliver(msg(1));
+    source.deliver(msg(2));
+    await until('2 sent', () => target.sent.length === 2, quick());
+    target.held.splice(0, 1).forEach((r) => r());
+    expect(await session.drain(100)).toEqual({ kind: 'stopped', unfinished: 1 });
+    expect(source.acked).toEqual([1]);
+  });
+
+  it('a suspect resent alone whose outcome is lost is given back as uncertain: its redelivery is flagged', async () => {
+    const cache = new MemoryIdCache({ size: 100, lease: 1000 });
+    const { source, target, deadLetter, session } = setup({}, { cache, deadLetter: true });
+    target.outcome = () => 'hold';
+    await session.open();
+    source.deliver(msg(1));
+    source.deliver(msg(2));
+    await until('2 sent', () => target.sent.length === 2, quick());
+    // Refused without saying which: each is resent alone; the first resend's connection is lost before its confirm.
+    target.heldReject.splice(0).forEach((r) => r(new MessageRejectedError('precondition-failed', 'channel closed', { ambiguous: true })));
+    await until('a suspect resent', () => target.sent.length === 3, quick());
+    target.heldReject.splice(0).forEach((r) => r(new TransientError('connection lost', { outcomeUnknown: true })));
+    await session.finished;
+    expect(source.acked).toEqual([]);
+    expect(deadLetter!.sent).toEqual([]);
+    // The next session's reservation of that ID: the copy may be at the target, so its resend must carry the flag.
+    const suspect = text(target.sent[2]!.headers._AMQ_DUPL_ID);
+    expect(await cache.reserve('fake://target', suspect, 'next.1')).toEqual({ status: 'reserved', possibleDuplicate: true });
+  });
+
   it('drains on stop: stops consuming, finishes in-flight messages, then closes', async () => {
     const { source, target, session } = setup();
     target.outcome = () => 'hold';
@@ -295,7 +327,7 @@ describe('BridgeSession', () => {
     await sleep(20);
     expect(source.consuming).toBe(false);
     target.held.forEach((r) => r());
-    expect(await drained).toEqual({ kind: 'stopped' });
+    expect(await drained).toEqual({ kind: 'drained' });
     expect(source.acked).toEqual([1]);
     expect(source.closed && target.closed).toBe(true);
   });

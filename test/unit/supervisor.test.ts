@@ -205,7 +205,7 @@ describe('BridgeSupervisor: operations', () => {
     const stopped = supervisor.stop(500);
     release();
     await stopped;
-    expect(await outcome).toEqual({ kind: 'stopped' });
+    expect(await outcome).toEqual({ kind: 'drained' });
     await sleep(50);
     expect(sources).toHaveLength(1);
     // Opened after the stop, then drained and closed: not left consuming beside whatever replaces this bridge.

@@ -1,5 +1,5 @@
 /**
- * The duplicate-ID cache, failing closed (DESIGN §4): a session's cache calls are retried with backoff while the cache
+ * The duplicate-ID cache, failing closed (docs/design.md §4.5): a session's cache calls are retried with backoff while the cache
  * is unreachable and the session lives. Whatever waits on a call waits with it, so nothing is forwarded unchecked and
  * nothing is acked meanwhile; the flow resumes by itself when the cache answers again.
  */
@@ -7,7 +7,8 @@ import type { Logger } from '../../shared/log.js';
 import type { Metrics } from '../metrics.js';
 import type { SessionObserver } from './deps.js';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { isTransient, type BridgeError } from '../../shared/errors.js';
+import { isTransient } from '../../shared/errors.js';
+import { SessionOver } from '../end.js';
 
 const CACHE_RETRY_MIN_MS = 100;
 const CACHE_RETRY_MAX_MS = 2000;
@@ -17,8 +18,8 @@ export interface CacheRetryDeps {
   log: Logger;
   metrics: Metrics;
   observer: SessionObserver | undefined;
-  /** The session's failure once it ended: retrying stops then, and the call rejects with it. */
-  failure: () => BridgeError | undefined;
+  /** True once the session ended: retrying stops then, and the call rejects with SessionOver. */
+  ended: () => boolean;
 }
 
 export class CacheRetry {
@@ -35,8 +36,7 @@ export class CacheRetry {
    * commit group: ~0.6 KB of garbage each, lever 4 of issue 23); the retries are in again().
    */
   call<T>(call: () => Promise<T>, op: string): Promise<T> {
-    const failure = this.deps.failure();
-    if (failure) return Promise.reject(failure);
+    if (this.deps.ended()) return Promise.reject(new SessionOver());
     const started = performance.now();
     let first: Promise<T>;
     try {
@@ -82,8 +82,7 @@ export class CacheRetry {
       }
       await sleep(delay);
       delay = Math.min(delay * 2, CACHE_RETRY_MAX_MS);
-      const failure = this.deps.failure();
-      if (failure) throw failure;
+      if (this.deps.ended()) throw new SessionOver();
       started = performance.now();
       try {
         const result = await call();

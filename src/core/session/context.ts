@@ -1,21 +1,23 @@
 /**
- * What the stages of one session share: its dependencies, the messages it holds, the conditions that hold the send
- * loop, the signals its loops wait on, and its end. Each stage is a module of functions over this context
- * (see ../session.ts for the map).
+ * What the stages of one session share (docs/design.md §7.1): its dependencies, the messages it holds and their
+ * queue to the send loop, the signals its loops wait on, and its end. Each stage is a module of functions over this
+ * context (see ../session.ts for the map); what holds sends back belongs to the target gate (./target-gate.ts), not
+ * here.
  */
 import type { BridgeConfig } from '../../config/types.js';
 import type { Logger } from '../../shared/log.js';
 import type { SessionDeps } from './deps.js';
-import type { Forwarding, Job, StampHold } from './job.js';
+import type { Job, StampHold } from './job.js';
+import type { CommitGroup } from './commit-group.js';
+import type { AddressTemplate } from '../../routing/address-template.js';
+import type { End } from '../end.js';
 import { BridgeError, FatalBridgeError } from '../../shared/errors.js';
 import { Deque } from '../../shared/deque.js';
 import { Signal } from '../../shared/signal.js';
 import { StampClaims } from '../stamp-claim.js';
 import { ByteBound } from './byte-bound.js';
 import { CacheRetry } from './cache-retry.js';
-import type { CommitGroup } from './commit-group.js';
 import { targetTemplate } from '../../config/target-address.js';
-import type { AddressTemplate } from '../../routing/address-template.js';
 
 export class SessionContext {
   readonly cfg: BridgeConfig;
@@ -28,61 +30,34 @@ export class SessionContext {
   /** The target's address template (./route.ts); undefined for a fixed target. */
   readonly template: AddressTemplate | undefined;
 
-  /** Set once, by fail(): from then on nothing is acked, every loop stops and teardown runs. */
-  failure: BridgeError | undefined = undefined;
   /** Messages received and not settled (acked) yet. */
   readonly unsettled = new Set<Job>();
   /** The bytes of their bodies, against max-in-flight-bytes (./byte-bound.ts). */
   readonly bytes: ByteBound;
 
-  // The send loop (./send-loop.ts): jobs in source order, and what holds it.
+  /** The send loop's work (./send-loop.ts): jobs in source order. */
   readonly pending = new Deque<Job>();
-  /** Jobs that were busy and are now resolved; the loop takes them before the next pending one. */
+  /** Jobs coming back to the send loop (parked ones resolved, held ones the target has room for): taken first. */
   readonly retried: Job[] = [];
-  /** Stopping: no more intake, and a partial batch goes out at once. */
-  draining = false;
-  /** The target blocks publishing (flow control). */
-  blocked = false;
-
-  // Sending (./send.ts, ./isolate.ts).
-  /** Sends written to the target and not settled yet (a batch counts once). */
-  sendsInFlight = 0;
-  /** Messages refused ambiguously, resent one at a time while nothing else is in flight (see ./isolate.ts). */
-  readonly suspects: Forwarding[] = [];
-  isolating = false;
-  /** Messages the target refused as full, sent again one at a time after a pause (see ./target-full.ts). */
-  readonly held: Forwarding[] = [];
-  /** When the target last started refusing as full (Date.now()); undefined while it takes messages. */
-  targetFullSince: number | undefined = undefined;
-  /** When the target last took everything held (Date.now()); 0 = never full. */
-  targetFullEndedAt = 0;
-  waitingForRoom = false;
-
-  /** The broker's selector passed a message the bridge's filter does not select: warned once (./filter.ts). */
-  filterDisagreed = false;
 
   /** Confirmed jobs whose IDs wait to be committed, one group per address (./settle.ts). */
   readonly commitGroups = new Map<string, CommitGroup>();
-
   /** Stamp records of acked messages, forgotten at the next ack barrier (./stamps.ts). */
-  stampsToForget: StampHold[] = [];
+  readonly stampsToForget: StampHold[] = [];
 
-  // What the session's loops wait on (each loops `while (…) await signal.wait()`); fail() wakes them all.
-  /** The send loop, idle: a delivery arrived, or a parked job is ready again. */
+  // What the session's loops wait on (each loops `while (…) await signal.wait()`); the end wakes them all.
+  /** The send loop, idle: a delivery arrived, or a job came back. */
   readonly work = new Signal();
-  /** The send loop, held: the target unblocked, or isolation ended. */
-  readonly sendable = new Signal();
-  /** Isolation: no send is in flight any more. */
-  readonly sendsIdle = new Signal();
   /** A drain: nothing is unsettled any more. */
   readonly allSettled = new Signal();
-  /** A full target's pause (only ever ended early by fail()). */
-  readonly roomPause = new Signal();
+
+  private ending: End | undefined = undefined;
+  private drainingNow = false;
 
   constructor(
     readonly deps: SessionDeps,
-    /** Called once, right after the failure is set: stops the session's timers and tears it down. */
-    private readonly onFailed: (error: BridgeError) => void,
+    /** Called once, right after the end is set: wakes what waits elsewhere, stops the timers, tears the session down. */
+    private readonly onEnded: (end: End) => void,
     /** Called when the bytes in flight exceed max-in-flight-bytes (true) and when they fall back below it (false). */
     onByteBound: (over: boolean) => void = () => undefined,
     /** Called with a new delivery window (messages), for a source that has setWindow. */
@@ -106,7 +81,7 @@ export class SessionContext {
       log: deps.log,
       metrics: deps.metrics,
       observer: deps.observer,
-      failure: () => this.failure,
+      ended: () => this.ended,
     });
     this.claims = new StampClaims({
       cache: deps.cache,
@@ -117,28 +92,48 @@ export class SessionContext {
     });
   }
 
-  sendStarted(): void {
-    this.sendsInFlight += 1;
+  /** The session has ended (drained, stopped or failed): nothing more is acked, every loop stops. */
+  get ended(): boolean {
+    return this.ending !== undefined;
   }
 
-  sendSettled(): void {
-    this.sendsInFlight -= 1;
-    if (this.sendsInFlight === 0) this.sendsIdle.wake();
+  /** How it ended; undefined while it runs. */
+  get end(): End | undefined {
+    return this.ending;
   }
 
-  /** Ends the session (once): nothing unconfirmed is acked, and the broker redelivers it. */
+  /** A drain has begun: no more intake, and a partial batch goes out at once. */
+  get draining(): boolean {
+    return this.drainingNow;
+  }
+
+  startDraining(): void {
+    this.drainingNow = true;
+  }
+
+  /** Hands jobs back to the send loop, ahead of new deliveries. */
+  requeue(jobs: readonly Job[]): void {
+    if (jobs.length === 0) return;
+    this.retried.push(...jobs);
+    this.work.wake();
+  }
+
+  /** Ends the session with a failure (once): nothing unconfirmed is acked, and the broker redelivers it. */
   fail(err: unknown): void {
-    if (this.failure) return;
+    if (this.ending) return;
     const error =
       err instanceof BridgeError
         ? err
         : new FatalBridgeError(`bridge '${this.cfg.name}' hit an unexpected error: ${err instanceof Error ? err.message : String(err)}`, { cause: err });
-    this.failure = error;
+    this.finish({ kind: 'failed', error });
+  }
+
+  /** Ends the session (once) as `end` says. */
+  finish(end: End): void {
+    if (this.ending) return;
+    this.ending = end;
     this.work.wake();
-    this.sendable.wake();
-    this.sendsIdle.wake();
     this.allSettled.wake();
-    this.roomPause.wake();
-    this.onFailed(error);
+    this.onEnded(end);
   }
 }

@@ -1,7 +1,8 @@
 /**
- * A message the target refuses (DESIGN §6): sent again up to max-delivery-attempts, then moved to the dead-letter
- * destination with headers saying why, and only then acked. With no usable dead-letter destination the bridge stops
- * instead of dropping it.
+ * The dead-letter destination (docs/design.md §6.2): a message the target refused max-delivery-attempts times (the
+ * target gate counts them, ./target-gate.ts), one whose address cannot be resolved, and one the filter does not select
+ * under `filter-miss: dead-letter` go there with headers saying why, and only then is the source acked. With no
+ * usable dead-letter destination the bridge stops instead of dropping it.
  */
 import type { SessionContext } from './context.js';
 import type { BridgeMessage } from '../message.js';
@@ -21,18 +22,6 @@ export const DEAD_LETTER_HEADERS = {
   attempts: 'x-bridge-delivery-attempts',
   time: 'x-bridge-dead-lettered-at',
 } as const;
-
-/**
- * Counts a refusal of the message against max-delivery-attempts (./refusal-policy.ts decided it is one); `resending`
- * says whether it goes out again (logged) or is dead-lettered next.
- */
-export function countRefusal(ctx: SessionContext, sending: Forwarding, err: MessageRejectedError, resending: boolean): void {
-  sending.attempts += 1;
-  ctx.deps.metrics.rejections.inc({ bridge: ctx.cfg.name, reason: err.reason });
-  if (resending) {
-    ctx.log.warn({ duplicateId: sending.id, attempt: sending.attempts, reason: err.reason, err }, 'target refused a message: sending it again');
-  }
-}
 
 /**
  * Sends `original` to the dead-letter destination with the headers saying why (`attempts`: how often the target refused
@@ -83,7 +72,7 @@ export async function deadLetter(ctx: SessionContext, sending: Forwarding, err: 
     const address = addressOf(ctx, job);
     await ctx.cacheRetry.call(() => ctx.deps.cache.release(address, id, job.token, false), 'release');
   }
-  job.state = { stage: 'dead-lettered', id };
+  job.moveTo({ stage: 'dead-lettered', id });
   // Handled, though its ID is not recorded at the target: a redelivery that takes this stamp must be dropped.
   const stamp = job.stamp;
   if (stamp !== undefined) {

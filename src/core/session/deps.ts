@@ -18,6 +18,14 @@ export interface SessionObserver {
   conditionChanged(): void;
 }
 
+/**
+ * The operator's pause of a bridge, owned and written by its supervisor (../supervisor.ts pause/resume); a session
+ * reads it when it opens and whenever BridgeSession.followPause() is called.
+ */
+export interface PauseSwitch {
+  readonly paused: boolean;
+}
+
 export interface SessionDeps {
   bridge: BridgeConfig;
   source: SourceEndpoint;
@@ -29,4 +37,6 @@ export interface SessionDeps {
   /** Unique per process and session; prefixes every owner token. */
   tokenPrefix: string;
   observer?: SessionObserver;
+  /** The operator's pause; absent: never paused. */
+  pause?: PauseSwitch;
 }

@@ -17,6 +17,9 @@ import type { Job } from './job.js';
 import { sendToDeadLetter } from './dead-letter.js';
 import { settle } from './settle.js';
 
+/** Sessions that have warned once that the broker's selector and the bridge's filter disagree. */
+const disagreedIn = new WeakSet<SessionContext>();
+
 /** The reason a filtered message carries in the dead-letter destination. */
 export const FILTER_MISS_REASON = 'filter-miss';
 
@@ -42,7 +45,7 @@ async function deadLetterMiss(ctx: SessionContext, job: Job): Promise<void> {
   // The configuration refuses filter-miss: dead-letter without a dead-letter destination; never drop silently anyway.
   const detail = `not selected by the filter: ${ctx.cfg.filter?.text ?? ''}`;
   await sendToDeadLetter(ctx, job.delivery.message, { reason: FILTER_MISS_REASON, detail }, what);
-  if (ctx.failure) return;
+  if (ctx.ended) return;
   ctx.deps.metrics.filtered.inc({ bridge: ctx.cfg.name, outcome: 'dead-lettered' });
   ctx.log.debug({ deadLetter: ctx.deps.deadLetter?.description }, 'message not selected by the filter moved to the dead-letter destination');
   settle(ctx, job);
@@ -51,11 +54,11 @@ async function deadLetterMiss(ctx: SessionContext, job: Job): Promise<void> {
 /** The broker selected a message the bridge does not: said once per session (a warning), then at debug. */
 function disagreement(ctx: SessionContext, job: Job): void {
   const fields = { filter: ctx.cfg.filter?.text, filterMiss: ctx.cfg.filterMiss, headers: Object.keys(job.delivery.message.headers) };
-  if (ctx.filterDisagreed) {
+  if (disagreedIn.has(ctx)) {
     ctx.log.debug(fields, "the broker's selector passed a message the bridge's filter does not select");
     return;
   }
-  ctx.filterDisagreed = true;
+  disagreedIn.add(ctx);
   ctx.log.warn(
     fields,
     `the broker's selector passed a message the bridge's filter does not select: the bridge's answer decides (filter-miss: ${ctx.cfg.filterMiss}); further ones are logged at debug`,

@@ -1,14 +1,15 @@
 /**
- * One source delivery on its way through a session, and the stage it is at:
+ * One source delivery on its way through a session, and the stage it is at (docs/design.md §7.3):
  *
  *   received ──prepare()──▶ forwarding ──confirmed by the target──▶ confirmed ──ID committed──▶ settled (acked)
  *                 │              └──refused max-delivery-attempts times──▶ dead-lettered ──▶ settled
  *                 ├──▶ filtered (the bridge's filter does not select it; nothing asked of the cache) ──▶ settled
+ *                 ├──▶ unresolved (its target address cannot be resolved) ──▶ dead-lettered ──▶ settled
  *                 ├──▶ duplicate ──▶ settled
- *                 └──▶ busy / claim-busy ──parked, prepared again──▶ (any of prepare()'s outcomes)
+ *                 └──▶ busy / claim-busy ──parked, prepared again──▶ (busy, claim-busy, duplicate or forwarding)
  *
- * A job that never reaches `settled` (the session ended first) stays unacked, and teardown gives back what its stage
- * says it holds (./teardown.ts).
+ * Job.moveTo() is the one way a stage changes, checked against MOVES below. A job that never reaches `settled` (the
+ * session ended first) stays unacked, and teardown gives back what its stage says it holds (./teardown.ts).
  */
 import type { BridgeMessage, SourceDelivery } from '../message.js';
 import type { ResolvedRoute } from '../../config/target-address.js';
@@ -112,26 +113,80 @@ export interface StampHold {
   leasedAt: number;
 }
 
+type Stage = JobState['stage'];
+
+/**
+ * The moves a job may make (the diagram above), the one table Job.moveTo() checks. Preparing again (a parked job)
+ * starts from busy or claim-busy; the send stages leave `forwarding` only for confirmed or dead-lettered (held,
+ * resent and suspect messages stay `forwarding`: the target gate keeps them, ./target-gate.ts).
+ */
+const MOVES: Readonly<Record<Stage, readonly Stage[]>> = {
+  received: ['filtered', 'unresolved', 'claim-busy', 'busy', 'duplicate', 'forwarding'],
+  'claim-busy': ['claim-busy', 'busy', 'duplicate', 'forwarding'],
+  busy: ['busy', 'duplicate', 'forwarding'],
+  filtered: ['settled'],
+  unresolved: ['dead-lettered'],
+  duplicate: ['settled'],
+  forwarding: ['confirmed', 'dead-lettered'],
+  confirmed: ['settled'],
+  'dead-lettered': ['settled'],
+  settled: [],
+};
+
+/** True when a job at `from` may move to `to` (see MOVES). */
+export function canMove(from: Stage, to: Stage): boolean {
+  return MOVES[from].includes(to);
+}
+
+/** A move the table does not allow: a bug in the session, never retried. */
+export class IllegalJobMove extends Error {
+  constructor(from: Stage, to: Stage) {
+    super(`a job cannot move from '${from}' to '${to}' (see MOVES in src/core/session/job.ts)`);
+    this.name = 'IllegalJobMove';
+  }
+}
+
 export class Job {
-  state: JobState = RECEIVED;
+  private current: JobState = RECEIVED;
+  private preparation: Promise<Prepared> | undefined = undefined;
   stamp: StampHold | undefined = undefined;
   /** Where it goes, for a templated target (./route.ts); undefined: the target's fixed address. */
   route: ResolvedRoute | undefined = undefined;
-  /** The latest prepare() of this job; the send loop awaits it in source order. */
-  prepared: Promise<Prepared>;
 
-  /** Starts preparing the job at once: `prepare` runs up to its first await before the constructor returns. */
   constructor(
     readonly delivery: SourceDelivery,
     /** performance.now() at delivery, for the forward-latency histogram. */
     readonly receivedAt: number,
     /** The owner token of every reservation and stamp this job holds. */
     readonly token: string,
-    prepare: (job: Job) => Promise<Prepared>,
-  ) {
-    this.prepared = prepare(this);
-    // The loop awaits `prepared` in order; an early rejection must not surface as unhandled in between.
-    this.prepared.catch(() => undefined);
+  ) {}
+
+  get state(): JobState {
+    return this.current;
+  }
+
+  /** The one way a job changes stage: throws IllegalJobMove for a move the table does not allow. */
+  moveTo<S extends JobState>(next: S): S {
+    if (!canMove(this.current.stage, next.stage)) throw new IllegalJobMove(this.current.stage, next.stage);
+    this.current = next;
+    return next;
+  }
+
+  /**
+   * Starts its preparation (its first, or again for a parked job): `run` is prepare() of ./prepare.ts, which resolves
+   * its duplicate ID and reserves it. The send loop awaits `prepared` in source order.
+   */
+  startPreparing(run: (job: Job) => Promise<Prepared>): void {
+    const preparation = run(this);
+    // The loop awaits it in order; an early rejection must not surface as unhandled in between.
+    preparation.catch(() => undefined);
+    this.preparation = preparation;
+  }
+
+  /** The latest preparation; a job is prepared from the moment the session takes it. */
+  get prepared(): Promise<Prepared> {
+    if (this.preparation === undefined) throw new Error('a job was sent on before its preparation started (a bug in the session)');
+    return this.preparation;
   }
 }
 

@@ -6,7 +6,7 @@
  */
 import type { SessionContext } from './context.js';
 import type { Job } from './job.js';
-import { prepare } from './resolve-id.js';
+import { prepare } from './prepare.js';
 
 const BUSY_RETRY_MS = 25;
 const BUSY_RETRY_MAX_MS = 250;
@@ -21,17 +21,13 @@ const BUSY_FAST_RETRY_FOR_MS = 2000;
 export function park(ctx: SessionContext, job: Job, since: number): void {
   const delay = Date.now() - since < BUSY_FAST_RETRY_FOR_MS ? BUSY_RETRY_MS : BUSY_RETRY_MAX_MS;
   setTimeout(() => {
-    if (ctx.failure) return;
-    job.prepared = prepare(ctx, job);
+    if (ctx.ended) return;
+    job.startPreparing((j) => prepare(ctx, j));
     job.prepared.then(
       (result) => {
-        if (ctx.failure) return;
-        if (result.stage === 'busy' || result.stage === 'claim-busy') {
-          park(ctx, job, since);
-        } else {
-          ctx.retried.push(job);
-          ctx.work.wake();
-        }
+        if (ctx.ended) return;
+        if (result.stage === 'busy' || result.stage === 'claim-busy') park(ctx, job, since);
+        else ctx.requeue([job]);
       },
       (err: unknown) => ctx.fail(err),
     );

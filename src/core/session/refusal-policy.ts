@@ -1,13 +1,13 @@
 /**
- * The one place that decides what the target's refusal of a message means (DESIGN §6). Every send path (a single
- * send, a batch member, a suspect resent alone, a message held while the target is full) asks refusalAction and does
- * what it says:
+ * The one place that decides what a failed send of a message means (docs/design.md §6.2). The target gate
+ * (./target-gate.ts) asks refusalAction after every failed attempt, whichever way the message was sent (pipelined, in
+ * a batch, alone to find a culprit, or alone to probe a full target), and does what it says:
  *
  * - `wait-for-room`: "not now" — the target is full (AMQP basic.nack: RabbitMQ's reject-publish overflow, a queue it
  *   cannot reach; ActiveMQ's ResourceAllocationException when sendFailIfNoSpace is on). Not the message's fault: no
- *   attempt is counted; the bridge takes no new work, waits, and sends it again (./target-full.ts).
- * - `isolate`: refused as one of several in flight, without saying which: resent alone, flagged, to find the culprit
- *   (./isolate.ts). No attempt is counted.
+ *   attempt is counted; the gate takes no new work, waits, and sends it again.
+ * - `isolate`: refused as one of several in flight, without saying which: resent alone, flagged, to find the culprit.
+ *   No attempt is counted. A message sent alone is never isolated: with nothing else in flight, a refusal names it.
  * - `resend`: refused for itself (too large, unroutable, access to that destination, a STOMP ERROR naming it): the
  *   attempt is counted and the message sent again, up to max-delivery-attempts;
  * - `dead-letter`: that was its last attempt: it goes to the dead-letter destination (./dead-letter.ts);
@@ -23,11 +23,11 @@ export const TARGET_FULL = 'target-full';
 
 /**
  * What to do after `err` ended a send of a message refused `attempts` times before (refusals counted against
- * max-delivery-attempts).
+ * max-delivery-attempts). `alone`: nothing else was in flight on the target, so a refusal is this message's own.
  */
-export function refusalAction(err: unknown, attempts: number, maxDeliveryAttempts: number): RefusalAction {
+export function refusalAction(err: unknown, attempts: number, maxDeliveryAttempts: number, alone = false): RefusalAction {
   if (!(err instanceof MessageRejectedError)) return 'end-session';
   if (err.reason === TARGET_FULL) return 'wait-for-room';
-  if (err.ambiguous) return 'isolate';
+  if (err.ambiguous && !alone) return 'isolate';
   return attempts + 1 < maxDeliveryAttempts ? 'resend' : 'dead-letter';
 }

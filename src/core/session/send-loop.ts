@@ -1,32 +1,34 @@
 /**
- * The ordered send loop: takes jobs in source order (parked jobs that resolved first), waits for each one's
- * preparation, and sends it — alone, or in batches of up to max-batch-size collected for at most max-batch-time.
- * Sends do not wait for confirmations: many are in flight at once, and they settle as confirmations arrive.
+ * The ordered send loop: takes jobs in source order (jobs coming back first: parked ones resolved, held ones the
+ * target has room for), waits for each one's preparation, and acts on it — forwards it through the target gate
+ * (./target-gate.ts), alone or in batches of up to max-batch-size collected for at most max-batch-time, or drops,
+ * filters, dead-letters or parks it. Sends do not wait for confirmations: many are in flight at once, and they
+ * settle as confirmations arrive. Before each send the loop asks the gate one question: may new sends go out?
  */
 import type { SessionContext } from './context.js';
-import type { Forwarding, Job } from './job.js';
+import type { Forwarding, Job, Prepared } from './job.js';
+import type { TargetGate } from './target-gate.js';
 import { filterMiss } from './filter.js';
 import { park } from './park.js';
-import { sendBatch, sendOne } from './send.js';
 import { dropDuplicate } from './settle.js';
 import { deadLetterUnresolved } from './dead-letter.js';
 
-export async function sendLoop(ctx: SessionContext): Promise<void> {
+export async function sendLoop(ctx: SessionContext, gate: TargetGate): Promise<void> {
   const batchSize = ctx.cfg.maxBatchSize;
   let batch: Forwarding[] = [];
   let batchStarted = 0;
   try {
-    while (!ctx.failure) {
-      const job = ctx.retried[0] ?? ctx.pending.peek();
+    while (!ctx.ended) {
+      const job = next(ctx);
       if (!job) {
         if (batch.length > 0) {
           const waited = Date.now() - batchStarted;
           // A full delivery window (prefetch, or fewer under max-in-flight-bytes: ./byte-bound.ts) or the byte bound's
           // stop brings no new deliveries: waiting would only add latency.
           if (waited >= ctx.cfg.maxBatchTime || ctx.unsettled.size >= ctx.bytes.window || ctx.bytes.over || ctx.draining) {
-            await untilSendable(ctx);
-            if (ctx.failure) break;
-            sendBatch(ctx, batch);
+            await gate.open();
+            if (ctx.ended) break;
+            gate.sendBatch(batch);
             batch = [];
             continue;
           }
@@ -37,35 +39,27 @@ export async function sendLoop(ctx: SessionContext): Promise<void> {
         continue;
       }
       const prepared = await job.prepared;
-      if (ctx.failure) break;
+      if (ctx.ended) break;
+      if (prepared.stage !== 'forwarding') {
+        takeNext(ctx, job);
+        act(ctx, job, prepared);
+        continue;
+      }
+      await gate.open();
+      if (ctx.ended) break;
+      // Jobs handed back while the gate was closed (held ones the target now has room for) are older than this one:
+      // they go first, so that the target sees source order.
+      if (next(ctx) !== job) continue;
       takeNext(ctx, job);
-      if (prepared.stage === 'busy' || prepared.stage === 'claim-busy') {
-        park(ctx, job, Date.now());
-        continue;
-      }
-      if (prepared.stage === 'filtered') {
-        filterMiss(ctx, job);
-        continue;
-      }
-      if (prepared.stage === 'duplicate') {
-        dropDuplicate(ctx, job, prepared);
-        continue;
-      }
-      if (prepared.stage === 'unresolved') {
-        void deadLetterUnresolved(ctx, job, prepared.reason).catch((e: unknown) => ctx.fail(e));
-        continue;
-      }
-      await untilSendable(ctx);
-      if (ctx.failure) break;
       if (batchSize > 1) {
         if (batch.length === 0) batchStarted = Date.now();
         batch.push(prepared);
         if (batch.length >= batchSize) {
-          sendBatch(ctx, batch);
+          gate.sendBatch(batch);
           batch = [];
         }
       } else {
-        sendOne(ctx, prepared);
+        gate.send(prepared);
       }
     }
   } catch (err) {
@@ -73,12 +67,28 @@ export async function sendLoop(ctx: SessionContext): Promise<void> {
   }
 }
 
-/**
- * Waits while the target blocks publishing (flow control), refuses as full (held messages go first), or suspects are
- * being resent one at a time.
- */
-async function untilSendable(ctx: SessionContext): Promise<void> {
-  while (!ctx.failure && (ctx.blocked || ctx.isolating || ctx.targetFullSince !== undefined)) await ctx.sendable.wait();
+/** What a job that is not forwarded comes to: parked, filtered out, dropped as a duplicate, or dead-lettered. */
+function act(ctx: SessionContext, job: Job, prepared: Exclude<Prepared, Forwarding>): void {
+  switch (prepared.stage) {
+    case 'busy':
+    case 'claim-busy':
+      park(ctx, job, Date.now());
+      return;
+    case 'filtered':
+      filterMiss(ctx, job);
+      return;
+    case 'duplicate':
+      dropDuplicate(ctx, job, prepared);
+      return;
+    case 'unresolved':
+      void deadLetterUnresolved(ctx, job, prepared.reason).catch((e: unknown) => ctx.fail(e));
+      return;
+  }
+}
+
+/** The job the loop takes next: one handed back first, else the next delivery. */
+function next(ctx: SessionContext): Job | undefined {
+  return ctx.retried[0] ?? ctx.pending.peek();
 }
 
 function takeNext(ctx: SessionContext, job: Job): void {

@@ -9,7 +9,7 @@ import { CommitGroup } from './commit-group.js';
 
 /** The target confirmed the message (`now`: performance.now()); commitAndAck() comes next. */
 export function confirm(ctx: SessionContext, sending: Forwarding, now: number): void {
-  sending.job.state = { stage: 'confirmed', id: sending.id };
+  sending.job.moveTo({ stage: 'confirmed', id: sending.id });
   ctx.deps.metrics.forwardLatency.observe({ bridge: ctx.cfg.name }, (now - sending.job.receivedAt) / 1000);
 }
 
@@ -71,8 +71,8 @@ export function dropDuplicate(ctx: SessionContext, job: Job, duplicate: Duplicat
 
 /** Acks the source; the job is done. */
 export function settle(ctx: SessionContext, job: Job): void {
-  if (job.state.stage === 'settled' || ctx.failure) return;
-  job.state = SETTLED;
+  if (job.state.stage === 'settled' || ctx.ended) return;
+  job.moveTo(SETTLED);
   ctx.deps.source.ack(job.delivery);
   ctx.unsettled.delete(job);
   ctx.bytes.settled(job.delivery.message.body.length);

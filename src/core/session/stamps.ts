@@ -12,8 +12,7 @@ import { hasStamp, type Job, type StampHold } from './job.js';
  */
 export async function forgetAckedStamps(ctx: SessionContext): Promise<void> {
   if (ctx.stampsToForget.length === 0) return;
-  const batch = ctx.stampsToForget;
-  ctx.stampsToForget = [];
+  const batch = ctx.stampsToForget.splice(0);
   try {
     await ctx.deps.source.ackBarrier();
     const { cache, source } = ctx.deps;
@@ -42,7 +41,7 @@ export async function renewStamps(ctx: SessionContext): Promise<void> {
   }
   const { cache, source } = ctx.deps;
   for (const [fp, jobs] of byFingerprint) {
-    if (ctx.failure) return;
+    if (ctx.ended) return;
     let lost: string[];
     try {
       lost = await cache.renewStamps(source.address, fp, jobs.map((j) => ({ id: j.stamp.id, token: j.token })));

@@ -1,26 +1,17 @@
 /**
- * The end of a session: connections closed (source first, so that nothing more is acked and the broker takes back
- * every unacked message), then what the unfinished jobs held in the cache given back, so that their redeliveries need
- * not wait for leases to run out.
+ * The end of a session (docs/design.md §7.4): connections closed (source first, so that nothing more is acked and the
+ * broker takes back every unacked message), then what the unfinished jobs held in the cache given back, so that their
+ * redeliveries need not wait for leases to run out.
  */
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { SessionContext } from './context.js';
 import type { Job } from './job.js';
-import { BridgeError } from '../../shared/errors.js';
 import { addressOf } from './route.js';
-
-export type SessionEnd = { kind: 'stopped' } | { kind: 'failed'; error: BridgeError };
-
-/** The failure a drain ends its session with: a stop, not a failure (see SessionEnd). */
-export class SessionStopped extends BridgeError {
-  readonly kind = 'fatal' as const;
-  readonly retriable = false;
-}
 
 /** How long a session may spend, after it ended, giving its reservations back. Redis may be down: bounded. */
 const ABANDON_TIMEOUT_MS = 3000;
 
-export async function teardown(ctx: SessionContext, error: BridgeError, ended: (end: SessionEnd) => void): Promise<void> {
+export async function teardown(ctx: SessionContext): Promise<void> {
   const { source, target, deadLetter } = ctx.deps;
   // Source first: from here on nothing more is acked, and the broker takes back every unacked message.
   await source.close();
@@ -29,7 +20,6 @@ export async function teardown(ctx: SessionContext, error: BridgeError, ended: (
   if (abandoned.length > 0 && ctx.dedupe) {
     await Promise.race([Promise.allSettled(abandoned.map((job) => abandon(ctx, job))), sleep(ABANDON_TIMEOUT_MS)]);
   }
-  ended(error instanceof SessionStopped ? { kind: 'stopped' } : { kind: 'failed', error });
 }
 
 /**

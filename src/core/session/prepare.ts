@@ -1,11 +1,13 @@
 /**
- * The first stage of a job: its duplicate ID — from the header, the source's stable identity, or a stamp (claimed back
- * for a redelivery, see ../stamp-claim.ts, else a new one) — and its reservation for the target address (DESIGN §3–§4).
+ * The first stage of a job: the bridge's filter, its target address, its duplicate ID — from the header, the source's
+ * stable identity, or a stamp (claimed back for a redelivery, see ../stamp-claim.ts, else a new one) — and its
+ * reservation for the target address (docs/design.md §3, §4.3).
  * The ID and the fingerprint are read from the message as received; the copy that is forwarded is built last
  * (./forward-copy.ts: header rules, provenance), so rules never change which messages are duplicates.
  */
 import type { SessionContext } from './context.js';
-import { FILTERED, type Job, type JobState, type Prepared } from './job.js';
+import { FILTERED, type Job, type Prepared } from './job.js';
+import { SessionOver } from '../end.js';
 import { selected } from './filter.js';
 import { fingerprint, newStampedId, readDuplicateId, withDuplicateId } from '../duplicate-id.js';
 import { forwardCopy } from './forward-copy.js';
@@ -13,14 +15,15 @@ import { addressOf, routeJob } from './route.js';
 
 /**
  * Resolves the duplicate ID and reserves it. Never forwards anything. Prepares a parked job again, too. A message the
- * bridge's filter does not select goes no further: nothing of it reaches the cache (DESIGN §9).
+ * bridge's filter does not select goes no further: nothing of it reaches the cache (docs/design.md §9.1). Started by
+ * the session for each delivery, and by ./park.ts for a parked job (Job.startPreparing).
  */
 export async function prepare(ctx: SessionContext, job: Job): Promise<Prepared> {
   const msg = job.delivery.message;
-  if (job.state.stage === 'received' && !selected(ctx, msg)) return enter(job, FILTERED);
+  if (job.state.stage === 'received' && !selected(ctx, msg)) return job.moveTo(FILTERED);
   const unresolved = routeJob(ctx, job);
-  if (unresolved !== undefined) return enter(job, { stage: 'unresolved', reason: unresolved });
-  if (!ctx.dedupe) return enter(job, { stage: 'forwarding', job, id: undefined, outgoing: forwardCopy(ctx, msg), attempts: 0, sent: false });
+  if (unresolved !== undefined) return job.moveTo({ stage: 'unresolved', reason: unresolved });
+  if (!ctx.dedupe) return job.moveTo({ stage: 'forwarding', job, id: undefined, outgoing: forwardCopy(ctx, msg), attempts: 0, sent: false });
   const { cache, source } = ctx.deps;
   const address = addressOf(ctx, job);
   const before = job.state;
@@ -33,19 +36,19 @@ export async function prepare(ctx: SessionContext, job: Job): Promise<Prepared> 
       const fp = fingerprint(msg);
       if (job.delivery.redelivered) {
         const claim = await ctx.claims.claim(fp, job.token, before.stage === 'claim-busy' ? before.claimSince : 0, address);
-        if (claim.status === 'busy') return enter(job, { stage: 'claim-busy', claimSince: claim.since });
+        if (claim.status === 'busy') return job.moveTo({ stage: 'claim-busy', claimSince: claim.since });
         // A new stamp for a redelivery whose stamp records may have been lost: its first delivery may have been
         // forwarded under an ID no record remembers now.
         flagged = claim.possibleDuplicate || (claim.status === 'none' && !cache.vouchesFor(source.address));
         if (claim.status === 'claimed') {
           id = claim.id;
           job.stamp = { fingerprint: fp, id: claim.id, leasedAt: Date.now() };
-          if (ctx.failure) {
+          if (ctx.ended) {
             void cache.releaseStamp(source.address, fp, claim.id, job.token).catch(() => undefined);
-            throw ctx.failure;
+            throw new SessionOver();
           }
           // The fingerprint's only stamp, of a message forwarded and committed: this is that message again.
-          if (claim.done) return enter(job, { stage: 'duplicate', id });
+          if (claim.done) return job.moveTo({ stage: 'duplicate', id });
         }
       }
       if (id === undefined) {
@@ -55,32 +58,27 @@ export async function prepare(ctx: SessionContext, job: Job): Promise<Prepared> 
         await ctx.cacheRetry.call(() => cache.recordStamp(source.address, fp, stamped, job.token, flag), 'stamp-record');
         id = stamped;
         job.stamp = { fingerprint: fp, id: stamped, leasedAt };
-        if (ctx.failure) {
+        if (ctx.ended) {
           void cache.releaseStamp(source.address, fp, stamped, job.token).catch(() => undefined);
-          throw ctx.failure;
+          throw new SessionOver();
         }
       }
     }
   }
   const reserving = id;
   const result = await ctx.cacheRetry.call(() => cache.reserve(address, reserving, job.token), 'reserve');
-  if (ctx.failure) {
+  if (ctx.ended) {
     // The session ended while the reservation was on its way: teardown has already given back what it knew of.
     if (result.status === 'reserved') void cache.release(address, id, job.token, false).catch(() => undefined);
     if (job.stamp !== undefined) void cache.releaseStamp(source.address, job.stamp.fingerprint, id, job.token).catch(() => undefined);
-    throw ctx.failure;
+    throw new SessionOver();
   }
-  if (result.status === 'busy') return enter(job, { stage: 'busy', id, flagged });
-  if (result.status === 'duplicate') return enter(job, { stage: 'duplicate', id });
+  if (result.status === 'busy') return job.moveTo({ stage: 'busy', id, flagged });
+  if (result.status === 'duplicate') return job.moveTo({ stage: 'duplicate', id });
   // A redelivery the cache lets through while it cannot vouch for the address: the copy forwarded before a loss is
   // forgotten, so this one may be a second.
   const possibleDuplicate = result.possibleDuplicate || flagged || (job.delivery.redelivered && !cache.vouchesFor(address));
   const outgoing = withDuplicateId(forwardCopy(ctx, msg), ctx.cfg.duplicateIdHeader, id, possibleDuplicate);
   if (possibleDuplicate) ctx.deps.metrics.possibleDuplicates.inc({ bridge: ctx.cfg.name });
-  return enter(job, { stage: 'forwarding', job, id, outgoing, attempts: 0, sent: false });
-}
-
-function enter<S extends JobState>(job: Job, state: S): S {
-  job.state = state;
-  return state;
+  return job.moveTo({ stage: 'forwarding', job, id, outgoing, attempts: 0, sent: false });
 }

@@ -1,0 +1,365 @@
+/**
+ * The target gate: everything between "a job is ready to send" and "its outcome is known" (docs/design.md §7.2). It
+ * owns the sends in flight, what holds new sends back — flow control, an isolation, a full target — the messages it
+ * holds (suspects, held) and their wake-ups, and the one attempt() that every send goes through, so that every path
+ * marks, counts and classifies a send the same way.
+ *
+ * The send loop (./send-loop.ts) asks one question, `await gate.open()`, then hands a message (or a batch) to send().
+ * Sends are pipelined: many are in flight, and each outcome is handled when it comes:
+ * - confirmed: the job is confirmed, its ID committed and the source acked (./settle.ts);
+ * - refused: ./refusal-policy.ts says what it means, and the gate does it:
+ *   - `wait-for-room` (the target is full): the message is held, the gate closes, and once nothing else is in flight
+ *     the first held message probes the target alone after a pause (longer after each refusal, up to
+ *     max-retry-interval). Taken, the other held messages go back to the send loop ahead of new work (pipelined, in
+ *     order) and the gate opens. Nothing here counts as a delivery attempt or is flagged: "full" is "not delivered".
+ *   - `isolate` (refused as one of several, without saying which): the message is flagged (it may have been
+ *     delivered) and becomes a suspect; the gate closes and, once nothing else is in flight, sends the suspects one at
+ *     a time, so that a refusal now names its message (the culprit is dead-lettered, the innocent go through).
+ *   - `resend`: the attempt is counted and the message goes out again, behind whatever holds the gate;
+ *   - `dead-letter`: counted, and moved to the dead-letter destination (./dead-letter.ts);
+ *   - `end-session`: the session ends; the broker redelivers what was not settled.
+ * Order: the send loop sends in source order; what the gate sends again (a held message, a suspect, a resend) goes
+ * out after the sends that were in flight when it was refused.
+ */
+import type { SessionContext } from './context.js';
+import type { Forwarding } from './job.js';
+import type { BridgeMessage } from '../message.js';
+import { CONFIRMED, failedMember, type BatchMemberResult } from '../batch-result.js';
+import { MessageRejectedError, TransientError } from '../../shared/errors.js';
+import { POSSIBLE_DUPLICATE_HEADER } from '../duplicate-id.js';
+import { Signal } from '../../shared/signal.js';
+import { deadLetter } from './dead-letter.js';
+import { refusalAction } from './refusal-policy.js';
+import { commitAndAck, confirm } from './settle.js';
+
+/** The first pause before a full target is probed again; doubled after each refusal, up to max-retry-interval. */
+const FIRST_PAUSE_MS = 20;
+/** A target that took everything for this long and refuses again starts a new episode (one warning, one count). */
+const EPISODE_GAP_MS = 5000;
+
+/** A send that failed: its result, as a batch member's would be (../batch-result.ts). */
+type Failed = Exclude<BatchMemberResult, { outcome: 'confirmed' }>;
+
+/** How a message sent alone ended: settled (confirmed and acked, or dead-lettered), refused as full, or cut short. */
+type AloneOutcome = { kind: 'settled' } | { kind: 'full'; error: MessageRejectedError } | { kind: 'ended' };
+
+/** The pause before the `n`th (from 0) probe of a full target. */
+export function pauseBefore(n: number, maxRetryInterval: number): number {
+  return Math.min(Math.max(FIRST_PAUSE_MS, maxRetryInterval), FIRST_PAUSE_MS * 2 ** Math.min(n, 20));
+}
+
+export class TargetGate {
+  /** Sends written and not settled yet (a batch counts once). */
+  private inFlight = 0;
+  /** The target's broker blocks publishing (flow control, AMQP connection.blocked). */
+  private blocked = false;
+  /** Refused ambiguously: sent again one at a time, while nothing else is in flight. */
+  private readonly suspects: Forwarding[] = [];
+  private isolating = false;
+  /** Refused as full: sent again after a pause, the first one alone. */
+  private readonly held: Forwarding[] = [];
+  /** When the target last started refusing as full (Date.now()); undefined while it takes messages. */
+  private fullSince: number | undefined = undefined;
+  /** When the target last took everything held (Date.now()); 0 = never full. */
+  private fullEndedAt = 0;
+  private waitingForRoom = false;
+
+  /** The gate may have opened: the target unblocked, an isolation ended, the target took the held messages. */
+  private readonly opened = new Signal();
+  /** Nothing is in flight any more. */
+  private readonly idle = new Signal();
+  /** A full target's pause (only ever ended early by the session's end). */
+  private readonly roomPause = new Signal();
+
+  constructor(private readonly ctx: SessionContext) {}
+
+  /** Resolves once new sends may go out: not blocked, not isolating, not full; or once the session ended. */
+  async open(): Promise<void> {
+    while (!this.ctx.ended && (this.blocked || this.isolating || this.fullSince !== undefined)) await this.opened.wait();
+  }
+
+  /** What holds the gate, for the supervisor's state and status. */
+  get conditions(): { blocked: boolean; fullSince: number | undefined } {
+    return { blocked: this.blocked, fullSince: this.fullSince };
+  }
+
+  /** Flow control from the target's broker. Returns whether it changed. */
+  setBlocked(blocked: boolean, reason?: string): boolean {
+    if (blocked === this.blocked) return false;
+    this.blocked = blocked;
+    if (blocked) {
+      this.ctx.log.warn({ reason }, 'target broker blocked publishing (flow control): holding messages');
+    } else {
+      this.ctx.log.info('target broker unblocked publishing: resuming');
+      this.opened.wake();
+    }
+    return true;
+  }
+
+  /** The session ended: every wait of the gate returns. */
+  ended(): void {
+    this.opened.wake();
+    this.idle.wake();
+    this.roomPause.wake();
+  }
+
+  /** Sends one message, pipelined: its outcome is handled when the target answers. */
+  send(sending: Forwarding): void {
+    void this.attempt(sending).then((result) => {
+      if (result.outcome === 'confirmed') void this.confirmed(sending, performance.now());
+      else this.failed(sending, result);
+    });
+  }
+
+  /**
+   * Sends messages together when the target can (one transaction, one flush), else one by one. Each member is then
+   * handled as a single send with its outcome would be; the confirmed ones first, so that their IDs are committed
+   * and their deliveries acked whatever happened to the others.
+   */
+  sendBatch(batch: Forwarding[]): void {
+    const target = this.ctx.deps.target;
+    if (!target.sendBatch || batch.length === 1) {
+      for (const sending of batch) this.send(sending);
+      return;
+    }
+    for (const sending of batch) sending.sent = true;
+    this.started();
+    target.sendBatch(
+      batch.map((s) => s.outgoing),
+      batch.map((s) => s.job.route?.route),
+    ).then(
+      (results) => {
+        this.settled();
+        this.batchSettled(batch, results);
+      },
+      (err: unknown) => {
+        // Against the port's contract (sendBatch never rejects): nothing is known of any member.
+        this.settled();
+        this.ctx.fail(err instanceof TransientError ? err : new TransientError(`the target's batch send failed: ${String(err)}`, { cause: err, outcomeUnknown: true }));
+      },
+    );
+  }
+
+  private batchSettled(batch: Forwarding[], results: readonly BatchMemberResult[]): void {
+    const ctx = this.ctx;
+    if (results.length !== batch.length) {
+      ctx.fail(new TransientError(`the target answered a batch of ${batch.length} with ${results.length} results`, { outcomeUnknown: true }));
+      return;
+    }
+    const now = performance.now();
+    batch.forEach((sending, i) => {
+      if (results[i]!.outcome === 'confirmed') void this.confirmed(sending, now);
+    });
+    batch.forEach((sending, i) => {
+      const result = results[i]!;
+      if (result.outcome === 'confirmed') return;
+      if (result.outcome === 'not-sent') sending.sent = false;
+      this.failed(sending, result);
+    });
+  }
+
+  /** The one way a message is written to the target: marked sent, counted in flight, its outcome classified. */
+  private async attempt(sending: Forwarding): Promise<BatchMemberResult> {
+    sending.sent = true;
+    this.started();
+    try {
+      await this.ctx.deps.target.send(sending.outgoing, sending.job.route?.route);
+      return CONFIRMED;
+    } catch (err) {
+      const result = failedMember(err);
+      // Known not to have reached the target: its reservation can be given back as certain.
+      if (result.outcome === 'not-sent') sending.sent = false;
+      return result;
+    } finally {
+      this.settled();
+    }
+  }
+
+  private started(): void {
+    this.inFlight += 1;
+  }
+
+  private settled(): void {
+    this.inFlight -= 1;
+    if (this.inFlight === 0) this.idle.wake();
+  }
+
+  /** The target confirmed it: its ID is committed and its delivery acked (a commit that fails ends the session). */
+  private confirmed(sending: Forwarding, now: number): Promise<void> {
+    confirm(this.ctx, sending, now);
+    return this.ctx.ended ? Promise.resolve() : commitAndAck(this.ctx, sending.job, sending.id);
+  }
+
+  /** A pipelined send (or batch member) failed: what the refusal policy says. */
+  private failed(sending: Forwarding, result: Failed): void {
+    const ctx = this.ctx;
+    if (ctx.ended) return;
+    // A batch member known not sent, through no fault of its own (its transaction was refused for another): again.
+    if (result.outcome === 'not-sent' && result.error === undefined) {
+      this.sendAgain(sending);
+      return;
+    }
+    const err = result.error;
+    switch (refusalAction(err, sending.attempts, ctx.cfg.maxDeliveryAttempts)) {
+      case 'end-session':
+        ctx.fail(err);
+        return;
+      case 'wait-for-room':
+        this.hold(sending, err as MessageRejectedError);
+        return;
+      case 'isolate':
+        // Not proven guilty: no attempt is counted. It may have reached the target, so its resend is flagged.
+        sending.outgoing = withPossibleDuplicateFlag(sending.outgoing);
+        this.suspects.push(sending);
+        void this.isolate().catch((e: unknown) => ctx.fail(e));
+        return;
+      case 'resend':
+        this.countRefusal(sending, err as MessageRejectedError, true);
+        this.sendAgain(sending);
+        return;
+      case 'dead-letter':
+        this.countRefusal(sending, err as MessageRejectedError, false);
+        void deadLetter(ctx, sending, err as MessageRejectedError).catch((e: unknown) => ctx.fail(e));
+        return;
+    }
+  }
+
+  /** Sends a message again, behind whatever holds the gate now (a full target, an isolation). */
+  private sendAgain(sending: Forwarding): void {
+    if (this.fullSince !== undefined) this.held.push(sending);
+    else if (this.isolating) this.suspects.push(sending);
+    else this.send(sending);
+  }
+
+  /** Counts a refusal of the message against max-delivery-attempts; `resending`: it goes out again (logged). */
+  private countRefusal(sending: Forwarding, err: MessageRejectedError, resending: boolean): void {
+    const ctx = this.ctx;
+    sending.attempts += 1;
+    ctx.deps.metrics.rejections.inc({ bridge: ctx.cfg.name, reason: err.reason });
+    if (resending) {
+      ctx.log.warn({ duplicateId: sending.id, attempt: sending.attempts, reason: err.reason, err }, 'target refused a message: sending it again');
+    }
+  }
+
+  private async untilIdle(): Promise<void> {
+    while (this.inFlight > 0 && !this.ctx.ended) await this.idle.wait();
+  }
+
+  /**
+   * Sends one message with nothing else in flight, until it is settled (confirmed and acked, or refused as often as
+   * max-delivery-attempts allows and dead-lettered) or the target refuses it as full. Alone on the target, a refusal
+   * names this message, whatever the broker says about the others. Rejects when the session must end.
+   */
+  private async sendAlone(sending: Forwarding): Promise<AloneOutcome> {
+    const ctx = this.ctx;
+    for (;;) {
+      if (ctx.ended) return { kind: 'ended' };
+      const result = await this.attempt(sending);
+      if (result.outcome === 'confirmed') {
+        await this.confirmed(sending, performance.now());
+        return { kind: 'settled' };
+      }
+      const err = result.error ?? new TransientError('the target did not take the message', { outcomeUnknown: true });
+      switch (refusalAction(err, sending.attempts, ctx.cfg.maxDeliveryAttempts, true)) {
+        case 'end-session':
+        case 'isolate': // never when alone
+          throw err;
+        case 'wait-for-room':
+          return { kind: 'full', error: err as MessageRejectedError };
+        case 'resend':
+          this.countRefusal(sending, err as MessageRejectedError, true);
+          continue;
+        case 'dead-letter':
+          this.countRefusal(sending, err as MessageRejectedError, false);
+          await deadLetter(ctx, sending, err as MessageRejectedError);
+          return { kind: 'settled' };
+      }
+    }
+  }
+
+  /** Resends the suspects one at a time; started again by every new suspect, it runs once at a time. */
+  private async isolate(): Promise<void> {
+    if (this.isolating) return;
+    this.isolating = true;
+    this.ctx.log.warn({ suspects: this.suspects.length }, 'target refused one of several messages without saying which: resending them one at a time');
+    try {
+      while (this.suspects.length > 0 && !this.ctx.ended) {
+        await this.untilIdle();
+        const suspect = this.suspects.shift();
+        if (suspect === undefined) continue;
+        const outcome = await this.sendAlone(suspect);
+        if (outcome.kind === 'full') this.hold(suspect, outcome.error);
+      }
+    } finally {
+      this.isolating = false;
+      this.opened.wake();
+    }
+  }
+
+  /** Holds a message the target refused as full, and starts the wait for room (once) if it is not running. */
+  private hold(sending: Forwarding, err: MessageRejectedError): void {
+    const ctx = this.ctx;
+    this.held.push(sending);
+    if (this.fullSince === undefined) {
+      const now = Date.now();
+      this.fullSince = now;
+      // A queue that stays full refuses again right after each probe found room: one warning (and one count) per
+      // episode, not per probe — an episode ends when the target took everything for EPISODE_GAP_MS.
+      if (now - this.fullEndedAt > EPISODE_GAP_MS) {
+        ctx.deps.metrics.targetFullWaits.inc({ bridge: ctx.cfg.name });
+        ctx.log.warn({ reason: err.message }, 'target is full: taking no new work, and sending the refused messages again after a pause (not counted as delivery attempts)');
+      }
+      ctx.deps.observer?.conditionChanged();
+    }
+    void this.waitForRoom().catch((e: unknown) => ctx.fail(e));
+  }
+
+  private async waitForRoom(): Promise<void> {
+    if (this.waitingForRoom) return;
+    this.waitingForRoom = true;
+    const ctx = this.ctx;
+    let tries = 0;
+    try {
+      while (this.held.length > 0 && !ctx.ended) {
+        // The sends still in flight settle first; those the target refuses as full join the held ones.
+        await this.untilIdle();
+        if (ctx.ended) return;
+        await this.roomPause.wait(pauseBefore(tries, ctx.cfg.maxRetryInterval));
+        if (ctx.ended) return;
+        // One message probes for room; once the target takes it, the others go out as usual, pipelined, in order:
+        // those it refuses as full again come back here. Sending them one at a time instead would cap the rate at one
+        // round trip (confirm and commit) per message, below what a consumer draining the queue makes room for.
+        const probe = this.held[0]!;
+        const outcome = await this.sendAlone(probe);
+        if (outcome.kind !== 'settled') {
+          tries += 1;
+          continue;
+        }
+        this.held.shift();
+        tries = 0;
+        // Back to the send loop, ahead of new deliveries (their `prepared` is this same Forwarding: the reservation
+        // holds), then the gate opens.
+        ctx.requeue(this.held.splice(0).map((s) => s.job));
+        this.roomTaken();
+      }
+    } finally {
+      this.waitingForRoom = false;
+      if (this.held.length === 0 && this.fullSince !== undefined && !ctx.ended) this.roomTaken();
+      if (!ctx.ended) {
+        // Debug: it comes after every probe that found room, many times a second while a consumer drains a full queue.
+        ctx.log.debug('target takes messages again: resuming');
+        ctx.deps.observer?.conditionChanged();
+      }
+      this.opened.wake();
+    }
+  }
+
+  private roomTaken(): void {
+    this.fullSince = undefined;
+    this.fullEndedAt = Date.now();
+  }
+}
+
+function withPossibleDuplicateFlag(message: BridgeMessage): BridgeMessage {
+  return { ...message, headers: { ...message.headers, [POSSIBLE_DUPLICATE_HEADER]: true } };
+}

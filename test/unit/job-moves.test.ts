@@ -1,0 +1,91 @@
+/**
+ * The moves a job may make between stages, as a table (src/core/session/job.ts: MOVES, the one place a stage changes):
+ * every pair of stages is either a move the session makes or one Job.moveTo() refuses.
+ */
+import { describe, expect, it } from 'vitest';
+import { canMove, IllegalJobMove, Job, type JobState } from '../../src/core/session/job.js';
+
+type Stage = JobState['stage'];
+
+const STAGES: Stage[] = ['received', 'claim-busy', 'busy', 'filtered', 'unresolved', 'duplicate', 'forwarding', 'confirmed', 'dead-lettered', 'settled'];
+
+/** The moves the session makes, and no others (from → to). */
+const ALLOWED: Record<Stage, Stage[]> = {
+  received: ['filtered', 'unresolved', 'claim-busy', 'busy', 'duplicate', 'forwarding'],
+  'claim-busy': ['claim-busy', 'busy', 'duplicate', 'forwarding'],
+  busy: ['busy', 'duplicate', 'forwarding'],
+  filtered: ['settled'],
+  unresolved: ['dead-lettered'],
+  duplicate: ['settled'],
+  forwarding: ['confirmed', 'dead-lettered'],
+  confirmed: ['settled'],
+  'dead-lettered': ['settled'],
+  settled: [],
+};
+
+function stateOf(stage: Stage, job: Job): JobState {
+  switch (stage) {
+    case 'claim-busy':
+      return { stage, claimSince: 0 };
+    case 'busy':
+      return { stage, id: 'a', flagged: false };
+    case 'unresolved':
+      return { stage, reason: 'r' };
+    case 'duplicate':
+    case 'confirmed':
+    case 'dead-lettered':
+      return { stage, id: 'a' };
+    case 'forwarding':
+      return { stage, job, id: 'a', outgoing: job.delivery.message, attempts: 0, sent: false };
+    default:
+      return { stage };
+  }
+}
+
+/** A job at `stage`, reached through allowed moves from `received`. */
+function jobAt(stage: Stage): Job {
+  const job = new Job({ message: { body: Buffer.alloc(0), properties: { persistent: true }, headers: {} }, redelivered: false, seq: 1 }, 0, 't.1');
+  const path: Record<Stage, Stage[]> = {
+    received: [],
+    'claim-busy': ['claim-busy'],
+    busy: ['busy'],
+    filtered: ['filtered'],
+    unresolved: ['unresolved'],
+    duplicate: ['duplicate'],
+    forwarding: ['forwarding'],
+    confirmed: ['forwarding', 'confirmed'],
+    'dead-lettered': ['forwarding', 'dead-lettered'],
+    settled: ['duplicate', 'settled'],
+  };
+  for (const s of path[stage]) job.moveTo(stateOf(s, job));
+  return job;
+}
+
+describe('job moves', () => {
+  const pairs = STAGES.flatMap((from) => STAGES.map((to) => [from, to, ALLOWED[from].includes(to)] as const));
+
+  it.each(pairs)('%s → %s allowed: %s', (from, to, allowed) => {
+    expect(canMove(from, to)).toBe(allowed);
+    const job = jobAt(from);
+    const next = stateOf(to, job);
+    if (allowed) {
+      expect(job.moveTo(next)).toBe(next);
+      expect(job.state).toBe(next);
+    } else {
+      expect(() => job.moveTo(next)).toThrow(IllegalJobMove);
+      expect(job.state.stage).toBe(from);
+    }
+  });
+
+  it('starts no work when made: its preparation starts with startPreparing, and only then can the loop await it', async () => {
+    const job = jobAt('received');
+    expect(() => job.prepared).toThrow(/before its preparation started/);
+    let calls = 0;
+    job.startPreparing(async (j) => {
+      calls += 1;
+      return j.moveTo({ stage: 'duplicate', id: 'x' });
+    });
+    expect(calls).toBe(1);
+    expect((await job.prepared).stage).toBe('duplicate');
+  });
+});

@@ -16,7 +16,7 @@ import type { RedisTopology } from '../config/types.js';
 import type { CacheHorizon, ClaimRequest, ClaimResult, IdCache, IdCacheSemantics, ReserveResult } from '../core/id-cache.js';
 import { addressKeys, epochKey, hashSlot, stampKey } from './keys.js';
 import { readHorizon } from './horizon.js';
-import { ScriptStatus, ScriptReplyError, decodeRecordedReply, decodeReserveReply, decodeScriptReply } from './script-status.js';
+import { ScriptStatus, ScriptReplyError, decodeRecordedReply, decodeReserveReply, decodeScriptReply, isEpochChanged } from './script-status.js';
 import { TransientError } from '../shared/errors.js';
 import type { TlsConfig } from '../config/types.js';
 import { tlsConnectionOptions } from '../config/tls.js';
@@ -25,7 +25,7 @@ import { silentLogger, type Logger } from '../shared/log.js';
 import { createCacheClient, describeTopology, topologyUrls, type CacheClient } from './redis-client.js';
 import { Cluster as ClusterClass, type Redis } from 'ioredis';
 import { Epochs, type EpochReport, type EpochState } from './epochs.js';
-import { EPOCH_CHANGED, SCRIPT_KEYS, defineScripts, type GuardedScript, type ScriptName } from './script-loader.js';
+import { SCRIPT_KEYS, defineScripts, type GuardedScript, type ScriptName } from './script-loader.js';
 import { logLoss } from './loss-log.js';
 import { AddressBatcher, packPairs, type BatchItem, type StampWrite } from './address-batcher.js';
 import { RedisConnectionState } from './redis-errors.js';
@@ -172,10 +172,9 @@ export class RedisIdCache implements IdCache {
     } catch (err) {
       throw this.translate(err);
     }
-    if (!Array.isArray(reply) || Number(reply[0]) !== (ScriptStatus.Ok as number) || reply.length < 5) {
-      throw new ScriptReplyError('epoch', JSON.stringify(reply));
-    }
-    return { value: String(reply[1]), server: String(reply[2]), now: Number(reply[3]), created: Number(reply[4]) === 1 };
+    const { fields } = decodeScriptReply('epoch', reply);
+    if (fields.length < 4) throw new ScriptReplyError('epoch', `expected 4 fields, got ${JSON.stringify(reply)}`);
+    return { value: String(fields[0]), server: String(fields[1]), now: Number(fields[2]), created: Number(fields[3]) === 1 };
   }
 
   /**
@@ -253,7 +252,7 @@ export class RedisIdCache implements IdCache {
       [k.ids, k.at, k.seq, k.res, k.resExp, k.uncertain],
       [first.id, first.token, this.o.size, this.o.ttl, this.o.cleanupBatch, ...packPairs(rest)],
     );
-    decodeScriptReply('commit', reply, [ScriptStatus.Ok] as const);
+    decodeScriptReply('commit', reply);
     if (this.o.minReplicasAcked > 0) await this.waitForReplicas(k.ids);
     for (const item of items) item.resolve();
   }
@@ -293,7 +292,7 @@ export class RedisIdCache implements IdCache {
       [k.res, k.resExp, k.uncertain],
       [id, token, uncertain ? 1 : 0, this.o.markerRetention, this.o.maxMarkers],
     );
-    decodeScriptReply('release', reply, [ScriptStatus.Ok, ScriptStatus.NotOwner] as const);
+    decodeScriptReply('release', reply);
   }
 
   /**
@@ -312,13 +311,13 @@ export class RedisIdCache implements IdCache {
     const args: (string | number)[] = [this.o.lease, this.o.stampTtl];
     for (const i of items) args.push(i.id, i.token, i.flagged ? 1 : 0);
     const reply = await this.run('stampRecord', source, items.map((i) => i.key), args);
-    decodeScriptReply('stamp-record', reply, [ScriptStatus.Ok] as const);
+    decodeScriptReply('stampRecord', reply);
     for (const item of items) item.resolve();
   }
 
   private async forgetMany(source: string, items: BatchItem<void, StampWrite>[]): Promise<void> {
     const reply = await this.run('stampForget', source, items.map((i) => i.key), items.map((i) => i.id));
-    decodeScriptReply('stamp-forget', reply, [ScriptStatus.Ok] as const);
+    decodeScriptReply('stampForget', reply);
     for (const item of items) item.resolve();
   }
 
@@ -336,12 +335,7 @@ export class RedisIdCache implements IdCache {
       [stampKey(this.o.keyPrefix, source, fingerprint)],
       [token, this.o.lease, this.o.stampTtl, request.ownPrefix, request.since, request.recorded.length, ...request.recorded, ...request.notRecorded],
     );
-    const r = decodeScriptReply('stamp-claim', reply, [
-      ScriptStatus.Claimed,
-      ScriptStatus.Check,
-      ScriptStatus.None,
-      ScriptStatus.Busy,
-    ] as const);
+    const r = decodeScriptReply('stampClaim', reply);
     switch (r.status) {
       case ScriptStatus.Claimed:
         return { status: 'claimed', id: r.id, possibleDuplicate: r.possibleDuplicate, done: r.done };
@@ -350,7 +344,6 @@ export class RedisIdCache implements IdCache {
       case ScriptStatus.None:
         return { status: 'none', possibleDuplicate: r.possibleDuplicate };
       case ScriptStatus.Busy:
-        if (r.since === undefined) throw new ScriptReplyError('stamp-claim', 'busy without the clock');
         return { status: 'busy', since: r.since };
     }
   }
@@ -362,13 +355,13 @@ export class RedisIdCache implements IdCache {
       this.o.stampTtl,
       ...held.flatMap((h) => [h.id, h.token]),
     ]);
-    decodeScriptReply('stamp-renew', reply, [ScriptStatus.Ok] as const);
+    decodeScriptReply('stampRenew', reply);
     return (reply as unknown[]).slice(1).map((id) => (Buffer.isBuffer(id) ? id.toString('utf8') : String(id)));
   }
 
   async markStampDone(source: string, fingerprint: string, id: string, token: string): Promise<void> {
     const reply = await this.run('stampDone', source, [stampKey(this.o.keyPrefix, source, fingerprint)], [id, token, this.o.stampTtl]);
-    decodeScriptReply('stamp-done', reply, [ScriptStatus.Ok, ScriptStatus.NotOwner] as const);
+    decodeScriptReply('stampDone', reply);
   }
 
   forgetStamp(source: string, fingerprint: string, id: string): Promise<void> {
@@ -382,7 +375,7 @@ export class RedisIdCache implements IdCache {
       [stampKey(this.o.keyPrefix, source, fingerprint)],
       [id, token, this.o.stampTtl],
     );
-    decodeScriptReply('stamp-release', reply, [ScriptStatus.Ok, ScriptStatus.NotOwner] as const);
+    decodeScriptReply('stampRelease', reply);
   }
 
   async close(): Promise<void> {
@@ -426,7 +419,7 @@ export class RedisIdCache implements IdCache {
       } catch (err) {
         throw this.translate(err);
       }
-      if (!Array.isArray(reply) || Number(reply[0]) !== EPOCH_CHANGED) return reply;
+      if (!isEpochChanged(reply)) return reply;
       if (attempt >= EPOCH_RETRIES) {
         throw new TransientError(`the duplicate-ID cache of '${tag}' in ${this.where} keeps changing under the bridge (epoch moved ${attempt + 1} times in a row)`);
       }

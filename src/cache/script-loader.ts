@@ -46,9 +46,6 @@ export interface ScriptDefinition {
   declaredKeys: number | 'n';
 }
 
-/** Status of the epoch guard (epoch-guard.inc.lua): the epoch moved, nothing was done. */
-export const EPOCH_CHANGED = 8;
-
 let loadedScripts: Record<ScriptName, ScriptDefinition> | undefined;
 
 /**

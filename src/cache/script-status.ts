@@ -1,44 +1,60 @@
 /**
- * Status codes of the cache's Lua scripts (src/cache/scripts/*.lua) and the functions that turn a script reply into a
- * typed result. Every script but reserve replies with an array whose first element is one of these codes; the header
- * comment of each script lists which codes it returns and what follows the code. Reserve answers for many IDs at once
- * with one character per ID (decodeReserveReply).
+ * The replies of the cache's Lua scripts (src/cache/scripts/*.lua; docs/design.md §4.2), in one table, and the one
+ * decoder that turns a reply into a typed result. Each script's header comment lists the same replies.
+ *
+ * Most scripts reply with an array whose first element is a status code; SCRIPT_REPLIES says which codes each one returns.
+ * Two reply with a string of one character per ID instead (reserve, recorded: a short reply is cheap to decode), and
+ * with an array only for BAD_ARGUMENT or EPOCH_CHANGED. Every script may answer BAD_ARGUMENT (a bug in the caller,
+ * never retried), and every script behind the epoch guard EPOCH_CHANGED (the guard did nothing: the caller settles
+ * the news and calls again, see RedisIdCache.run).
  */
 import type { ReserveResult } from '../core/id-cache.js';
+import type { ScriptName } from './script-loader.js';
 
 export enum ScriptStatus {
-  /** The write was done (commit, release, stamp writes). */
+  /** Done: the write was made (commit, release, stamp writes), or the epoch read (followed by its fields). */
   Ok = 0,
-  /** reserve: the caller holds the reservation; followed by 1 when the ID is a possible duplicate, else 0. */
-  Reserved = 1,
-  /** reserve: the ID is recorded for the address (and not expired). */
-  Duplicate = 2,
-  /** reserve / stamp-claim: held by another live owner (stamp-claim: followed by the cache's clock, ms). */
+  /** stamp-claim: held by another live owner; followed by the cache's clock, ms. */
   Busy = 3,
-  /** release / stamp-release: the caller does not own the entry; nothing changed (a no-op by contract). */
+  /** release / stamp-done / stamp-release: the caller does not own the entry; nothing changed (a no-op by contract). */
   NotOwner = 4,
-  /**
-   * stamp-claim: the caller holds the stamp; followed by the stamped ID, 1 when its copies must be flagged, and 1 when
-   * the stamp is done (drop the redelivery).
-   */
+  /** stamp-claim: the caller holds the stamp; followed by the stamped ID, 1 when flagged, and 1 when the stamp is done. */
   Claimed = 5,
   /** stamp-claim: no stamp to take; followed by 1 when a new stamp must be flagged as a possible duplicate, else 0. */
   None = 6,
   /** stamp-claim: followed by IDs whose state at the target the caller must look up before claiming again. */
   Check = 7,
-  /** Any script: an argument was malformed (a bug in the caller, never retried). */
+  /** The epoch guard (epoch-guard.inc.lua): the epoch moved, nothing was done; followed by what it is now. */
+  EpochChanged = 8,
+  /** Any script: an argument was malformed (a bug in the caller, never retried); followed by a sentence. */
   BadArgument = 9,
 }
 
+/** The status codes each script answers with, besides BadArgument and EpochChanged; `[]`: a string reply. */
+export const SCRIPT_REPLIES = {
+  reserve: [],
+  recorded: [],
+  commit: [ScriptStatus.Ok],
+  release: [ScriptStatus.Ok, ScriptStatus.NotOwner],
+  stampRecord: [ScriptStatus.Ok],
+  stampClaim: [ScriptStatus.Claimed, ScriptStatus.Check, ScriptStatus.None, ScriptStatus.Busy],
+  stampForget: [ScriptStatus.Ok],
+  stampRelease: [ScriptStatus.Ok, ScriptStatus.NotOwner],
+  stampDone: [ScriptStatus.Ok, ScriptStatus.NotOwner],
+  stampRenew: [ScriptStatus.Ok],
+  epoch: [ScriptStatus.Ok],
+} as const satisfies Record<ScriptName, readonly ScriptStatus[]>;
+
 export type ScriptReply =
-  | { status: ScriptStatus.Ok }
-  | { status: ScriptStatus.Reserved; possibleDuplicate: boolean }
-  | { status: ScriptStatus.Duplicate }
-  | { status: ScriptStatus.Busy; since?: number }
+  | { status: ScriptStatus.Ok; fields: readonly unknown[] }
+  | { status: ScriptStatus.Busy; since: number }
   | { status: ScriptStatus.NotOwner }
   | { status: ScriptStatus.Claimed; id: string; possibleDuplicate: boolean; done: boolean }
-  | { status: ScriptStatus.Check; ids: string[] }
-  | { status: ScriptStatus.None; possibleDuplicate: boolean };
+  | { status: ScriptStatus.None; possibleDuplicate: boolean }
+  | { status: ScriptStatus.Check; ids: string[] };
+
+/** What `script` may reply, typed: switch over `status` without a default branch. */
+export type ReplyOf<N extends ScriptName> = Extract<ScriptReply, { status: (typeof SCRIPT_REPLIES)[N][number] }>;
 
 /** A reply no script version of ours produces: a programmer error (or scripts from another version), never retried. */
 export class ScriptReplyError extends Error {
@@ -48,43 +64,42 @@ export class ScriptReplyError extends Error {
   }
 }
 
-function text(value: unknown): string | undefined {
-  if (typeof value === 'string') return value;
-  if (Buffer.isBuffer(value)) return value.toString('utf8');
-  return undefined;
+const NO_FIELDS: readonly unknown[] = Object.freeze([]);
+const OK: ScriptReply = Object.freeze({ status: ScriptStatus.Ok, fields: NO_FIELDS });
+
+/** True for the epoch guard's reply (the guard did nothing); what the epoch is now is its second element. */
+export function isEpochChanged(reply: unknown): reply is [ScriptStatus.EpochChanged, unknown] {
+  return Array.isArray(reply) && Number(reply[0]) === (ScriptStatus.EpochChanged as number);
 }
 
 /**
- * Decodes a script reply. `expected` lists the statuses this script may return; anything else (or a malformed reply)
- * throws ScriptReplyError, so callers can switch over the result without a default branch.
+ * Decodes an array reply of `script`. A status SCRIPT_REPLIES does not give this script, or a malformed reply, throws
+ * ScriptReplyError; BadArgument throws it with the script's sentence.
  */
-export function decodeScriptReply<S extends ScriptReply['status']>(
-  script: string,
-  reply: unknown,
-  expected: readonly S[],
-): Extract<ScriptReply, { status: S }> {
+export function decodeScriptReply<N extends ScriptName>(script: N, reply: unknown): ReplyOf<N> {
   if (!Array.isArray(reply) || reply.length === 0) {
     throw new ScriptReplyError(script, `not a status array (${JSON.stringify(reply)})`);
   }
   const code = Number(reply[0]);
-  const decoded = decodeCode(script, code, reply);
-  if (!(expected as readonly number[]).includes(decoded.status)) {
-    throw new ScriptReplyError(script, `status ${ScriptStatus[code] ?? code} is not one this script returns`);
+  if (code === (ScriptStatus.BadArgument as number)) throw new ScriptReplyError(script, `bad argument: ${text(reply[1]) ?? '?'}`);
+  if (!(SCRIPT_REPLIES[script] as readonly number[]).includes(code)) {
+    throw new ScriptReplyError(script, `status ${ScriptStatus[code] ?? JSON.stringify(reply[0])} is not one this script returns`);
   }
-  return decoded as Extract<ScriptReply, { status: S }>;
+  return decodeCode(script, code, reply) as ReplyOf<N>;
 }
 
-function decodeCode(script: string, code: ScriptStatus, reply: unknown[]): ScriptReply {
+function decodeCode(script: string, code: ScriptReply['status'], reply: unknown[]): ScriptReply {
   switch (code) {
     case ScriptStatus.Ok:
-    case ScriptStatus.Duplicate:
+      return reply.length === 1 ? OK : { status: code, fields: reply.slice(1) };
     case ScriptStatus.NotOwner:
       return { status: code };
-    case ScriptStatus.Busy:
-      return reply.length > 1 ? { status: code, since: Number(reply[1]) } : { status: code };
+    case ScriptStatus.Busy: {
+      const since = Number(reply[1]);
+      if (!Number.isFinite(since)) throw new ScriptReplyError(script, 'busy without the clock');
+      return { status: code, since };
+    }
     case ScriptStatus.None:
-      return { status: code, possibleDuplicate: Number(reply[1]) === 1 };
-    case ScriptStatus.Reserved:
       return { status: code, possibleDuplicate: Number(reply[1]) === 1 };
     case ScriptStatus.Claimed: {
       const id = text(reply[1]);
@@ -96,11 +111,13 @@ function decodeCode(script: string, code: ScriptStatus, reply: unknown[]): Scrip
       if (ids.length === 0 || ids.some((id) => id === undefined)) throw new ScriptReplyError(script, 'check without IDs');
       return { status: code, ids: ids as string[] };
     }
-    case ScriptStatus.BadArgument:
-      throw new ScriptReplyError(script, `bad argument: ${text(reply[1]) ?? '?'}`);
-    default:
-      throw new ScriptReplyError(script, `unknown status ${JSON.stringify(reply[0])}`);
   }
+}
+
+function text(value: unknown): string | undefined {
+  if (typeof value === 'string') return value;
+  if (Buffer.isBuffer(value)) return value.toString('utf8');
+  return undefined;
 }
 
 const RESERVE_OUTCOMES: Readonly<Record<string, ReserveResult>> = Object.freeze({
@@ -112,25 +129,17 @@ const RESERVE_OUTCOMES: Readonly<Record<string, ReserveResult>> = Object.freeze(
 
 /** Decodes recorded-2.lua's reply for `count` IDs: one character per ID, 1 recorded, 0 not. */
 export function decodeRecordedReply(reply: unknown, count: number): boolean[] {
-  const flags = text(reply);
-  if (flags === undefined) {
-    decodeScriptReply('recorded', reply, [] as const);
-    throw new ScriptReplyError('recorded', `not a flag string (${JSON.stringify(reply)})`);
-  }
+  const flags = stringReply('recorded', reply);
   if (flags.length !== count || /[^01]/.test(flags)) throw new ScriptReplyError('recorded', `expected ${count} flags, got '${flags}'`);
   return Array.from(flags, (c) => c === '1');
 }
 
 /**
- * Decodes reserve-5.lua's reply for `count` IDs: one character per ID (R, P, D, B), or a BAD_ARGUMENT array. The
- * results are shared, frozen objects: callers only read them.
+ * Decodes reserve-5.lua's reply for `count` IDs: one character per ID (R, P, D, B). The results are shared, frozen
+ * objects: callers only read them.
  */
 export function decodeReserveReply(reply: unknown, count: number): ReserveResult[] {
-  const outcomes = text(reply);
-  if (outcomes === undefined) {
-    decodeScriptReply('reserve', reply, [] as const);
-    throw new ScriptReplyError('reserve', `not an outcome string (${JSON.stringify(reply)})`);
-  }
+  const outcomes = stringReply('reserve', reply);
   if (outcomes.length !== count) throw new ScriptReplyError('reserve', `expected ${count} outcomes, got '${outcomes}'`);
   const results = new Array<ReserveResult>(count);
   for (let i = 0; i < count; i++) {
@@ -139,4 +148,12 @@ export function decodeReserveReply(reply: unknown, count: number): ReserveResult
     results[i] = r;
   }
   return results;
+}
+
+/** The string reply of a script that answers with one (SCRIPT_REPLIES: `[]`); an array is decoded for its error. */
+function stringReply(script: 'reserve' | 'recorded', reply: unknown): string {
+  const s = text(reply);
+  if (s !== undefined) return s;
+  decodeScriptReply(script, reply);
+  throw new ScriptReplyError(script, `not a string (${JSON.stringify(reply)})`);
 }

@@ -10,7 +10,9 @@
   ARGV[3] 1 = extend the flag window of an existing marker to now + window (the caller saw the serving Redis change,
           so the latest writes may be lost); 0 = leave an existing marker as it is
 
-  Returns {0, value, run_id, now, created (1 or 0)}
+  Returns
+  {0, value, run_id, now, created (1 or 0)}  OK
+  {9, msg}                                   BAD_ARGUMENT
 ]]
 local window, extend = tonumber(ARGV[2]), ARGV[3] == '1'
 if not (ARGV[1] ~= '' and window and window >= 0) then return {9, 'bad arguments'} end

@@ -8,7 +8,7 @@
  * Every message is counted once, by its ID: a second copy would be a defect, and is reported as an error.
  */
 import amqp from 'amqplib';
-import { type Scenario, deleteAmqpQueues, prefillAmqp, runBridge, runShovel, shovelUnavailable, uniq, withAmqp } from './scenarios.js';
+import { type Scenario, deleteAmqpQueues, prefillAmqp, runBridge, runShovel, shovelUnavailable, uniq, withAmqp } from './harness.js';
 import { type RunResult, WARMUP, Window } from './window.js';
 
 /** Messages a second the target's consumer takes (BENCH_FULL_PACE). */

@@ -6,21 +6,12 @@
  */
 import { execFileSync } from 'node:child_process';
 import { findPids } from './process-cpu.js';
-import { type Scenario, amqpBridge, shovelBaseline } from './scenarios.js';
+import { type Scenario, amqpBridge, shovelBaseline } from './harness.js';
+import { affinity, pin } from './pinning.js';
 import type { RunResult } from './window.js';
 
 const SHOVEL_PINNED = "RabbitMQ's shovel, RabbitMQ on core 0";
 const OFF_PINNED = 'bridge, dedupe off, pinned';
-
-function affinity(pid: number): string {
-  // "pid 123's current affinity list: 0,1"
-  return execFileSync('taskset', ['-c', '-p', String(pid)], { encoding: 'utf8' }).trim().split(': ').pop() ?? '0-1';
-}
-
-/** Sets the CPU list of every thread of `pid`. */
-export function pin(pid: number, cpus: string): void {
-  execFileSync('taskset', ['-a', '-c', '-p', cpus, String(pid)], { stdio: 'ignore' });
-}
 
 /** Runs `fn` with RabbitMQ on core 0 and Redis on core 1, then gives both their affinities back. */
 async function withBrokersPinned<T>(fn: () => Promise<T>): Promise<T> {

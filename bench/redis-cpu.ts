@@ -12,7 +12,7 @@
  * between rounds: never point it at a shared one.
  *
  * The shape is the session's (src/core/session/): the IDs of one burst of deliveries are reserved in one tick (one
- * script call per address, ./cache/address-batcher.ts), their commits go together once confirmed, and for stamped IDs
+ * script call per address, src/cache/address-batcher.ts), their commits go together once confirmed, and for stamped IDs
  * the stamp records of the burst go before the reserves and the forgets after the acks. The bench's id-cache-size
  * (2000) and lease (30 s) are used, so past the first 2,000 IDs every commit also evicts.
  */

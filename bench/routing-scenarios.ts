@@ -5,7 +5,7 @@
  * rules differ; the ratio column compares the two. Each has a twin with duplicate detection off (the '× dedupe off'
  * column).
  */
-import { type Scenario, deleteAmqpQueues, prefillAmqpWith, runBridge, uniq, waitAmqpCount } from './scenarios.js';
+import { type Scenario, deleteAmqpQueues, prefillAmqpWith, runBridge, uniq, waitAmqpCount } from './harness.js';
 import type { RunResult } from './window.js';
 import { WARMUP } from './window.js';
 

@@ -9,7 +9,7 @@ import amqp from 'amqplib';
 import type { StompConnectionConfig } from '../src/config/types.js';
 import { connectStomp, type StompSession } from '../src/endpoints/stomp/stomp-client.js';
 import { silentLogger } from '../src/shared/log.js';
-import { BODY, PREFETCH, type Scenario, deleteAmqpQueues, prefillAmqp, runBridge, uniq, waitAmqpCount } from './scenarios.js';
+import { BODY, PREFETCH, type Scenario, deleteAmqpQueues, prefillAmqp, runBridge, uniq, waitAmqpCount } from './harness.js';
 import { ownCpuMs } from './process-cpu.js';
 import { type RunResult, WARMUP, Window } from './window.js';
 

@@ -1,5 +1,5 @@
 /**
- * Cache-loss detection (DESIGN §4): what this process last saw of each hash tag's epoch marker (scripts/epoch-1.lua)
+ * Cache-loss detection (docs/design.md §4.4): what this process last saw of each hash tag's epoch marker (scripts/epoch-1.lua)
  * and of the Redis server that answered for it. Every script checks both first (scripts/epoch-guard.inc.lua) and,
  * when either changed, answers EPOCH_CHANGED without doing anything; `settle` then works out what happened, tells the
  * operator, and the call is made again against the new epoch.

@@ -1,5 +1,5 @@
 /**
- * The log lines of a detected or suspected loss of the Redis duplicate-ID cache (DESIGN §4, ./epochs.ts): what
+ * The log lines of a detected or suspected loss of the Redis duplicate-ID cache (docs/design.md §4.4, ./epochs.ts): what
  * happened, what it means for re-sent IDs and redelivered copies, and until when copies are flagged. An error for a
  * loss, a warning for a first contact without history (a new deployment cannot be told from a loss while no bridge ran).
  */

@@ -1,5 +1,5 @@
 /**
- * Builds the ioredis client of the cache for each Redis topology (DESIGN §4): a standalone Redis (`redis-url`), a Redis
+ * Builds the ioredis client of the cache for each Redis topology (docs/design.md §4.6): a standalone Redis (`redis-url`), a Redis
  * Cluster (`redis-cluster`: ioredis's Cluster follows MOVED and ASK and sends every call to the master of its slot) or
  * a master found through Sentinel (`redis-sentinel`: ioredis asks the sentinels again after a failover). The connection
  * policy is the same for all three (see redis-id-cache.ts): bounded commands, never give up reconnecting.

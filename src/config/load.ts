@@ -20,7 +20,7 @@ import { configFileSchema } from './schema.js';
 import type { Config } from './types.js';
 
 export { warnings } from './warnings.js';
-export { ConfigFileError, formatProblem, type ConfigProblem } from './errors-format.js';
+export { ConfigFileError } from './errors-format.js';
 
 /**
  * Reads and validates the configuration file. `file` is used as given in messages and made absolute in

@@ -51,8 +51,6 @@ function urlList(schemes: readonly string[], example: string) {
 }
 
 export const AMQP_SCHEMES = ['amqp', 'amqps'] as const;
-/** The schemes that connect over TLS, per protocol (a `tls:` block needs one of them). */
-export const TLS_SCHEMES = ['amqps', 'stomp+ssl', 'rediss'] as const;
 export const STOMP_SCHEMES = ['stomp', 'stomp+ssl', 'tcp'] as const;
 export const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace'] as const;
 /** What a bridge does with a message its filter does not select (`filter-miss`). */

@@ -12,8 +12,6 @@ import type { Selector } from '../routing/selector.js';
 import type { CamelKeys } from './camel-keys.js';
 import type { BridgeSettingValues, ConfigFile, ConfigFileBridge, ConfigFileConnection, ConfigFileTarget, ConfigFileTls } from './schema.js';
 
-export type Protocol = ConfigFileConnection['type'];
-
 /**
  * A `tls:` block with its files read (at load time). Key material and the passphrase are secrets: they go to the TLS
  * socket and nowhere else (never into a log line or an error message). Turned into Node's tls.ConnectionOptions by
@@ -74,8 +72,6 @@ export type TargetConfig = CamelKeys<Omit<ConfigFileTarget, 'connection'>> & {
 
 /** The per-bridge settings, resolved: schema default < `defaults:` < the bridge. */
 export type BridgeSettings = CamelKeys<BridgeSettingValues>;
-
-export type RetryConfig = Pick<BridgeSettings, 'retryInterval' | 'retryIntervalMultiplier' | 'maxRetryInterval' | 'reconnectAttempts'>;
 
 export type BridgeConfig = BridgeSettings & {
   name: ConfigFileBridge['name'];

@@ -1,5 +1,5 @@
 /**
- * Reading and stamping duplicate IDs (DESIGN §3).
+ * Reading and stamping duplicate IDs (docs/design.md §3.1).
  *
  * Strategy, in order:
  * 1. The message carries the configured header (or the HornetQ name `_HQ_DUPL_ID`): use it as is.

@@ -1,6 +1,6 @@
 /**
  * The protocol-neutral message every endpoint reads into and writes from.
- * AMQP and STOMP adapters map to and from this shape (see src/mapping/); the worker never sees a protocol frame.
+ * AMQP and STOMP adapters map to and from this shape (see src/mapping/); the session never sees a protocol frame.
  */
 
 /** A header value as a protocol decoded it. AMQP tables can nest; STOMP values are always strings. */
@@ -50,7 +50,7 @@ export interface BridgeMessage {
   headers: Headers;
 }
 
-/** A message as a source hands it to the worker. */
+/** A message as a source hands it to the session (./session.ts). */
 export interface SourceDelivery {
   message: BridgeMessage;
   /** The broker says it delivered this message before (AMQP `redelivered`, STOMP `redelivered:true`). */
@@ -60,6 +60,6 @@ export interface SourceDelivery {
    * (ActiveMQ's STOMP `message-id`, an AMQP `message-id` property set by the publisher). Undefined otherwise.
    */
   stableId?: string;
-  /** Monotonic per source session; the worker uses it for logs and ordering only. */
+  /** Monotonic per source session; the session uses it for logs and ordering only. */
   seq: number;
 }

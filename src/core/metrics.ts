@@ -1,5 +1,5 @@
 /**
- * Prometheus metrics, one set per process, labelled by bridge. The worker and the supervisor only call these; the
+ * Prometheus metrics, one set per process, labelled by bridge. The session and the supervisor only call these; the
  * HTTP exposition lives in src/service/http-server.ts. Names and labels are documented in docs/operations.md.
  */
 import { Counter, Gauge, Registry, collectDefaultMetrics } from 'prom-client';

@@ -2,7 +2,7 @@
  * The contract between the core (worker, supervisor) and the protocol adapters (src/endpoints/*).
  *
  * Adapters only connect, read, write and close. They never reconnect by themselves and never retry:
- * the supervisor owns reconnects with backoff, the worker owns retries and dead-lettering.
+ * the supervisor owns reconnects with backoff, the session (./session.ts) owns retries and dead-lettering.
  * One endpoint object lives for one session: `open` once (a second call throws TypeError), `close` once. After a
  * loss, the supervisor builds new endpoint objects. A handler that throws is logged by the adapter and goes no further
  * (a delivery whose handler threw stays unacked).
@@ -14,7 +14,7 @@ import type { BatchMemberResult } from './batch-result.js';
 export type { BatchMemberResult } from './batch-result.js';
 
 export interface SourceHandlers {
-  /** Called for every delivered message, in broker order. The worker must call `ack` for it exactly once, or never. */
+  /** Called for every delivered message, in broker order. The session must call `ack` for it exactly once, or never. */
   onDelivery(delivery: SourceDelivery): void;
   /** Called at most once, when the connection or channel is lost after `open` resolved. Unacked messages go back to the broker. */
   onLost(error: TransientError): void;
@@ -72,8 +72,8 @@ export interface SourceEndpoint {
   /**
    * Optional: true when the broker applies the bridge's filter to what it delivers (an ActiveMQ Classic STOMP
    * subscription with a `selector`), so that messages it does not select stay in the queue; read after `open`
-   * resolved. The worker still evaluates the filter on every delivery; a miss from such a source means the broker and
-   * the bridge disagree (logged). Absent or false: every message is delivered, and the worker's filter-miss applies.
+   * resolved. The session still evaluates the filter on every delivery; a miss from such a source means the broker and
+   * the bridge disagree (logged). Absent or false: every message is delivered, and the session's filter-miss applies.
    */
   readonly brokerSelects?: boolean;
   /** Closes the connection. Whatever was not acked is redelivered by the broker. Never throws. */
@@ -83,7 +83,7 @@ export interface SourceEndpoint {
 export interface TargetHandlers {
   /** Called at most once, when the connection is lost after `open` resolved. */
   onLost(error: TransientError): void;
-  /** Flow control from the broker (AMQP `connection.blocked`): while blocked, the worker sends nothing. */
+  /** Flow control from the broker (AMQP `connection.blocked`): while blocked, the session sends nothing. */
   onBlocked?(blocked: boolean, reason?: string): void;
 }
 
@@ -108,7 +108,7 @@ export interface TargetEndpoint {
    * Sends several messages at once and resolves, never rejects, with one result per message, in order, once every one
    * is settled (see BatchMemberResult). A batch is not all-or-nothing unless the target says so: AMQP confirms are
    * per message, so some members may be confirmed and others refused or lost; a STOMP transaction gives every
-   * member the transaction's outcome (all confirmed, or none delivered). Optional: when absent, the worker sends
+   * member the transaction's outcome (all confirmed, or none delivered). Optional: when absent, the session sends
    * one by one. `routes`: each member's `route`, as for send; members of one batch may go to different addresses.
    */
   sendBatch?(messages: BridgeMessage[], routes?: readonly (string | undefined)[]): Promise<BatchMemberResult[]>;

@@ -21,8 +21,8 @@
  * ./session/, one module each (docs/design.md §7.1 says who owns what):
  *   context.ts      what the stages share: dependencies, the messages held, the send loop's queue, the end
  *   job.ts          a message in flight, its stage, and the one table of the moves between stages
- *   prepare.ts      its filter, target address, duplicate ID and reservation (filter.ts, route.ts, stamps from
- *                   ../stamp-claim.ts)
+ *   prepare.ts      its filter, target address, duplicate ID and reservation (with filter.ts and route.ts; the
+ *                   stamps of ./stamp-claim.ts)
  *   send-loop.ts    the ordered send loop and batching
  *   park.ts         busy IDs set aside and prepared again
  *   target-gate.ts  sending: sends in flight, flow control, isolation of ambiguous refusals, a full target
@@ -50,7 +50,7 @@ import { TargetGate } from './session/target-gate.js';
 import { teardown } from './session/teardown.js';
 
 export { DEAD_LETTER_HEADERS } from './session/dead-letter.js';
-export type { PauseSwitch, SessionDeps, SessionObserver } from './session/deps.js';
+export type { SessionDeps, SessionObserver } from './session/deps.js';
 
 /** Also bounds how long the stamp of an acked message lingers (rule 3 of stamp-claim-1.lua): kept short. */
 const ACK_BARRIER_INTERVAL_MS = 50;

@@ -1,5 +1,5 @@
 /**
- * How a redelivered message without a stable identity gets back the ID stamped on its first delivery (DESIGN §3).
+ * How a redelivered message without a stable identity gets back the ID stamped on its first delivery (docs/design.md §3.2).
  *
  * Records: every first delivery without an ID stamps a fresh random ID and records it under the message's fingerprint
  * (source address + SHA-256 of body, properties and headers), held by the delivery's token with a lease that the

@@ -27,7 +27,7 @@ export interface ToStompOptions {
   /** Receives one debug line per header that had to be encoded or left out. */
   log?: Logger;
   /**
-   * The duplicate-ID header (e.g. `_AMQ_DUPL_ID`). A byte value of it is written as UTF-8 text, the way the worker
+   * The duplicate-ID header (e.g. `_AMQ_DUPL_ID`). A byte value of it is written as UTF-8 text, the way the session
    * reads such an ID, rather than as hex.
    */
   duplicateIdHeader?: string;

@@ -28,8 +28,6 @@ export interface HeaderRules {
   readonly set: ReadonlyArray<readonly [string, RuleValue]>;
 }
 
-export const NO_HEADER_RULES: HeaderRules = Object.freeze({ rename: [], remove: [], set: [] });
-
 /** Headers the bridge writes itself (provenance, dead-letter reasons, the possible-duplicate flag) start with this. */
 export const BRIDGE_HEADER_PREFIX = 'x-bridge-';
 /** The possible-duplicate flag (src/core/duplicate-id.ts POSSIBLE_DUPLICATE_HEADER; a unit test keeps them equal). */

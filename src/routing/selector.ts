@@ -34,7 +34,7 @@
  */
 import { ConfigError } from '../shared/errors.js';
 import { compileTree, SelectorProblem, type SelectorMessage } from './selector-compile.js';
-import { parse, SyntaxError as ParserSyntaxError, type ParserExpectation } from './selector-parser.mjs';
+import { parse, SyntaxError as ParserSyntaxError, type ParserExpectation } from './generated/selector-parser.mjs';
 
 export type { SelectorMessage } from './selector-compile.js';
 

@@ -40,7 +40,7 @@ export class MessageRejectedError extends BridgeError {
   /**
    * The broker refused one of several sends in flight without saying which (RabbitMQ closes the channel for one bad
    * publish, and every unconfirmed send on it fails). This send may be innocent, and may even have been delivered:
-   * the worker resends such messages one at a time, flagged as possible duplicates, to find the culprit.
+   * the session's target gate resends such messages one at a time, flagged as possible duplicates, to find the culprit.
    */
   readonly ambiguous: boolean;
   constructor(reason: string, message: string, options?: { cause?: unknown; ambiguous?: boolean }) {

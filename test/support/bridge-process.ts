@@ -1,6 +1,6 @@
 /**
- * Runs the real `broker-bridge run` (dist/cli.js, built by `npm test`) as a child process with a config written to a
- * temporary file, and reads its pino log lines.
+ * Runs the real `broker-bridge run` (dist/cli.js, built by `npm test`) — or another of its commands, e.g. `move` — as a
+ * child process with a config written to a temporary file, and reads its pino log lines.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, writeFileSync } from 'node:fs';
@@ -61,11 +61,11 @@ export class BridgeProcess {
     );
   }
 
-  static start(configFile: string, env: Record<string, string> = {}): BridgeProcess {
+  static start(configFile: string, env: Record<string, string> = {}, command: readonly string[] = ['run']): BridgeProcess {
     // BRIDGE_NODE_ARGS: extra node flags for the bridge (e.g. --cpu-prof when profiling a bench run). BRIDGE_CLI: another
     // build's dist/cli.js, read at each start (not at import), so one bench process can alternate two builds.
     const nodeArgs = (env.BRIDGE_NODE_ARGS ?? process.env.BRIDGE_NODE_ARGS ?? '').split(' ').filter(Boolean);
-    const child = spawn(process.execPath, [...nodeArgs, process.env.BRIDGE_CLI ?? CLI, 'run', '--config', configFile], {
+    const child = spawn(process.execPath, [...nodeArgs, process.env.BRIDGE_CLI ?? CLI, ...command, '--config', configFile], {
       env: { ...process.env, ...env },
       stdio: ['ignore', 'pipe', 'pipe'],
     });

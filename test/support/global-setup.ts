@@ -76,7 +76,7 @@ const HOW_TO_SET = [
 
 const started: StartedTestContainer[] = [];
 
-/** Where each service listens on a machine that runs it locally with its defaults (as CI and ../shared/ENV.md do). */
+/** Where each service listens on a machine that runs it locally with its defaults (as CI does, docs/tests.md). */
 const LOCAL: Record<ServiceVar, { url: string; port: number }> = {
   AMQP_URL: { url: 'amqp://guest:guest@127.0.0.1:5672', port: 5672 },
   REDIS_URL: { url: 'redis://127.0.0.1:6379', port: 6379 },

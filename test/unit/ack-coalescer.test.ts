@@ -96,7 +96,7 @@ describe('AckCoalescer', () => {
     const random = () => ((seed = (seed * 1103515245 + 12345) % 2 ** 31) / 2 ** 31);
     const open = Array.from({ length: 2000 }, deliver);
     while (open.length > 0) {
-      // Mostly in order, sometimes out of order, a few per tick (as the worker settles).
+      // Mostly in order, sometimes out of order, a few per tick (as the session settles).
       for (let k = 0; k < 1 + Math.floor(random() * 20) && open.length > 0; k++) {
         const i = random() < 0.8 ? 0 : Math.floor(random() * open.length);
         coalescer.settle(open.splice(i, 1)[0]!);

@@ -1,5 +1,5 @@
 /**
- * The worker's state machine with fake endpoints (pure logic: ordering, when acks happen, retries, dead-lettering,
+ * The session's state machine with fake endpoints (pure logic: ordering, when acks happen, retries, dead-lettering,
  * failing closed). Delivery itself is proven against real brokers in test/integration.
  */
 import { describe, expect, it } from 'vitest';

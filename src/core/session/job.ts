@@ -58,7 +58,7 @@ export interface Duplicate {
 
 /**
  * Its ID is reserved at the target address (when deduplicating), and its copy is sent or about to be. The send stages
- * (./send.ts, ./isolate.ts, ./dead-letter.ts) pass this around; it knows its job.
+ * (./target-gate.ts, ./dead-letter.ts) pass this around; it knows its job. Its mutable fields are the target gate's.
  */
 export interface Forwarding {
   readonly stage: 'forwarding';

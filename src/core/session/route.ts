@@ -2,7 +2,7 @@
  * Forwarding rules: where one message goes when the target's routing key (AMQP) or destination (STOMP) is an address
  * template (../../routing/address-template.ts). The template is resolved once per job, over the message as received
  * (as its duplicate ID is read: header rules never change where a message goes or which cache it is checked against),
- * before the ID is reserved, because the resolved address is the cache's address (DESIGN §9): one cache per
+ * before the ID is reserved, because the resolved address is the cache's address (docs/design.md §9.2): one cache per
  * resolved address, exactly as for a fixed target with that routing key or queue, so that the two share it.
  */
 import type { SessionContext } from './context.js';

@@ -1,6 +1,6 @@
 /**
  * Acks of one AMQP channel, folded: deliveries settled in delivery order go out as one `basic.ack` with `multiple`,
- * instead of one frame each. The worker settles almost always in order, so a busy bridge sends one ack per turn of
+ * instead of one frame each. The session settles almost always in order, so a busy bridge sends one ack per turn of
  * the event loop instead of hundreds, and the broker parses and handles that much less.
  *
  * A `multiple` ack covers every unacked tag up to the one it names, so it is only ever sent for a run at the head of

@@ -285,7 +285,7 @@ export class AmqpTarget extends AmqpEndpoint<TargetHandlers> implements TargetEn
       const text = replyText(chan.error);
       this.log.warn({ code, unconfirmed: chan.pending.size }, `the broker closed the channel: ${text}; reopening it`);
       // The broker does not say which publish closed the channel. With one send in flight it is that one; with more,
-      // the others may be innocent (and those before the culprit may even be routed): say so, and let the worker
+      // the others may be innocent (and those before the culprit may even be routed): say so, and let the session
       // isolate the culprit.
       const ambiguous = chan.pending.size > 1;
       this.failPending(chan, () => new MessageRejectedError(reason, `${this.description}: ${text}`, { cause: chan.error, ambiguous }));

@@ -6,7 +6,7 @@
  * body, what a NACK does. The source and target read these from one profile chosen once per connection; a server
  * this module does not know gets the cautious answers (no stable identity, both prefetch headers).
  *
- * Checked against ActiveMQ Classic 5.17 and RabbitMQ 3.10's STOMP plugin (see ../shared/ENV.md); Artemis is named so
+ * Checked against ActiveMQ Classic 5.17 and RabbitMQ 3.10's STOMP plugin (docs/mapping.md says what each does); Artemis is named so
  * that logs say what it is, but its behaviour is not checked here, so it gets the cautious answers too.
  */
 import type { StompHeaders } from '../../mapping/stomp-mapping.js';
@@ -17,7 +17,7 @@ export interface StompPeerProfile {
   readonly kind: StompPeerKind;
   /**
    * True when the peer's `message-id` is the same on every delivery of one message (ActiveMQ Classic: checked). Then it
-   * is the source delivery's stable identity; otherwise the source gives none and the worker stamps by fingerprint and
+   * is the source delivery's stable identity; otherwise the source gives none and the session stamps by fingerprint and
    * claims the stamp on a `redelivered:true` delivery, as for an AMQP message without `message-id`.
    */
   readonly stableMessageId: boolean;

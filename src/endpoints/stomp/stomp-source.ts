@@ -6,13 +6,13 @@
  * one). A message that must come back is simply left unacked; closing the connection returns it, and the broker
  * redelivers it with `redelivered:true`. On a peer whose `message-id` names the message (ActiveMQ Classic) that
  * `message-id` is the delivery's stableId. Elsewhere (RabbitMQ: a new `message-id` per delivery; unknown servers) the
- * delivery has no stableId and the worker stamps it by fingerprint, claiming the stamp on a redelivery, exactly as for
+ * delivery has no stableId and the session stamps it by fingerprint, claiming the stamp on a redelivery, exactly as for
  * an AMQP message without `message-id`.
  *
  * With a bridge filter, a peer that speaks JMS selectors on SUBSCRIBE (ActiveMQ Classic: checked) gets it as the
- * `selector` header, so that the messages it does not select stay in the queue; `brokerSelects` says so to the worker,
+ * `selector` header, so that the messages it does not select stay in the queue; `brokerSelects` says so to the session,
  * which still evaluates the filter on what arrives (src/core/session/filter.ts). Other peers (RabbitMQ's STOMP plugin
- * has no selectors; Artemis is not checked) get no `selector`: every message comes, and the worker's filter-miss applies.
+ * has no selectors; Artemis is not checked) get no `selector`: every message comes, and the session's filter-miss applies.
  */
 import type { StompConnectionConfig } from '../../config/types.js';
 import { TransientError, isProgrammerError } from '../../shared/errors.js';

@@ -1,8 +1,9 @@
 /**
- * Types of ./selector-parser.mjs, the parser Peggy generates from ./selector.peggy (`npm run generate:selector`).
- * Only what ./selector.ts uses is declared; Peggy's own declarations (`peggy --dts`) describe the rest.
+ * Types of ./selector-parser.mjs, the parser Peggy generates from ../selector.peggy (`npm run generate:selector`): written
+ * by hand (this file is not generated), kept beside the module it types.
+ * Only what ../selector.ts uses is declared; Peggy's own declarations (`peggy --dts`) describe the rest.
  */
-import type { SelectorNode } from './selector-ast.js';
+import type { SelectorNode } from '../selector-ast.js';
 
 export interface ParserLocation {
   readonly line: number;

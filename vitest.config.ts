@@ -20,6 +20,8 @@ export default defineConfig({
     testTimeout: 120_000,
     hookTimeout: 180_000,
     teardownTimeout: 60_000,
+    // After the summary, every skipped test with its reason (test/support/skip-reasons.ts).
+    reporters: ['default', './test/support/skip-reasons.ts'],
     projects: [
       {
         extends: true,

@@ -11,7 +11,7 @@
  * `docker logs`. A build that needs anything the base image lacks fails here, in beforeAll.
  */
 import { execFile } from 'node:child_process';
-import { chmodSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { chmodSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer, type AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
@@ -65,13 +65,21 @@ function configFolder(yaml: string): string {
   return dir;
 }
 
-/** Starts the image detached, with host networking and the folder as its configuration; resolves to its name. */
-async function runImage(confDir: string, opts: { healthPort?: number; name?: string } = {}): Promise<string> {
-  const name = opts.name ?? uniqueName('bb-container');
+/** The development admin token docker-compose.yml gives the bridge as a secret (`secrets: admin-token`). */
+const COMPOSE_SECRET = join(REPO, 'docker/secrets/admin-token.dev');
+
+/**
+ * Starts the image detached, with host networking and the folder as its configuration; resolves to its name. `compose`:
+ * as docker-compose.yml runs it — an init process (`init: true`) and the admin token as a secret file (a bind mount
+ * at /run/secrets/admin-token with the file's own permissions, which is what compose does without swarm).
+ */
+async function runImage(confDir: string, opts: { healthPort?: number; compose?: boolean } = {}): Promise<string> {
+  const name = uniqueName('bb-container');
   await docker([
     'run', '--detach', '--name', name, '--label', LABEL, '--network', 'host',
     '--volume', `${confDir}:/etc/broker-bridge:ro`,
     ...(opts.healthPort !== undefined ? ['--env', `HEALTH_PORT=${opts.healthPort}`] : []),
+    ...(opts.compose ? ['--init', '--volume', `${COMPOSE_SECRET}:/run/secrets/admin-token:ro`, '--env', 'ADMIN_TOKEN_FILE=/run/secrets/admin-token'] : []),
     IMAGE,
   ]);
   return name;
@@ -87,11 +95,15 @@ interface LogLine {
   [key: string]: unknown;
 }
 
+function isLogLine(v: unknown): v is LogLine {
+  return typeof v === 'object' && v !== null && typeof (v as { msg?: unknown }).msg === 'string';
+}
+
 function jsonLines(logs: string): LogLine[] {
   return logs.split('\n').flatMap((l) => {
     try {
       const v: unknown = JSON.parse(l);
-      return typeof v === 'object' && v !== null && 'msg' in v ? [v] : [];
+      return isLogLine(v) ? [v] : [];
     } catch {
       return [];
     }
@@ -174,15 +186,19 @@ describe('the container image, run with host networking against the local broker
   beforeAll(async () => {
     httpPort = await freePort();
     q = await streamQueues();
-    container = await runImage(configFolder(streamConfig(httpPort, q, keyPrefix)), { healthPort: httpPort });
+    container = await runImage(configFolder(streamConfig(httpPort, q, keyPrefix)), { healthPort: httpPort, compose: true });
   }, 120_000);
 
   it('runs as the unprivileged user node, which cannot write the code it runs', async () => {
     expect(await inspect(container, '{{.Config.User}}')).toBe('node');
-    // PID 1 is node (exec form: it gets SIGTERM itself) and runs as uid 1000.
-    const status = await docker(['exec', container, 'cat', '/proc/1/status']);
-    expect(status).toMatch(/^Uid:\s+1000\s+1000\s+1000\s+1000$/m);
-    expect(await docker(['exec', container, 'cat', '/proc/1/cmdline'])).toMatch(/^node\0dist\/cli\.js\0run\0/);
+    // The bridge process (the init process's child, as compose runs it) runs as uid 1000.
+    const uids = await docker([
+      'exec', container, 'node', '-e',
+      `const fs = require('fs'); for (const pid of fs.readdirSync('/proc').filter((p) => /^\\d+$/.test(p))) {
+         try { if (fs.readFileSync('/proc/' + pid + '/cmdline', 'utf8').startsWith('node\\0dist/cli.js\\0run\\0'))
+           console.log(/^Uid:\\s+(.*)$/m.exec(fs.readFileSync('/proc/' + pid + '/status', 'utf8'))[1]); } catch {} }`,
+    ]);
+    expect(uids.trim().split(/\s+/)).toEqual(['1000', '1000', '1000', '1000']);
     const tries = await docker([
       'exec', container, 'node', '-e',
       // Each path: can the process write it? (EACCES expected for all of them.)
@@ -196,6 +212,21 @@ describe('the container image, run with host networking against the local broker
       '/app/package.json: EACCES',
       '/app: EACCES',
     ]);
+  });
+
+  it("reads the admin token from compose's secret file: the admin endpoints take it, and refuse another", async () => {
+    const token = readFileSync(COMPOSE_SECRET, 'utf8').trim();
+    const reload = (bearer: string) => fetch(`http://127.0.0.1:${httpPort}/reload`, { method: 'POST', headers: { authorization: `Bearer ${bearer}` } });
+    await until('the HTTP API answers', async () => (await fetch(`http://127.0.0.1:${httpPort}/livez`).catch(() => undefined))?.ok === true, {
+      timeoutMs: 60_000,
+      everyMs: 500,
+    });
+    expect((await reload('not-the-token')).status).toBe(401);
+    const applied = await reload(token);
+    expect(applied.status).toBe(200);
+    const body = (await applied.json()) as { applied: boolean; unchanged: string[] };
+    expect(body.applied).toBe(true);
+    expect([...body.unchanged].sort()).toEqual(['back-to-rabbit', 'to-activemq']);
   });
 
   it('its HEALTHCHECK passes and /readyz turns ready', async () => {

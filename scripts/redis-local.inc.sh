@@ -40,7 +40,10 @@ work_dir() {
   local port="$1" pid
   pid="$(cli "$port" info server | tr -d '\r' | sed -n 's/^process_id://p')"
   [[ "$pid" =~ ^[0-9]+$ ]] || return 0
-  tr '\0' ' ' <"/proc/$pid/cmdline" 2>/dev/null | grep -q -- "redis-server.*:$port\b" || return 0
+  # Read whole, not piped into `grep -q`: grep quitting early would SIGPIPE tr, and pipefail would then say no.
+  local cmd
+  cmd="$(tr '\0' ' ' <"/proc/$pid/cmdline" 2>/dev/null)" || return 0
+  [[ "$cmd" =~ redis-server.*:$port([^0-9]|$) ]] || return 0
   readlink "/proc/$pid/cwd" 2>/dev/null || true
 }
 

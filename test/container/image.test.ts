@@ -12,12 +12,12 @@
  */
 import { execFile } from 'node:child_process';
 import { chmodSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { createServer, type AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { AmqpTestClient } from '../support/amqp.js';
+import { freePort } from '../support/ports.js';
 import { services, uniqueName } from '../support/services.js';
 import { readStomp } from '../support/stomp.js';
 import { text } from '../support/text.js';
@@ -42,17 +42,6 @@ async function docker(args: readonly string[], opts: { timeoutMs?: number; env?:
     const e = err as { stderr?: string; stdout?: string; message: string };
     throw new Error(`docker ${args.join(' ')} failed: ${e.message}\n${(e.stdout ?? '').slice(-4000)}\n${(e.stderr ?? '').slice(-4000)}`);
   }
-}
-
-function freePort(): Promise<number> {
-  return new Promise((resolvePort, reject) => {
-    const server = createServer();
-    server.once('error', reject);
-    server.listen(0, '127.0.0.1', () => {
-      const { port } = server.address() as AddressInfo;
-      server.close(() => resolvePort(port));
-    });
-  });
 }
 
 /** A configuration folder for the container (mounted at /etc/broker-bridge), readable by the image's user. */

@@ -99,6 +99,18 @@ function watchWire(proxy: TcpProxy): { publishes: number; ackedThrough: number; 
   return wire;
 }
 
+/** An open target on a new queue, connected through a proxy whose frames are watched; the proxy is the caller's to stop. */
+async function proxiedTarget(): Promise<{ q: string; proxy: TcpProxy; wire: ReturnType<typeof watchWire>; t: AmqpTarget; lost: TransientError[] }> {
+  const q = queueName();
+  await client.queue(q);
+  const proxy = await TcpProxy.forUrl(services.amqpUrl).start();
+  const wire = watchWire(proxy);
+  const t = target({ queue: q }, 15_000, connection([proxy.rewrite(services.amqpUrl)]));
+  const lost: TransientError[] = [];
+  await t.open({ onLost: (e) => lost.push(e) });
+  return { q, proxy, wire, t, lost };
+}
+
 /** Ready + unacked messages of a queue as the queue process counts them (rabbitmqctl); undefined without it. */
 async function queueTotal(queue: string): Promise<number | undefined> {
   let stdout: string;
@@ -389,14 +401,8 @@ describe('AMQP target outcomes', () => {
   // took them. (Issue 39: a close at a random moment under a stream of sends sometimes reached the target in the same
   // read as the acks of everything it had written, so no send was unconfirmed then; the next test is that case.)
   it('fails sends written before the broker\'s close arrived with outcomeUnknown and fires onLost once', async () => {
-    const q = queueName();
-    await client.queue(q);
-    const proxy = await TcpProxy.forUrl(services.amqpUrl).start();
+    const { q, proxy, wire, t, lost } = await proxiedTarget();
     try {
-      const wire = watchWire(proxy);
-      const t = target({ queue: q }, 15_000, connection([proxy.rewrite(services.amqpUrl)]));
-      const lost: TransientError[] = [];
-      await t.open({ onLost: (e) => lost.push(e) });
       const before = Array.from({ length: 100 }, (_, i) => `before ${i}`);
       await Promise.all(before.map((b) => t.send(msg(b))));
 
@@ -430,14 +436,8 @@ describe('AMQP target outcomes', () => {
   });
 
   it("reads the acks of every written send and the broker's close in one chunk: all confirmed; sends after it fail as not sent, and are not sent", async () => {
-    const q = queueName();
-    await client.queue(q);
-    const proxy = await TcpProxy.forUrl(services.amqpUrl).start();
+    const { q, proxy, wire, t, lost } = await proxiedTarget();
     try {
-      const wire = watchWire(proxy);
-      const t = target({ queue: q }, 15_000, connection([proxy.rewrite(services.amqpUrl)]));
-      const lost: TransientError[] = [];
-      await t.open({ onLost: (e) => lost.push(e) });
       await Promise.all(Array.from({ length: 100 }, (_, i) => t.send(msg(`m ${i}`))));
 
       const close = await brokerSideClose(t.connectionName);

@@ -11,11 +11,11 @@
  */
 import { spawn, spawnSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
-import { createServer, type AddressInfo } from 'node:net';
 import { resolve } from 'node:path';
 import amqplib from 'amqplib';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { RabbitAdmin } from '../faults/rabbit-admin.js';
+import { freePort } from '../support/ports.js';
 import { services, uniqueName } from '../support/services.js';
 import { publishStomp, readStomp } from '../support/stomp.js';
 import { until } from '../support/wait.js';
@@ -30,17 +30,6 @@ function withoutDockerCommands(): string[] {
   const block = /```sh\n([\s\S]*?)```/.exec(readme.slice(at));
   expect(block, 'an sh block after it').not.toBeNull();
   return block![1]!.split('\n').filter((l) => l.trim() !== '');
-}
-
-function freePort(): Promise<number> {
-  return new Promise((resolvePort, reject) => {
-    const server = createServer();
-    server.once('error', reject);
-    server.listen(0, '127.0.0.1', () => {
-      const { port } = server.address() as AddressInfo;
-      server.close(() => resolvePort(port));
-    });
-  });
 }
 
 const admin = new RabbitAdmin(services.rabbitManagementUrl);

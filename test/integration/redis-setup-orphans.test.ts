@@ -6,13 +6,13 @@
  * for two checkouts (REDIS_LOCAL_DIR).
  */
 import { execFile } from 'node:child_process';
-import { mkdtempSync, rmSync } from 'node:fs';
-import { createServer } from 'node:net';
+import { mkdtempSync, readlinkSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { Redis } from 'ioredis';
 import { describe, expect, it } from 'vitest';
+import { portFree } from '../support/ports.js';
 import { CLUSTER_SCRIPT, SENTINEL_SCRIPT } from '../support/redis-topology.js';
 
 const execFileP = promisify(execFile);
@@ -33,14 +33,6 @@ async function script(path: string, command: string, env: Record<string, string>
   }
 }
 
-function portFree(port: number): Promise<boolean> {
-  return new Promise((resolve) => {
-    const server = createServer();
-    server.once('error', () => resolve(false));
-    server.listen(port, '127.0.0.1', () => server.close(() => resolve(true)));
-  });
-}
-
 /** The first `from + k * step` whose ports `offsets` (added to it) are all free. */
 async function freeBase(from: number, to: number, step: number, offsets: readonly number[]): Promise<number> {
   for (let base = from; base <= to; base += step) {
@@ -50,16 +42,18 @@ async function freeBase(from: number, to: number, step: number, offsets: readonl
   throw new Error(`no free ports in ${from}-${to} for offsets ${offsets.join(',')}`);
 }
 
-/** Where the Redis on the port works (its `dir`, the folder its checkout gave it), as the server says. */
+/**
+ * Where the Redis on the port works (its `dir`, the folder its checkout gave it), as the kernel has it: its pid from
+ * INFO, then /proc/PID/cwd, which still names a removed folder (with " (deleted)").
+ */
 async function serverDir(port: number): Promise<string> {
   const r = new Redis({ port, host: '127.0.0.1', lazyConnect: true, maxRetriesPerRequest: 1, retryStrategy: () => null });
   r.on('error', () => undefined);
   try {
     await r.connect();
-    const server = await r.info('server');
-    const conf = /^config_file:(.*)$/m.exec(server)?.[1]?.trim();
-    if (conf) return conf.replace(/\/[^/]+$/, '');
-    return ((await r.call('config', 'get', 'dir')) as string[])[1]!;
+    const pid = /^process_id:(\d+)/m.exec(await r.info('server'))?.[1];
+    if (pid === undefined) throw new Error(`no process_id from INFO on port ${port}`);
+    return readlinkSync(`/proc/${pid}/cwd`);
   } finally {
     r.disconnect();
   }

@@ -8,9 +8,10 @@
  */
 import { execFileSync, spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { createServer, connect as netConnect, type AddressInfo, type Server, type Socket } from 'node:net';
+import { createServer, connect as netConnect, type Server, type Socket } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { freePort, portFree } from './ports.js';
 
 export interface TlsFiles {
   dir: string;
@@ -67,14 +68,6 @@ export function makeTlsFiles(): TlsFiles {
     strangerCert: join(dir, 'stranger.pem'),
     strangerKey: join(dir, 'stranger.key'),
   };
-}
-
-function portFree(port: number): Promise<boolean> {
-  return new Promise((resolve) => {
-    const server = createServer();
-    server.once('error', () => resolve(false));
-    server.listen(port, '127.0.0.1', () => server.close(() => resolve(true)));
-  });
 }
 
 /** `count` free loopback ports from 17000–17099, starting the search at `from`. */
@@ -157,7 +150,7 @@ export class TlsTerminator {
   private async relay(client: Socket, t: TunnelSpec): Promise<void> {
     client.pause();
     this.sockets.add(client);
-    const port = await ephemeralPort();
+    const port = await freePort();
     const f = this.files;
     const verify = t.mutual ? ['-Verify', '1', '-verify_return_error', '-verify_quiet', '-CAfile', f.ca] : [];
     const args = ['s_server', '-accept', `127.0.0.1:${port}`, '-naccept', '1', '-quiet', '-no_ign_eof', '-cert', f.serverCert, '-key', f.serverKey, ...verify];
@@ -210,18 +203,6 @@ export class TlsTerminator {
     for (const child of this.children) if (child.exitCode === null) child.kill('SIGTERM');
     this.children.clear();
   }
-}
-
-/** A loopback port the system has free now (for a child process to listen on). */
-function ephemeralPort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = createServer();
-    server.once('error', reject);
-    server.listen(0, '127.0.0.1', () => {
-      const { port } = server.address() as AddressInfo;
-      server.close(() => resolve(port));
-    });
-  });
 }
 
 /** Connects to a port a child process is about to listen on: refused connections are retried, for up to 10 s. */

@@ -1,7 +1,7 @@
 import { defineConfig } from 'vitest/config';
 
 /**
- * Two projects over one tree (together they cover test/**\/*.test.ts):
+ * Two projects over one tree (together they cover test/**\/*.test.ts but test/container, a third project of its own):
  * - `unit`: test/unit, needs no broker, so it does not trigger the service provisioning below — a developer can
  *   run `npx vitest run test/unit/...` without RabbitMQ/ActiveMQ/Redis.
  * - `integration`: everything else under test/. Its globalSetup takes the broker URLs from the environment or
@@ -20,6 +20,8 @@ export default defineConfig({
     testTimeout: 120_000,
     hookTimeout: 180_000,
     teardownTimeout: 60_000,
+    // After the summary, every skipped test with its reason (test/support/skip-reasons.ts).
+    reporters: ['default', './test/support/skip-reasons.ts'],
     projects: [
       {
         extends: true,
@@ -33,10 +35,24 @@ export default defineConfig({
         test: {
           name: 'integration',
           include: ['test/**/*.test.ts'],
-          exclude: ['test/unit/**', '**/node_modules/**'],
+          exclude: ['test/unit/**', 'test/container/**', '**/node_modules/**'],
           globalSetup: ['test/support/global-setup.ts'],
         },
       },
+      // The container image, built and run (`npm run test:container`: scripts/container-test.sh starts a Docker engine
+      // and makes the base image, then names it in CONTAINER_NODE_IMAGE); not part of `npm test`.
+      ...(process.env.CONTAINER_NODE_IMAGE
+        ? [
+            {
+              extends: true as const,
+              test: {
+                name: 'container',
+                include: ['test/container/**/*.test.ts'],
+                globalSetup: ['test/support/global-setup.ts'],
+              },
+            },
+          ]
+        : []),
     ],
   },
 });

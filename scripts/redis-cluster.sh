@@ -13,7 +13,8 @@
 # cluster does nothing.
 # State lives in .redis-local/cluster/<port>/ at the repo root (gitignored; override with REDIS_LOCAL_DIR); ports
 # with REDIS_CLUSTER_BASE_PORT (default 7000: 7000–7005). A port taken by a Redis that is not this instance's (its
-# `dir` is elsewhere) is never touched: `start` then fails with a sentence.
+# `dir` is elsewhere) is never touched while that folder exists: `start` then fails with a sentence naming it. One
+# whose folder is gone (an orphan: its checkout was removed with the cluster running) is stopped and replaced.
 set -euo pipefail
 
 SCRIPT_DIR="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
@@ -32,9 +33,12 @@ source "$SCRIPT_DIR/redis-local.inc.sh"
 
 # True when the Redis answering on the port keeps its data in this instance's directory for that port.
 ours() {
-  local dir
+  local dir theirs mine
   dir="$(cli "$1" config get dir | sed -n 2p)"
-  [[ -n "$dir" && "$(cd "$(node_dir "$1")" 2>/dev/null && pwd -P)" == "$(cd "$dir" 2>/dev/null && pwd -P)" ]]
+  # Both folders must exist: two that do not would compare equal.
+  theirs="$(cd "$dir" 2>/dev/null && pwd -P)" || return 1
+  mine="$(cd "$(node_dir "$1")" 2>/dev/null && pwd -P)" || return 1
+  [[ -n "$dir" && "$theirs" == "$mine" ]]
 }
 
 info_field() { cli "$1" cluster info | tr -d '\r' | sed -n "s/^$2://p"; }
@@ -85,19 +89,27 @@ print_nodes() {
 }
 
 do_start() {
-  local p
+  local p orphans=0
   if healthy; then
     # Another checkout's cluster on these ports would pass for ours, and the tests' kill/restart helpers, which work on
     # this instance's directory, would then fail in ways that say nothing.
     for p in "${PORTS[@]}"; do
-      ours "$p" || die "the healthy Redis Cluster on $HOST:${PORTS[0]}-${PORTS[5]} is not this instance's (it keeps its data in $(cli "$p" config get dir | sed -n 2p), not $STATE_DIR): stop it with the scripts/redis-cluster.sh of its checkout, or choose other ports with REDIS_CLUSTER_BASE_PORT"
+      if ours "$p"; then continue; fi
+      if orphaned "$p"; then orphans=1; continue; fi
+      die "the healthy Redis Cluster on $HOST:${PORTS[0]}-${PORTS[5]} is not this instance's: port $p keeps its data in $(owner_dir "$p" "$(cli "$p" config get dir | sed -n 2p)"), not in $STATE_DIR; stop it with the scripts/redis-cluster.sh of that checkout, or choose other ports with REDIS_CLUSTER_BASE_PORT"
     done
-    log "already running: 3 masters + 3 replicas on $HOST:${PORTS[0]}-${PORTS[5]}, cluster_state:ok"
-    return 0
+    if ((orphans == 0)); then
+      log "already running: 3 masters + 3 replicas on $HOST:${PORTS[0]}-${PORTS[5]}, cluster_state:ok"
+      return 0
+    fi
   fi
   for p in "${PORTS[@]}"; do
     if port_open "$p" && ! running_pid "$p" >/dev/null && ! ours "$p"; then
-      die "port $p is taken by a Redis (or another process) that is not this instance's ($STATE_DIR); stop it, or choose other ports with REDIS_CLUSTER_BASE_PORT"
+      if orphaned "$p"; then
+        log "port $p: a Redis left by a removed checkout (it worked in $(owner_dir "$p")); stopping it"
+        continue
+      fi
+      die "port $p is taken by a Redis (or another process) that is not this instance's: it keeps its data in $(owner_dir "$p" "$(cli "$p" config get dir | sed -n 2p)"), not in $STATE_DIR; stop it, or choose other ports with REDIS_CLUSTER_BASE_PORT"
     fi
   done
   local t0=$SECONDS

@@ -13,8 +13,11 @@
 # it stops this instance's processes, wipes their directories and starts afresh from fresh config files (a sentinel
 # rewrites its config file, so an old one would carry the last run's state). After a failover the master may be
 # 6381: `status` says which.
-# State lives in .redis-local/sentinel/ at the repo root (gitignored; override with REDIS_LOCAL_DIR). A port taken by
-# a process that is not this instance's is never touched: `start` then fails with a sentence.
+# State lives in .redis-local/sentinel/ at the repo root (gitignored; override with REDIS_LOCAL_DIR); ports with
+# REDIS_SENTINEL_DATA_PORT (the master's, default 6380; the replica's is the next) and REDIS_SENTINEL_PORT (the first
+# sentinel's, default 26379; the other two are the next). A port taken by a process that is not this instance's is
+# never touched while its folder exists: `start` then fails with a sentence naming it. One whose folder is gone (an
+# orphan: its checkout was removed with the setup running) is stopped and replaced.
 set -euo pipefail
 
 SCRIPT_DIR="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
@@ -22,10 +25,11 @@ REPO_DIR="$(cd "$SCRIPT_DIR/.." && pwd)"
 STATE_DIR="${REDIS_LOCAL_DIR:-$REPO_DIR/.redis-local}/sentinel"
 HOST=127.0.0.1
 NAME="${REDIS_SENTINEL_NAME:-mymaster}"
-MASTER_PORT=6380
-REPLICA_PORT=6381
+MASTER_PORT="${REDIS_SENTINEL_DATA_PORT:-6380}"
+REPLICA_PORT=$((MASTER_PORT + 1))
 DATA_PORTS=("$MASTER_PORT" "$REPLICA_PORT")
-SENTINEL_PORTS=(26379 26380 26381)
+SENTINEL_BASE_PORT="${REDIS_SENTINEL_PORT:-26379}"
+SENTINEL_PORTS=("$SENTINEL_BASE_PORT" $((SENTINEL_BASE_PORT + 1)) $((SENTINEL_BASE_PORT + 2)))
 START_TIMEOUT="${REDIS_SENTINEL_START_TIMEOUT:-30}"
 
 TAG=redis-sentinel
@@ -37,9 +41,12 @@ all_ports() { echo "${DATA_PORTS[@]}" "${SENTINEL_PORTS[@]}"; }
 # True when the process answering on the port was started from this instance's directory (its config file is
 # there); a sentinel refuses CONFIG GET, INFO server names the config file for both kinds.
 ours() {
-  local conf
+  local conf theirs mine
   conf="$(cli "$1" info server | tr -d '\r' | sed -n 's/^config_file://p')"
-  [[ -n "$conf" && "$(cd "$(dirname "$conf")" 2>/dev/null && pwd -P)" == "$(cd "$(node_dir "$1")" 2>/dev/null && pwd -P)" ]]
+  # Both folders must exist: two that do not would compare equal (an orphan's, and ours before its first start).
+  theirs="$(cd "$(dirname "$conf")" 2>/dev/null && pwd -P)" || return 1
+  mine="$(cd "$(node_dir "$1")" 2>/dev/null && pwd -P)" || return 1
+  [[ -n "$conf" && "$theirs" == "$mine" ]]
 }
 
 # The master's port as sentinel $1 sees it, or nothing.
@@ -130,19 +137,27 @@ print_status() {
 }
 
 do_start() {
-  local p
+  local p orphans=0
   if healthy; then
     # Another checkout's setup on these ports would pass for ours, and the tests' kill/restart helpers, which work on
     # this instance's directory, would then fail in ways that say nothing.
     for p in $(all_ports); do
-      ours "$p" || die "the healthy Redis Sentinel setup on these ports is not this instance's (port $p was started from $(cli "$p" info server | tr -d '\r' | sed -n 's/^config_file://p'), not from $STATE_DIR): stop it with the scripts/redis-sentinel.sh of its checkout first"
+      if ours "$p"; then continue; fi
+      if orphaned "$p"; then orphans=1; continue; fi
+      die "the healthy Redis Sentinel setup on these ports is not this instance's: port $p was started from $(owner_dir "$p" "$(cli "$p" info server | tr -d '\r' | sed -n 's/^config_file://p')"), not from $STATE_DIR; stop it with the scripts/redis-sentinel.sh of that checkout first"
     done
-    log "already running: master $HOST:$(master_of "${SENTINEL_PORTS[0]}"), sentinels on ${SENTINEL_PORTS[*]}"
-    return 0
+    if ((orphans == 0)); then
+      log "already running: master $HOST:$(master_of "${SENTINEL_PORTS[0]}"), sentinels on ${SENTINEL_PORTS[*]}"
+      return 0
+    fi
   fi
   for p in $(all_ports); do
     if port_open "$p" && ! running_pid "$p" >/dev/null && ! ours "$p"; then
-      die "port $p is taken by a process that is not this instance's ($STATE_DIR); stop it first"
+      if orphaned "$p"; then
+        log "port $p: a process left by a removed checkout (it worked in $(owner_dir "$p")); stopping it"
+        continue
+      fi
+      die "port $p is taken by a process that is not this instance's: it was started from $(owner_dir "$p" "$(cli "$p" info server | tr -d '\r' | sed -n 's/^config_file://p')"), not from $STATE_DIR; stop it first"
     fi
   done
   local t0=$SECONDS

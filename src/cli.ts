@@ -24,7 +24,8 @@ Commands:
   validate   check the configuration and print warnings; exit 0 if valid, 2 if not
   check      validate, then connect to every broker and the Redis the configuration names and report one line per
              finding (reachable, login, queues and exchanges present, STOMP peer, Redis persistence); never
-             consumes or publishes; exit 0 all well, 1 an error, 2 warnings only
+             consumes or publishes; exit 0 all well, 1 an error, 2 warnings only. --declare: also declares
+             the AMQP queues and exchanges the bridges name that do not exist (durable), one line each
   run        validate the configuration, then run the bridges until SIGTERM/SIGINT
   move       run one bridge (--bridge NAME) until its source is empty (--until-empty) or N messages are settled
              (--count N), then drain and exit: 0 done, 3 done but messages were dead-lettered, 1 an error,
@@ -37,6 +38,8 @@ Options:
   -u, --url URL       status: the HTTP API (default: http-host and http-port of the configuration, else
                       http://127.0.0.1:9464)
       --json          status, check: print JSON instead of a table (check: one object, the last line of stdout)
+      --declare       check: declare each missing AMQP queue (durable) and exchange (durable, topic); touches
+                      nothing that exists
   -o, --out FILE      schema: write the JSON Schema to FILE instead of printing it
   -b, --bridge NAME   move: the bridge of the configuration to run
       --until-empty   move: end when the source is empty and nothing is in flight (STOMP: no message for --idle ms)
@@ -82,6 +85,7 @@ function parse(argv: readonly string[]) {
         out: { type: 'string', short: 'o' },
         url: { type: 'string', short: 'u' },
         json: { type: 'boolean' },
+        declare: { type: 'boolean' },
         bridge: { type: 'string', short: 'b' },
         'until-empty': { type: 'boolean' },
         count: { type: 'string' },
@@ -109,11 +113,11 @@ function load(file: string, io: CliIo): Config | undefined {
 }
 
 /** `check`: an invalid configuration is an error finding like the others (exit 1), so that scripts see one shape. */
-async function check(file: string, json: boolean, io: CliIo): Promise<number> {
+async function check(file: string, json: boolean, declare: boolean, io: CliIo): Promise<number> {
   const { checkConfig, exitStatus, formatFinding } = await import('./service/check.js');
   let findings: Awaited<ReturnType<typeof checkConfig>>;
   try {
-    findings = await checkConfig(loadConfig(file, io.env));
+    findings = await checkConfig(loadConfig(file, io.env), { declare });
   } catch (err) {
     if (!(err instanceof ConfigError)) throw err;
     // One finding per located problem (the lines after the heading), as `validate` prints them.
@@ -205,7 +209,7 @@ export async function main(argv: readonly string[], io: CliIo = processIo): Prom
       return 0;
     }
     case 'check':
-      return check(file, values.json ?? false, io);
+      return check(file, values.json ?? false, values.declare ?? false, io);
     case 'move': {
       let until: MoveUntil;
       try {

@@ -256,12 +256,15 @@ export class BridgeSession {
       });
       this.sourceCalls = stopped.catch(() => undefined);
       await within(stopped.catch(() => undefined), SOURCE_CALL_TIMEOUT_MS);
+      const inFlight = ctx.unsettled.size;
       const deadline = Date.now() + timeoutMs;
       while (ctx.unsettled.size > 0 && !ctx.ended && Date.now() < deadline) {
         await ctx.allSettled.wait(Math.min(100, Math.max(1, deadline - Date.now())));
       }
       if (ctx.unsettled.size > 0 && !ctx.ended) {
         ctx.log.warn({ unfinished: ctx.unsettled.size }, 'drain timeout reached: unfinished messages stay unacked and will be redelivered');
+      } else if (!ctx.failure) {
+        ctx.log.info({ finished: inFlight }, `drained: the ${inFlight} message(s) in flight finished`);
       }
       // The acks just written may still wait in the client's buffers (amqplib queues each channel's frames apart from
       // the connection's close): a barrier makes sure the broker has them, or drained messages would come back and be

@@ -5,6 +5,13 @@
  * target exchange or queue present (passive declares), the STOMP peer's profile, the Redis start-up checks
  * (persistence, eviction). It never consumes or publishes a message: passive declares and a PING only.
  *
+ * With `declare` (`check --declare`), an AMQP queue or exchange a bridge names that does not exist is declared — a
+ * queue durable, with no arguments (the configuration has none to give); an exchange durable, of type topic, which
+ * routes a routing key without wildcards like a direct one (it has no bindings: until a queue is bound, messages sent
+ * to it are returned as unroutable, and the line says so) — one finding each. What exists is never declared again,
+ * so nothing that exists changes. A templated target names no queue in advance and is left alone. STOMP destinations
+ * need no declaring: the broker creates one on first use.
+ *
  * Exit status (see exitStatus): 1 when a finding is an error, 2 when the worst is a warning, 0 otherwise.
  */
 import type { Channel } from 'amqplib';
@@ -35,12 +42,18 @@ export function exitStatus(findings: readonly Finding[]): 0 | 1 | 2 {
   return 0;
 }
 
+export interface CheckOptions {
+  /** Declare the AMQP queues and exchanges that do not exist (`check --declare`). */
+  declare?: boolean;
+}
+
 /** Runs every check of a valid configuration; never throws for what it finds (that is a finding). */
-export async function checkConfig(config: Config): Promise<Finding[]> {
+export async function checkConfig(config: Config, options: CheckOptions = {}): Promise<Finding[]> {
   const findings: Finding[] = warnings(config).map((message) => ({ level: 'warning', subject: 'config', message }));
   const connections = usedConnections(config.bridges);
+  const declare = options.declare ?? false;
   const results = await Promise.all([
-    ...connections.map((conn) => (conn.type === 'amqp' ? checkAmqp(conn, config.bridges) : checkStomp(conn, config.bridges))),
+    ...connections.map((conn) => (conn.type === 'amqp' ? checkAmqp(conn, config.bridges, declare) : checkStomp(conn, config.bridges))),
     checkRedis(config),
   ]);
   for (const r of results) findings.push(...r);
@@ -69,7 +82,7 @@ function usesOf(conn: ConnectionConfig, bridges: readonly BridgeConfig[]): { bri
   return uses;
 }
 
-async function checkAmqp(conn: AmqpConnectionConfig, bridges: readonly BridgeConfig[]): Promise<Finding[]> {
+async function checkAmqp(conn: AmqpConnectionConfig, bridges: readonly BridgeConfig[], declare: boolean): Promise<Finding[]> {
   const subject = `connection ${conn.name}`;
   let session: AmqpSession;
   try {
@@ -79,8 +92,9 @@ async function checkAmqp(conn: AmqpConnectionConfig, bridges: readonly BridgeCon
   }
   const findings: Finding[] = [{ level: 'ok', subject, message: `reachable: ${session.where}, logged in as ${session.user}` }];
   try {
+    // One use per destination: a queue that two bridges name is declared once, and the second use finds it.
     for (const use of usesOf(conn, bridges)) {
-      findings.push(await checkAmqpUse(session, use));
+      findings.push(await checkAmqpUse(session, use, declare));
     }
   } finally {
     await closeModel(session.model).catch(() => undefined);
@@ -92,6 +106,7 @@ async function checkAmqp(conn: AmqpConnectionConfig, bridges: readonly BridgeCon
 async function checkAmqpUse(
   session: AmqpSession,
   use: { bridge: string; role: 'source' | 'target' | 'dead-letter'; target?: TargetConfig; queue?: string },
+  declare: boolean,
 ): Promise<Finding> {
   const subject = `bridge ${use.bridge}`;
   const where = session.where;
@@ -113,11 +128,41 @@ async function checkAmqpUse(
     await channel.checkExchange(what.name);
     return { level: 'ok', subject, message: `${what.label} exists on ${where}` };
   } catch (err) {
+    if (replyCode(err) === NOT_FOUND && declare) {
+      if (use.target?.template !== undefined) {
+        return { level: 'warning', subject, message: `${what.label} does not exist on ${where}, and is an address template: not declared (its queues are named per message)` };
+      }
+      return declareMissing(session, subject, what);
+    }
     if (replyCode(err) === NOT_FOUND) {
-      const cure = use.role === 'source' ? 'the bridge never declares queues: declare it' : `messages would be refused: declare it`;
+      const cure = use.role === 'source' ? 'the bridge never declares queues: declare it, or run check --declare' : `messages would be refused: declare it, or run check --declare`;
       return { level: 'error', subject, message: `${what.label} does not exist on ${where} (${cure})` };
     }
     return { level: 'error', subject, message: `${what.label} on ${where} could not be checked: ${replyText(err) || (err as Error).message}` };
+  } finally {
+    await channel?.close().catch(() => undefined);
+  }
+}
+
+/** Declares a queue or an exchange that a passive declare did not find, on a channel of its own. */
+async function declareMissing(session: AmqpSession, subject: string, what: { kind: 'queue' | 'exchange'; name: string; label: string }): Promise<Finding> {
+  const where = session.where;
+  let channel: Channel | undefined;
+  try {
+    channel = await session.model.createChannel();
+    channel.on('error', () => undefined);
+    if (what.kind === 'queue') {
+      await channel.assertQueue(what.name, { durable: true });
+      return { level: 'ok', subject, message: `${what.label} did not exist on ${where}: declared it (durable)` };
+    }
+    await channel.assertExchange(what.name, 'topic', { durable: true });
+    return {
+      level: 'warning',
+      subject,
+      message: `${what.label} did not exist on ${where}: declared it (durable, type topic); no queue is bound to it, so messages are returned as unroutable until one is`,
+    };
+  } catch (err) {
+    return { level: 'error', subject, message: `${what.label} did not exist on ${where}, and declaring it failed: ${replyText(err) || (err as Error).message}` };
   } finally {
     await channel?.close().catch(() => undefined);
   }

@@ -132,11 +132,66 @@ describe('broker-bridge check', () => {
     expect(r.findings).toContainEqual({
       level: 'error',
       subject: 'bridge amqp-to-amqp',
-      message: expect.stringMatching(new RegExp(`^source queue '${missing}' does not exist on rabbit .*declare it\\)$`)) as string,
+      message: expect.stringMatching(new RegExp(`^source queue '${missing}' does not exist on rabbit .*declare it, or run check --declare\\)$`)) as string,
     });
     const probe = await AmqpTestClient.connect();
     await expect(probe.ch.checkQueue(missing)).rejects.toThrow(/NOT_FOUND/);
     await probe.close().catch(() => undefined);
+  });
+
+  it('--declare declares each missing queue (durable) and exchange (durable, topic), a line each, and changes nothing that exists', async () => {
+    const srcNew = uniqueName('check-declare-src');
+    const dlNew = uniqueName('check-declare-dl');
+    const exNew = uniqueName('check-declare-ex');
+    const yaml = bridgeConfig({
+      bridges: [
+        { name: 'new-ones', sourceQueue: srcNew, target: `exchange: "${exNew}", routing-key: rk`, deadLetter: `connection: rabbit, queue: "${dlNew}"` },
+        { name: 'existing', sourceQueue: source, target: `queue: "${target}"`, deadLetter: `connection: rabbit, queue: "${deadLetter}"` },
+      ],
+      redisUrl: `redis://127.0.0.1:${redisPort}`,
+    }).yaml;
+    const probe = async (fn: (c: AmqpTestClient) => Promise<unknown>): Promise<unknown> => {
+      const c = await AmqpTestClient.connect();
+      try {
+        return await fn(c);
+      } finally {
+        await c.close().catch(() => undefined);
+      }
+    };
+    try {
+      const first = check(yaml, '--declare', '--json');
+      const r = JSON.parse(first.stdout.trim().split('\n').pop() ?? '') as CheckJson;
+      // The new exchange is a warning (nothing is bound to it): exit 2.
+      expect(r.exitCode, first.stdout).toBe(2);
+      const mine = r.findings.filter((f) => f.subject === 'bridge new-ones' || f.subject === 'bridge existing');
+      expect(mine).toEqual([
+        { level: 'ok', subject: 'bridge new-ones', message: expect.stringMatching(new RegExp(`^source queue '${srcNew}' did not exist on rabbit \\(.*\\): declared it \\(durable\\)$`)) as string },
+        { level: 'warning', subject: 'bridge new-ones', message: expect.stringMatching(new RegExp(`^target exchange '${exNew}' did not exist on rabbit .*: declared it \\(durable, type topic\\); no queue is bound to it`)) as string },
+        { level: 'ok', subject: 'bridge new-ones', message: expect.stringMatching(new RegExp(`^dead-letter queue '${dlNew}' did not exist on rabbit .*: declared it \\(durable\\)$`)) as string },
+        { level: 'ok', subject: 'bridge existing', message: expect.stringMatching(new RegExp(`^source queue '${source}' exists on rabbit .*\\(3 ready, 0 consumers\\)$`)) as string },
+        { level: 'ok', subject: 'bridge existing', message: expect.stringMatching(new RegExp(`^target queue '${target}' exists on rabbit`)) as string },
+        { level: 'ok', subject: 'bridge existing', message: expect.stringMatching(new RegExp(`^dead-letter queue '${deadLetter}' exists on rabbit`)) as string },
+      ]);
+      // Durable, and of the type said: a declare with other properties is refused by the broker (406).
+      await expect(probe((c) => c.ch.assertQueue(srcNew, { durable: false }))).rejects.toThrow(/PRECONDITION_FAILED/);
+      await expect(probe((c) => c.ch.assertQueue(dlNew, { durable: false }))).rejects.toThrow(/PRECONDITION_FAILED/);
+      await expect(probe((c) => c.ch.assertExchange(exNew, 'direct', { durable: true }))).rejects.toThrow(/PRECONDITION_FAILED/);
+      await probe((c) => c.ch.assertExchange(exNew, 'topic', { durable: true }));
+      // What existed is as it was, and nothing was consumed or published.
+      expect(await amqp.count(source)).toBe(3);
+      expect(await amqp.count(target)).toBe(0);
+
+      // A second run finds everything: nothing declared, all well.
+      const second = check(yaml, '--declare');
+      expect(second.code, second.stdout).toBe(0);
+      expect(second.stdout).not.toContain('declared it');
+      expect(second.stdout).toMatch(new RegExp(`^ok +bridge new-ones: target exchange '${exNew}' exists on rabbit`, 'm'));
+    } finally {
+      await probe(async (c) => {
+        await c.deleteQueues(srcNew, dlNew);
+        await c.ch.deleteExchange(exNew).catch(() => undefined);
+      });
+    }
   });
 
   it('warns about a Redis without persistence (exit 2), then finds a stopped Redis (exit 1)', async () => {

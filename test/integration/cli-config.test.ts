@@ -13,13 +13,13 @@ const root = resolve(import.meta.dirname, '../..');
 const CLI = resolve(root, 'dist/cli.js');
 const fixture = (name: string) => relative(root, resolve(root, 'test/fixtures/config', name));
 
-function cli(args: string[], env: Record<string, string | undefined> = {}) {
+function cli(args: string[], env: Record<string, string | undefined> = {}, cwd = root) {
   const childEnv: Record<string, string | undefined> = { ...process.env, ...env };
   for (const k of ['BRIDGE_CONFIG', 'BRIDGE_TEST_UNSET_VAR', 'AMQP_URL', 'STOMP_URL', 'REDIS_URL']) {
     if (!(k in env)) delete childEnv[k];
   }
   const started = Date.now();
-  const r = spawnSync(process.execPath, [CLI, ...args], { cwd: root, env: childEnv, encoding: 'utf8', timeout: 30_000 });
+  const r = spawnSync(process.execPath, [CLI, ...args], { cwd, env: childEnv, encoding: 'utf8', timeout: 30_000 });
   return { code: r.status, stdout: r.stdout, stderr: r.stderr, ms: Date.now() - started };
 }
 
@@ -28,8 +28,8 @@ beforeAll(() => {
 });
 
 describe('broker-bridge validate', () => {
-  it('accepts the example bridges.yaml (default path) and prints OK', () => {
-    const r = cli(['validate']);
+  it('accepts the example config/bridges.yaml (the default path ./bridges.yaml, from its folder) and prints OK', () => {
+    const r = cli(['validate'], {}, resolve(root, 'config'));
     expect(r.stderr).toBe('');
     expect(r.stdout).toBe('bridges.yaml: OK (2 bridges)\n');
     expect(r.code).toBe(0);

@@ -3,7 +3,7 @@
  * the bridges.yaml that compose mounts. No Docker engine is needed (none exists on CI): the files are parsed, and
  * bridges.yaml is loaded with the environment the compose file gives the bridge container.
  */
-import { existsSync, readFileSync } from 'node:fs';
+import { existsSync, readFileSync, statSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
@@ -94,7 +94,8 @@ describe('docker-compose.yml', () => {
 
   it('gives every backing service a healthcheck that checks the service itself', () => {
     const test = (name: string): string => strings(obj(service(name).healthcheck, `${name}.healthcheck`).test).join(' ');
-    expect(test('rabbitmq')).toMatch(/rabbitmq-diagnostics.*ping/);
+    // RabbitMQ: its AMQP port accepts connections (`ping` answers while the listeners are still down).
+    expect(test('rabbitmq')).toMatch(/rabbitmq-diagnostics -q check_port_connectivity/);
     expect(test('redis')).toMatch(/redis-cli.*ping/);
     // ActiveMQ: the STOMP port the bridge uses, not the web console or OpenWire.
     expect(test('activemq')).toContain('61613');
@@ -150,9 +151,42 @@ describe('docker-compose.yml', () => {
     }
   });
 
-  it('mounts bridges.yaml read-only where the image looks for it', () => {
-    const mount = strings(bridge.volumes).find((v) => v.split(':')[1] === '/etc/broker-bridge/bridges.yaml');
-    expect(mount).toBe('./bridges.yaml:/etc/broker-bridge/bridges.yaml:ro');
+  it('mounts the configuration folder read-only where the image looks for bridges.yaml (a reload sees a replaced file)', () => {
+    // A single-file bind mount keeps the file an editor replaced (rename over it): the folder is mounted instead.
+    expect(strings(bridge.volumes).filter((v) => v.split(':')[1]?.startsWith('/etc/broker-bridge'))).toEqual(['./config:/etc/broker-bridge:ro']);
+    expect(existsSync(join(root, 'config', 'bridges.yaml'))).toBe(true);
+  });
+
+  it('runs the bridge under an init process, so that a signal in its first milliseconds is not lost', () => {
+    expect(bridge.init).toBe(true);
+  });
+
+  it('gives the bridge its admin token as a secret file the image\'s user (uid 1000) can read', () => {
+    expect(strings(bridge.secrets)).toEqual(['admin-token']);
+    expect(bridgeEnv.ADMIN_TOKEN_FILE).toBe('/run/secrets/admin-token');
+    const file = String(obj(obj(compose.secrets, 'secrets')['admin-token'], 'secrets.admin-token').file);
+    const m = /^\$\{ADMIN_TOKEN_SECRET_FILE:-(.+)\}$/.exec(file);
+    expect(m, 'file: ${ADMIN_TOKEN_SECRET_FILE:-<default>}').not.toBeNull();
+    const dflt = join(root, m![1]!);
+    // Compose without swarm bind-mounts the file with its own permissions: readable by others, or uid 1000 cannot.
+    expect(statSync(dflt).mode & 0o004, `${m![1]} readable by others`).toBe(0o004);
+    expect(readFileSync(dflt, 'utf8').trim()).not.toBe('');
+  });
+
+  it('publishes every port on 127.0.0.1 through a variable, for a host where it is taken; the README names them', () => {
+    const readme = read('README.md');
+    const published = Object.entries(services).flatMap(([name, s]) => strings(obj(s, name).ports).map((p) => [name, p] as const));
+    expect(published.length).toBeGreaterThan(0);
+    for (const [name, p] of published) {
+      const m = /^127\.0\.0\.1:\$\{([A-Z_]+_HOST_PORT):-(\d+)\}:(\d+)$/.exec(p);
+      expect(m, `${name}: ${p} is 127.0.0.1:\${X_HOST_PORT:-N}:N`).not.toBeNull();
+      expect(readme, `README names ${m![1]}`).toContain(m![1]);
+    }
+  });
+
+  it('has no top-level name: (Debian\'s docker-compose 1.29, which CI validates the file with, rejects it)', () => {
+    expect(Object.keys(compose)).not.toContain('name');
+    expect(read('README.md')).toContain('docker compose up --build');
   });
 });
 
@@ -205,7 +239,7 @@ describe('Dockerfile and .dockerignore', () => {
   });
 });
 
-const bridgesYaml = join(root, 'bridges.yaml');
+const bridgesYaml = join(root, 'config', 'bridges.yaml');
 
 describe.skipIf(!existsSync(bridgesYaml))('bridges.yaml as the compose bridge sees it', () => {
   // Only the container's environment: the test runner's own AMQP_URL etc. must not leak in.
@@ -307,7 +341,7 @@ describe.skipIf(!existsSync(bridgesYaml))('bridges.yaml as the compose bridge se
     for (const p of ['rabbitmq_management', 'rabbitmq_shovel', 'rabbitmq_shovel_management', 'rabbitmq_stomp']) expect(plugins).toContain(p);
     const conf = read(strings(rabbit.volumes).map((v) => v.split(':')).find((m) => m[1] === '/etc/rabbitmq/rabbitmq.conf')![0]!.replace(/^\.\//, ''));
     expect(conf).toMatch(/^stomp\.listeners\.tcp\.1 = 61613$/m);
-    expect(strings(rabbit.ports)).toContain('127.0.0.1:61614:61613');
+    expect(strings(rabbit.ports)).toContain('127.0.0.1:${RABBITMQ_STOMP_HOST_PORT:-61614}:61613');
   });
 
   it('gives the drain time to finish before compose kills the bridge', async () => {

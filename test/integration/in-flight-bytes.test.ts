@@ -284,7 +284,8 @@ describe('max-in-flight-bytes (AMQP)', () => {
     expect(r.peakRssMb).toBeLessThanOrEqual(300);
   });
 
-  it.runIf(process.env.IN_FLIGHT_BYTES_MEASURE)('measurement only: the bound out of the way (prefetch alone)', { timeout: 600_000 }, async () => {
+  it('measurement only: the bound out of the way (prefetch alone)', { timeout: 600_000 }, async (ctx) => {
+    if (!process.env.IN_FLIGHT_BYTES_MEASURE) ctx.skip('a measurement, not a check: IN_FLIGHT_BYTES_MEASURE=1 runs it');
     await forwardMiBs(2 ** 40);
     await stuckTarget(2 ** 40);
   });

@@ -1,7 +1,8 @@
 /**
- * TLS and secrets against the real servers: a CA and certificates made with openssl at test time, stunnel4 in front of
- * RabbitMQ's AMQP port and ActiveMQ's STOMP port (one tunnel each with server TLS only, one each requiring a client
- * certificate), and a redis-server of our own with only a TLS port, client certificates required and a password.
+ * TLS and secrets against the real servers: a CA and certificates made with openssl at test time, TLS terminators of
+ * the test's own (Node's `tls`, test/support/tls-fixtures.ts) in front of RabbitMQ's AMQP port and ActiveMQ's STOMP port
+ * (one each with server TLS only, one each requiring a client certificate), and a redis-server of our own with only a
+ * TLS port, client certificates required and a password.
  *
  * - The right CA (and client certificates where required): a real bridge run forwards messages end to end
  *   RabbitMQ → (amqps) → bridge → (stomp+ssl) → ActiveMQ → (stomp+ssl, mutual) → bridge → (amqps, mutual) → RabbitMQ,
@@ -11,19 +12,19 @@
  *   with a sentence saying what did not match, and the message stays in its source queue.
  * - No log line (stdout or stderr) holds a passphrase or a password.
  *
- * Ports: free ones from 17040–17099. Skips, saying why, only when openssl, stunnel4 or redis-server is missing.
+ * Ports: free ones from 17040–17099. Each test skips, saying why, only when openssl or redis-server is missing.
  */
 import { execFileSync } from 'node:child_process';
 import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { Redis } from 'ioredis';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { AmqpTestClient } from '../support/amqp.js';
 import { BridgeProcess, writeConfig } from '../support/bridge-process.js';
 import { services, uniqueName } from '../support/services.js';
 import { readStomp } from '../support/stomp.js';
 import { text } from '../support/text.js';
-import { freePorts, makeTlsFiles, removeTlsFiles, Stunnel, TlsRedis, tlsToolsMissing, waitForPort, type TlsFiles } from '../support/tls-fixtures.js';
+import { freePorts, makeTlsFiles, removeTlsFiles, TlsRedis, TlsTerminator, tlsToolsMissing, waitForPort, type TlsFiles } from '../support/tls-fixtures.js';
 
 const missing = tlsToolsMissing();
 const REDIS_PASSWORD = `redis-pw-${process.pid}-${Date.now().toString(36)}`;
@@ -41,11 +42,11 @@ function rabbitmqctl(...args: string[]): void {
   execFileSync('rabbitmqctl', ['-q', ...args], { stdio: ['ignore', 'ignore', 'pipe'], timeout: 60_000 });
 }
 
-describe.skipIf(missing !== undefined)(`TLS and secrets against real servers${missing ? ` (skipped: ${missing})` : ''}`, () => {
+describe('TLS and secrets against real servers', () => {
   let files: TlsFiles;
-  let stunnel: Stunnel | undefined;
+  let terminators: TlsTerminator | undefined;
   /** In front of RabbitMQ's STOMP plugin on 127.0.0.1:61614, when it runs (optional: the password-file test over STOMP). */
-  let rabbitStompTunnel: Stunnel | undefined;
+  let rabbitStompTunnel: TlsTerminator | undefined;
   let rabbitStompPort = 0;
   let redis: TlsRedis | undefined;
   let amqp: AmqpTestClient;
@@ -56,14 +57,19 @@ describe.skipIf(missing !== undefined)(`TLS and secrets against real servers${mi
   const queues: string[] = [];
   const running: BridgeProcess[] = [];
 
+  beforeEach((ctx) => {
+    if (missing !== undefined) ctx.skip(missing);
+  });
+
   beforeAll(async () => {
+    if (missing !== undefined) return;
     files = makeTlsFiles();
     secrets.push(files.clientPassphrase);
     const [a, b, c, d, e] = await freePorts(5);
     port = { amqp: a!, amqpMutual: b!, stomp: c!, stompMutual: d!, redis: e! };
     const amqpPort = target(services.amqpUrl, 5672);
     const stompPort = target(services.stompUrl, 61613);
-    stunnel = await Stunnel.start(files, [
+    terminators = await TlsTerminator.start(files, [
       { name: 'amqp', accept: port.amqp, connect: amqpPort },
       { name: 'amqp-mutual', accept: port.amqpMutual, connect: amqpPort, mutual: true },
       { name: 'stomp', accept: port.stomp, connect: stompPort },
@@ -86,17 +92,18 @@ describe.skipIf(missing !== undefined)(`TLS and secrets against real servers${mi
     amqp = await AmqpTestClient.connect();
     if (await waitForPort(61614, 500).then(() => true, () => false)) {
       [rabbitStompPort] = await freePorts(1, port.redis + 1) as [number];
-      rabbitStompTunnel = await Stunnel.start(files, [{ name: 'rabbit-stomp', accept: rabbitStompPort, connect: 61614 }]);
+      rabbitStompTunnel = await TlsTerminator.start(files, [{ name: 'rabbit-stomp', accept: rabbitStompPort, connect: 61614 }]);
     }
   }, 120_000);
 
   afterAll(async () => {
+    if (missing !== undefined) return;
     await Promise.all(running.map((p) => p.kill()));
     if (amqp) {
       await amqp.deleteQueues(...queues).catch(() => undefined);
       await amqp.close();
     }
-    stunnel?.stop();
+    terminators?.stop();
     rabbitStompTunnel?.stop();
     redis?.stop();
     if (rabbitUser === RABBIT_USER) {

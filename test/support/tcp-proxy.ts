@@ -2,17 +2,34 @@
  * A TCP proxy on 127.0.0.1 between a client under test and a real service, to inject network faults:
  * `cut()` destroys every connection and refuses new ones, `stall()` keeps connections open but stops forwarding
  * bytes, `resume()` restores normal service; `close()` stops listening (connections refused, a stopped broker) until
- * `reopen()` listens again on the same port.
+ * `reopen()` listens again on the same port. `holdReplies()` keeps what the service sends, in order, until
+ * `releaseReplies()` hands it to the client in one write (replies delayed in the network, the client's bytes still
+ * going through); `observe` sees every chunk as it arrives from either side.
  */
 import net from 'node:net';
 
 type Mode = 'up' | 'cut' | 'stalled';
 
+interface Pair {
+  client: net.Socket;
+  upstream: net.Socket;
+  /** The service's bytes kept while replies are held. */
+  held: Buffer[];
+  /** The service closed while its replies were held: the client is ended once they are released. */
+  serviceClosed: boolean;
+}
+
 export class TcpProxy {
   private server?: net.Server;
   private mode: Mode = 'up';
-  private readonly pairs = new Set<{ client: net.Socket; upstream: net.Socket }>();
+  private readonly pairs = new Set<Pair>();
+  private holding = false;
   port = 0;
+  /**
+   * Called with every chunk that arrives from the client or from the service, before it is forwarded (or not); the
+   * chunks of all connections alike, so a test that reads a protocol out of them sends one connection through.
+   */
+  observe?: (from: 'client' | 'service', chunk: Buffer) => void;
 
   constructor(
     private readonly targetHost: string,
@@ -48,7 +65,7 @@ export class TcpProxy {
       return;
     }
     const upstream = net.connect(this.targetPort, this.targetHost);
-    const pair = { client, upstream };
+    const pair: Pair = { client, upstream, held: [], serviceClosed: false };
     this.pairs.add(pair);
     const close = () => {
       client.destroy();
@@ -56,13 +73,36 @@ export class TcpProxy {
       this.pairs.delete(pair);
     };
     client.on('error', close).on('close', close);
-    upstream.on('error', close).on('close', close);
-    client.on('data', (d) => {
-      if (this.mode === 'up') upstream.write(d);
+    upstream.on('error', close).on('close', () => {
+      // What the service said before it closed is still on its way to the client.
+      if (this.holding && pair.held.length > 0) pair.serviceClosed = true;
+      else close();
     });
-    upstream.on('data', (d) => {
-      if (this.mode === 'up') client.write(d);
+    client.on('data', (d: Buffer) => {
+      this.observe?.('client', d);
+      // After the service closed (its replies still held), the client's bytes have nowhere to go.
+      if (this.mode === 'up' && !pair.serviceClosed) upstream.write(d);
     });
+    upstream.on('data', (d: Buffer) => {
+      this.observe?.('service', d);
+      if (this.mode !== 'up') return;
+      if (this.holding) pair.held.push(d);
+      else client.write(d);
+    });
+  }
+
+  /** Keeps every byte the service sends from now on, in order, until releaseReplies(). */
+  holdReplies(): void {
+    this.holding = true;
+  }
+
+  /** Hands each client what its service sent while held, in one write, and ends it when the service had closed. */
+  releaseReplies(): void {
+    this.holding = false;
+    for (const pair of this.pairs) {
+      if (pair.held.length > 0) pair.client.write(Buffer.concat(pair.held.splice(0)));
+      if (pair.serviceClosed) pair.client.end();
+    }
   }
 
   /** Drops every connection and refuses new ones until resume(). */

@@ -8,28 +8,11 @@
 import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
 import { dirname, relative, resolve } from 'node:path';
 import { describe, expect, it } from 'vitest';
+import { withoutFences } from '../support/markdown.js';
 
 const root = resolve(import.meta.dirname, '../..');
 const docsDir = resolve(root, 'docs');
 const pages = [resolve(root, 'README.md'), ...readdirSync(docsDir).filter((f) => f.endsWith('.md')).sort().map((f) => resolve(docsDir, f))];
-
-/** The text with fenced code blocks blanked out, every character but newlines a space (so offsets still hold). */
-function withoutFences(text: string): string {
-  let fence: string | undefined;
-  return text
-    .split('\n')
-    .map((line) => {
-      const marker = /^\s*(`{3,}|~{3,})/.exec(line)?.[1];
-      if (fence === undefined) {
-        if (marker === undefined) return line;
-        fence = marker;
-      } else if (marker !== undefined && marker[0] === fence[0] && marker.length >= fence.length && line.trim() === marker) {
-        fence = undefined;
-      }
-      return ' '.repeat(line.length);
-    })
-    .join('\n');
-}
 
 /** Inline code spans blanked out the same way (a span does not cross a blank line). */
 function withoutInlineCode(text: string): string {

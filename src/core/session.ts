@@ -263,7 +263,7 @@ export class BridgeSession {
       }
       if (ctx.unsettled.size > 0 && !ctx.ended) {
         ctx.log.warn({ unfinished: ctx.unsettled.size }, 'drain timeout reached: unfinished messages stay unacked and will be redelivered');
-      } else if (!ctx.failure) {
+      } else if (!ctx.ended) {
         ctx.log.info({ finished: inFlight }, `drained: the ${inFlight} message(s) in flight finished`);
       }
       // The acks just written may still wait in the client's buffers (amqplib queues each channel's frames apart from

@@ -329,6 +329,30 @@ describe('BridgeSession', () => {
     expect(source.acked).toEqual([2]);
   });
 
+  it('keeps source order after a refusal: the refused message is sent again alone, before any later message', async () => {
+    const { source, target, session } = setup({ maxDeliveryAttempts: 5 }, { deadLetter: true });
+    let refusals = 0;
+    target.outcome = (m) => {
+      if (m.headers._AMQ_DUPL_ID === 'id-3' && refusals < 3) {
+        refusals += 1;
+        return new MessageRejectedError('unroutable', 'no route');
+      }
+      return 'confirm';
+    };
+    await session.open();
+    for (let i = 1; i <= 10; i++) source.deliver(msg(i));
+    await until('10 acked', () => source.acked.length === 10, quick());
+    const sent = target.sent.map((m) => text(m.headers._AMQ_DUPL_ID));
+    const tries = sent.flatMap((id, i) => (id === 'id-3' ? [i] : []));
+    expect(tries).toHaveLength(4);
+    // The sends already in flight at the first refusal may pass it; after that, id-3 alone until it is taken, then
+    // every later message in source order.
+    expect(sent.slice(tries[1]!, tries[3]! + 1)).toEqual(['id-3', 'id-3', 'id-3']);
+    const later = sent.slice(tries[3]! + 1);
+    expect(later).toEqual([...later].sort((a, b) => Number(a.slice(3)) - Number(b.slice(3))));
+    expect(new Set(sent)).toEqual(new Set(Array.from({ length: 10 }, (_, i) => `id-${i + 1}`)));
+  });
+
   it('a drain that runs out of time ends stopped, naming what stays unacked (a normal end, not a failure)', async () => {
     const { source, target, session } = setup();
     target.outcome = () => 'hold';

@@ -347,7 +347,7 @@ describe('BridgeSession', () => {
     expect(tries).toHaveLength(4);
     // The sends already in flight at the first refusal may pass it; after that, id-3 alone until it is taken, then
     // every later message in source order.
-    expect(sent.slice(tries[1]!, tries[3]! + 1)).toEqual(['id-3', 'id-3', 'id-3']);
+    expect(sent.slice(tries[1], tries[3]! + 1)).toEqual(['id-3', 'id-3', 'id-3']);
     const later = sent.slice(tries[3]! + 1);
     expect(later).toEqual([...later].sort((a, b) => Number(a.slice(3)) - Number(b.slice(3))));
     expect(new Set(sent)).toEqual(new Set(Array.from({ length: 10 }, (_, i) => `id-${i + 1}`)));

@@ -142,7 +142,8 @@ bridges:
     max-batch-time: 20
 ${(o.bridgeYaml ?? []).map((l) => `    ${l}\n`).join('')}`;
   const file = writeConfig(yaml);
-  const p = BridgeProcess.start(file, {}, o.command);
+  // A move logs to stderr, warnings only unless LOG_LEVEL says: its 'bridge running' line starts the clock.
+  const p = BridgeProcess.start(file, { LOG_LEVEL: 'info' }, o.command);
   try {
     if (o.cpus !== undefined && p.child.pid !== undefined) pin(p.child.pid, o.cpus);
     await p.waitForLog((l) => l.msg === 'bridge running', 60_000);

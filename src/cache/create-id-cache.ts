@@ -11,7 +11,8 @@ import type { IdCache } from '../core/id-cache.js';
 import { MemoryIdCache } from './memory-id-cache.js';
 import { RedisIdCache } from './redis-id-cache.js';
 
-export function createIdCache(config: IdCacheConfig, log: Logger, onLoss?: (report: EpochReport) => void): IdCache {
+/** `owner`: this process's name, the first part of its owner tokens (see RedisIdCacheOptions.owner). */
+export function createIdCache(config: IdCacheConfig, log: Logger, onLoss?: (report: EpochReport) => void, owner?: string): IdCache {
   const common = {
     size: config.idCacheSize,
     lease: config.reservationLease,
@@ -36,6 +37,7 @@ export function createIdCache(config: IdCacheConfig, log: Logger, onLoss?: (repo
     minReplicasTimeout: config.minReplicasTimeout,
     lossWindow: config.lossWindow,
     ...(onLoss !== undefined ? { onLoss } : {}),
+    ...(owner !== undefined ? { owner } : {}),
     log,
     ...(config.password !== undefined ? { password: config.password } : {}),
     ...(config.tls !== undefined ? { tls: config.tls } : {}),

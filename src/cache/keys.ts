@@ -59,6 +59,14 @@ export function stampKey(prefix: string, source: string, fingerprint: string): s
 }
 
 /**
+ * The liveness key of one process (./owner-liveness.ts): set while it lives, gone a few seconds after it died. Tagged
+ * by the process, so it lives in a slot of its own on Redis Cluster (the scripts never read it).
+ */
+export function livenessKey(prefix: string, process: string): string {
+  return `${tagSafe(prefix)}:live:${hashTag(process)}`;
+}
+
+/**
  * The epoch marker of one hash tag (a target address's cache, or a source's stamp records): what every script checks
  * first, so that a cache that lost its data is noticed (see ./epochs.ts).
  */

@@ -14,9 +14,10 @@
  */
 import type { RedisTopology } from '../config/types.js';
 import type { CacheHorizon, ClaimRequest, ClaimResult, IdCache, IdCacheSemantics, ReserveResult } from '../core/id-cache.js';
-import { addressKeys, epochKey, hashSlot, stampKey } from './keys.js';
+import { addressKeys, epochKey, livenessKey, stampKey } from './keys.js';
+import { ProcessLiveness } from './owner-liveness.js';
 import { readHorizon } from './horizon.js';
-import { ScriptStatus, ScriptReplyError, decodeRecordedReply, decodeReserveReply, decodeScriptReply, isEpochChanged } from './script-status.js';
+import { ScriptStatus, ScriptReplyError, decodeRecordedReply, decodeReserveReply, decodeScriptReply, isEpochChanged, type ReserveReply } from './script-status.js';
 import { TransientError } from '../shared/errors.js';
 import type { TlsConfig } from '../config/types.js';
 import { tlsConnectionOptions } from '../config/tls.js';
@@ -30,6 +31,7 @@ import { logLoss } from './loss-log.js';
 import { AddressBatcher, packPairs, type BatchItem, type StampWrite } from './address-batcher.js';
 import { RedisConnectionState } from './redis-errors.js';
 import { durabilityFindings } from './redis-durability.js';
+import { waitForReplicas } from './redis-replicas.js';
 
 /** Kept here too for the callers that load or define the scripts through the cache's module (tests, tools). */
 export { defineScripts, loadScripts } from './script-loader.js';
@@ -65,6 +67,12 @@ export interface RedisIdCacheOptions extends IdCacheSemantics {
   /** Told of every detected (or suspected) cache loss, after it is logged: for metrics. */
   onLoss?: (report: EpochReport) => void;
   log?: Logger;
+  /**
+   * This process's name, the first part of every owner token it makes: with it, the cache keeps the process's
+   * liveness key set (./owner-liveness.ts) and takes over at once what dead owners hold. Without it (tools, tests),
+   * owners are taken over only when their lease runs out.
+   */
+  owner?: string;
 }
 
 const DAY = 24 * 60 * 60 * 1000;
@@ -81,7 +89,8 @@ export class RedisIdCache implements IdCache {
   private readonly topology: RedisTopology;
   private readonly where: string;
   private readonly log: Logger;
-  private readonly o: Required<Omit<RedisIdCacheOptions, 'ttl' | 'log' | 'url' | 'topology' | 'onLoss' | 'password' | 'tls'>> & { ttl: number };
+  private readonly o: Required<Omit<RedisIdCacheOptions, 'ttl' | 'log' | 'url' | 'topology' | 'onLoss' | 'password' | 'tls' | 'owner'>> & { ttl: number };
+  readonly liveness: ProcessLiveness | undefined;
   private readonly epochs: Epochs;
   private readonly onLoss: ((report: EpochReport) => void) | undefined;
   /** Losses detected or suspected since start, by event. */
@@ -139,6 +148,9 @@ export class RedisIdCache implements IdCache {
       single.on('connect', () => coalesceWrites(single.stream));
     }
     this.connection.watch(this.redis, tls, options.tls);
+    const prefix = this.o.keyPrefix;
+    this.liveness =
+      options.owner === undefined ? undefined : new ProcessLiveness(this.redis, options.owner, (p) => livenessKey(prefix, p), this.log);
   }
 
   /** False while copies for this address (or from this source) are flagged after a detected or suspected loss. */
@@ -197,8 +209,10 @@ export class RedisIdCache implements IdCache {
     }
   }
 
+  /** Also starts keeping this process's liveness key set, on the first call (the supervisors ping before a session). */
   async ping(): Promise<void> {
     this.assertOpen();
+    this.liveness?.start();
     try {
       await this.redis.ping();
     } catch (err) {
@@ -231,16 +245,30 @@ export class RedisIdCache implements IdCache {
   }
 
   private async reserveMany(address: string, items: BatchItem<ReserveResult>[]): Promise<void> {
+    const first = await this.reserveCall(address, items, []);
+    const results = first.results;
+    // Busy IDs whose holders are dead (their liveness key gone) are taken over at once, in a second call that names them.
+    const dead = first.holders.length > 0 && this.liveness ? await this.liveness.dead(first.holders) : [];
+    if (dead.length > 0) {
+      const busy = items.filter((_, i) => results[i]!.status === 'busy');
+      const again = await this.reserveCall(address, busy, dead);
+      let j = 0;
+      for (let i = 0; i < items.length; i++) if (results[i]!.status === 'busy') results[i] = again.results[j++]!;
+    }
+    for (let i = 0; i < items.length; i++) items[i]!.resolve(results[i]!);
+  }
+
+  private async reserveCall(address: string, items: readonly { id: string; token: string }[], dead: readonly string[]): Promise<ReserveReply> {
     const k = addressKeys(this.o.keyPrefix, address);
-    const [first, ...rest] = items as [BatchItem<ReserveResult>, ...BatchItem<ReserveResult>[]];
+    const [first, ...rest] = items as [{ id: string; token: string }, ...{ id: string; token: string }[]];
+    const more = dead.length > 0 ? [packPairs(rest)[0] ?? '', dead.join(' ')] : packPairs(rest);
     const reply = await this.run(
       'reserve',
       address,
       [k.ids, k.at, k.res, k.resExp, k.uncertain],
-      [first.id, first.token, this.o.lease, this.o.ttl, this.o.markerRetention, this.o.maxMarkers, this.o.cleanupBatch, ...packPairs(rest)],
+      [first.id, first.token, this.o.lease, this.o.ttl, this.o.markerRetention, this.o.maxMarkers, this.o.cleanupBatch, ...more],
     );
-    const outcomes = decodeReserveReply(reply, items.length);
-    for (let i = 0; i < items.length; i++) items[i]!.resolve(outcomes[i]!);
+    return decodeReserveReply(reply, items.length);
   }
 
   private async commitBatch(address: string, items: BatchItem<void>[]): Promise<void> {
@@ -253,35 +281,10 @@ export class RedisIdCache implements IdCache {
       [first.id, first.token, this.o.size, this.o.ttl, this.o.cleanupBatch, ...packPairs(rest)],
     );
     decodeScriptReply('commit', reply);
-    if (this.o.minReplicasAcked > 0) await this.waitForReplicas(k.ids);
+    if (this.o.minReplicasAcked > 0) {
+      await waitForReplicas(this.redis, k.ids, { acked: this.o.minReplicasAcked, timeout: this.o.minReplicasTimeout, where: this.where, translate: (e) => this.translate(e) });
+    }
     for (const item of items) item.resolve();
-  }
-
-  /**
-   * min-replicas-acked: holds the commit's answer (so the source is not acknowledged) until enough replicas have the
-   * write, so a failover to one of them cannot lose the ID. WAIT covers every earlier write of the connection, and on a
-   * Cluster it must go to the master that ran the commit: the one serving the key's slot.
-   */
-  private async waitForReplicas(key: string): Promise<void> {
-    let node: Redis | undefined;
-    if (this.redis instanceof ClusterClass) {
-      const owner = this.redis.slots[hashSlot(key)]?.[0];
-      node = this.redis.nodes('master').find((n) => `${n.options.host}:${n.options.port}` === owner);
-      if (node === undefined) throw new TransientError(`Redis at ${this.where}: no master known for the cache of a commit yet`);
-    } else {
-      node = this.redis;
-    }
-    let acked: number;
-    try {
-      acked = await node.wait(this.o.minReplicasAcked, this.o.minReplicasTimeout);
-    } catch (err) {
-      throw this.translate(err);
-    }
-    if (acked < this.o.minReplicasAcked) {
-      throw new TransientError(
-        `Redis at ${this.where}: a commit reached ${acked} replica(s) within ${this.o.minReplicasTimeout} ms, fewer than min-replicas-acked (${this.o.minReplicasAcked}); the source message stays unacknowledged and the commit is made again`,
-      );
-    }
   }
 
   async release(address: string, id: string, token: string, uncertain: boolean): Promise<void> {
@@ -329,22 +332,29 @@ export class RedisIdCache implements IdCache {
   }
 
   async claimStamp(source: string, fingerprint: string, token: string, request: ClaimRequest): Promise<ClaimResult> {
-    const reply = await this.run(
-      'stampClaim',
-      source,
-      [stampKey(this.o.keyPrefix, source, fingerprint)],
-      [token, this.o.lease, this.o.stampTtl, request.ownPrefix, request.since, request.recorded.length, ...request.recorded, ...request.notRecorded],
-    );
-    const r = decodeScriptReply('stampClaim', reply);
-    switch (r.status) {
-      case ScriptStatus.Claimed:
-        return { status: 'claimed', id: r.id, possibleDuplicate: r.possibleDuplicate, done: r.done };
-      case ScriptStatus.Check:
-        return { status: 'check', ids: r.ids };
-      case ScriptStatus.None:
-        return { status: 'none', possibleDuplicate: r.possibleDuplicate };
-      case ScriptStatus.Busy:
-        return { status: 'busy', since: r.since };
+    let dead: readonly string[] = [];
+    for (;;) {
+      const reply = await this.run(
+        'stampClaim',
+        source,
+        [stampKey(this.o.keyPrefix, source, fingerprint)],
+        [token, this.o.lease, this.o.stampTtl, request.ownPrefix, request.since, dead.join(' '), request.recorded.length, ...request.recorded, ...request.notRecorded],
+      );
+      const r = decodeScriptReply('stampClaim', reply);
+      switch (r.status) {
+        case ScriptStatus.Claimed:
+          return { status: 'claimed', id: r.id, possibleDuplicate: r.possibleDuplicate, done: r.done };
+        case ScriptStatus.Check:
+          return { status: 'check', ids: r.ids };
+        case ScriptStatus.None:
+          return { status: 'none', possibleDuplicate: r.possibleDuplicate };
+        case ScriptStatus.Busy: {
+          // Held by a process whose liveness key is gone: its stamps are free at once; ask again naming it (once).
+          const found = dead.length === 0 && this.liveness ? await this.liveness.dead(r.holders) : [];
+          if (found.length === 0) return { status: 'busy', since: r.since };
+          dead = found;
+        }
+      }
     }
   }
 
@@ -381,6 +391,7 @@ export class RedisIdCache implements IdCache {
   async close(): Promise<void> {
     if (this.closed) return;
     this.closed = true;
+    this.liveness?.stop();
     let timer: NodeJS.Timeout | undefined;
     try {
       // QUIT lets queued replies arrive; when Redis is away it would wait for a reconnect, so cap it.

@@ -14,7 +14,7 @@ import type { ScriptName } from './script-loader.js';
 export enum ScriptStatus {
   /** Done: the write was made (commit, release, stamp writes), or the epoch read (followed by its fields). */
   Ok = 0,
-  /** stamp-claim: held by another live owner; followed by the cache's clock, ms. */
+  /** stamp-claim: held by another live owner; followed by the cache's clock, ms, and the holders' processes. */
   Busy = 3,
   /** release / stamp-done / stamp-release: the caller does not own the entry; nothing changed (a no-op by contract). */
   NotOwner = 4,
@@ -47,7 +47,7 @@ export const SCRIPT_REPLIES = {
 
 export type ScriptReply =
   | { status: ScriptStatus.Ok; fields: readonly unknown[] }
-  | { status: ScriptStatus.Busy; since: number }
+  | { status: ScriptStatus.Busy; since: number; holders: string[] }
   | { status: ScriptStatus.NotOwner }
   | { status: ScriptStatus.Claimed; id: string; possibleDuplicate: boolean; done: boolean }
   | { status: ScriptStatus.None; possibleDuplicate: boolean }
@@ -97,7 +97,9 @@ function decodeCode(script: string, code: ScriptReply['status'], reply: unknown[
     case ScriptStatus.Busy: {
       const since = Number(reply[1]);
       if (!Number.isFinite(since)) throw new ScriptReplyError(script, 'busy without the clock');
-      return { status: code, since };
+      const holders = reply.slice(2).map(text);
+      if (holders.some((h) => h === undefined)) throw new ScriptReplyError(script, 'busy with a holder that is not text');
+      return { status: code, since, holders: holders as string[] };
     }
     case ScriptStatus.None:
       return { status: code, possibleDuplicate: Number(reply[1]) === 1 };
@@ -134,20 +136,31 @@ export function decodeRecordedReply(reply: unknown, count: number): boolean[] {
   return Array.from(flags, (c) => c === '1');
 }
 
+/** What reserve answered: one result per ID, and the processes holding the busy ones (none when no ID is busy). */
+export interface ReserveReply {
+  results: ReserveResult[];
+  holders: string[];
+}
+
+const NO_HOLDERS: string[] = [];
+
 /**
- * Decodes reserve-5.lua's reply for `count` IDs: one character per ID (R, P, D, B). The results are shared, frozen
- * objects: callers only read them.
+ * Decodes reserve-5.lua's reply for `count` IDs: one character per ID (R, P, D, B), then, when any is busy, '|' and
+ * the holders' processes. The results are shared, frozen objects: callers only read them.
  */
-export function decodeReserveReply(reply: unknown, count: number): ReserveResult[] {
-  const outcomes = stringReply('reserve', reply);
-  if (outcomes.length !== count) throw new ScriptReplyError('reserve', `expected ${count} outcomes, got '${outcomes}'`);
+export function decodeReserveReply(reply: unknown, count: number): ReserveReply {
+  const text = stringReply('reserve', reply);
+  const bar = text.indexOf('|');
+  const outcomes = bar < 0 ? text : text.slice(0, bar);
+  const holders = bar < 0 ? NO_HOLDERS : text.slice(bar + 1).split(' ').filter((h) => h !== '');
+  if (outcomes.length !== count) throw new ScriptReplyError('reserve', `expected ${count} outcomes, got '${text}'`);
   const results = new Array<ReserveResult>(count);
   for (let i = 0; i < count; i++) {
     const r = RESERVE_OUTCOMES[outcomes[i]!];
     if (r === undefined) throw new ScriptReplyError('reserve', `unknown outcome '${outcomes[i]}' in '${outcomes}'`);
     results[i] = r;
   }
-  return results;
+  return { results, holders };
 }
 
 /** The string reply of a script that answers with one (SCRIPT_REPLIES: `[]`); an array is decoded for its error. */

@@ -96,7 +96,7 @@ function resolveBridge(
   };
   return {
     name: b.name,
-    source: { connection: lookup(connections, b.source.connection), queue: b.source.queue },
+    source: { connection: lookup(connections, b.source.connection), queue: b.source.queue, exclusive: b.source.exclusive ?? false },
     target: resolveTarget(connections, b.target, true),
     ...(b['dead-letter'] !== undefined ? { deadLetter: resolveTarget(connections, b['dead-letter']) } : {}),
     ...headerRulesOf(b),

@@ -219,6 +219,11 @@ export const sourceSchema = z
     {
       ...endpointShape,
       queue: text('a queue name').describe('Queue to consume. STOMP: /queue/<queue> unless it starts with "/".'),
+      exclusive: bool()
+        .optional()
+        .describe(
+          'One active bridge: consume as the only consumer of the queue, while other processes with the same bridge stand by and take over when it goes (AMQP: an exclusive consumer, the others see state standby; ActiveMQ Classic STOMP: activemq.exclusive, the others are not told; refused on peers without exclusive consumers, such as RabbitMQ\'s STOMP plugin). Default false (competing consumers).',
+        ),
     },
     { error: 'expected a mapping with connection and queue' },
   )

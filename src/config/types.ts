@@ -57,6 +57,8 @@ export type ConnectionConfig = AmqpConnectionConfig | StompConnectionConfig;
 export interface SourceConfig {
   connection: ConnectionConfig;
   queue: ConfigFileBridge['source']['queue'];
+  /** `exclusive`: the only active consumer of the queue; other processes stand by. */
+  exclusive: boolean;
 }
 
 /** On an AMQP connection, routingKey is always set: `routing-key`, else the queue, else ''. */

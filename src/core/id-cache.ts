@@ -66,6 +66,12 @@ export interface IdCache {
   /** Resolves when the store answers (used at start and by the supervisor before resuming). */
   ping(): Promise<void>;
 
+  /**
+   * This process as the other owners of a shared cache see it (docs/design.md §10.3); absent for a cache only this
+   * process uses (in memory), where every owner is alive. A Redis cache keeps it up from its first ping() on.
+   */
+  readonly liveness?: OwnerLiveness;
+
   reserve(address: string, id: string, token: string): Promise<ReserveResult>;
   /** Records the ID as forwarded (the circular cache evicts the oldest beyond its size) and ends the reservation. Idempotent. */
   commit(address: string, id: string, token: string): Promise<void>;
@@ -127,6 +133,22 @@ export interface IdCache {
   horizon(address: string): Promise<CacheHorizon>;
 
   close(): Promise<void>;
+}
+
+/**
+ * Whether other processes see this one as alive: a reservation or stamp whose owner is not alive is taken over at once
+ * (flagged) instead of after its lease. Read by the session's target gate before every send.
+ */
+export interface OwnerLiveness {
+  /** True while this process's liveness surely holds in the shared store. */
+  readonly live: boolean;
+  /**
+   * How many times it lapsed since start (frozen, or cut off from the store, for longer than its liveness lasts): a
+   * reservation or stamp made before a lapse may have been taken over by another process meanwhile.
+   */
+  readonly lapses: number;
+  /** Resolves once live (at once when it is). */
+  untilLive(): Promise<void>;
 }
 
 export interface CacheHorizon {

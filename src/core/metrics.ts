@@ -17,6 +17,7 @@ import { LightHistogram } from './light-histogram.js';
 export type BridgeState =
   | 'starting'
   | 'running'
+  | 'standby'
   | 'blocked'
   | 'target-full'
   | 'cache-down'
@@ -30,6 +31,7 @@ export type BridgeState =
 export const BRIDGE_STATES: readonly BridgeState[] = [
   'starting',
   'running',
+  'standby',
   'blocked',
   'target-full',
   'cache-down',

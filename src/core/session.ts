@@ -258,13 +258,20 @@ export class BridgeSession {
       await within(stopped.catch(() => undefined), SOURCE_CALL_TIMEOUT_MS);
       const inFlight = ctx.unsettled.size;
       const deadline = Date.now() + timeoutMs;
-      while (ctx.unsettled.size > 0 && !ctx.ended && Date.now() < deadline) {
+      // Parked jobs (their ID held by another owner) hold nothing and send nothing: they are handed back at once
+      // rather than waited for.
+      while (ctx.unsettled.size > parkedCount(ctx) && !ctx.ended && Date.now() < deadline) {
         await ctx.allSettled.wait(Math.min(100, Math.max(1, deadline - Date.now())));
       }
-      if (ctx.unsettled.size > 0 && !ctx.ended) {
-        ctx.log.warn({ unfinished: ctx.unsettled.size }, 'drain timeout reached: unfinished messages stay unacked and will be redelivered');
+      const parked = parkedCount(ctx);
+      if (ctx.unsettled.size > parked && !ctx.ended) {
+        ctx.log.warn({ unfinished: ctx.unsettled.size - parked }, 'drain timeout reached: unfinished messages stay unacked and will be redelivered');
       } else if (!ctx.ended) {
-        ctx.log.info({ finished: inFlight }, `drained: the ${inFlight} message(s) in flight finished`);
+        const finished = inFlight - parked;
+        ctx.log.info({ finished }, `drained: the ${finished} message(s) in flight finished`);
+      }
+      if (parked > 0 && !ctx.ended) {
+        ctx.log.info({ handedBack: parked }, 'drain: messages waiting for another owner to finish with their duplicate ID are handed back to the source unacked');
       }
       // The acks just written may still wait in the client's buffers (amqplib queues each channel's frames apart from
       // the connection's close): a barrier makes sure the broker has them, or drained messages would come back and be
@@ -303,6 +310,13 @@ export class BridgeSession {
       .catch((err: unknown) => this.ctx.log.error({ err }, 'closing the session failed'))
       .then(() => this.resolveEnded(end));
   }
+}
+
+/** Jobs set aside because another owner holds their duplicate ID or stamp (./session/park.ts). */
+function parkedCount(ctx: SessionContext): number {
+  let n = 0;
+  for (const job of ctx.unsettled) if (job.state.stage === 'busy' || job.state.stage === 'claim-busy') n += 1;
+  return n;
 }
 
 /** Waits for `promise`, at most `ms` (a source call may hang on a dead connection; a drain must not). */

@@ -15,7 +15,7 @@ import type { IdCache } from './id-cache.js';
 import type { Logger } from '../shared/log.js';
 import type { Metrics, BridgeState } from './metrics.js';
 import type { SourceEndpoint, TargetEndpoint } from './ports.js';
-import { BridgeError, FatalBridgeError, TransientError, isProgrammerError, isTransient, redactUrl } from '../shared/errors.js';
+import { BridgeError, FatalBridgeError, StandbyError, TransientError, isProgrammerError, isTransient, redactUrl } from '../shared/errors.js';
 import { BridgeSession, type SessionObserver } from './session.js';
 import { DRAINED, type End } from './end.js';
 import { CacheHorizonWatch } from './cache-horizon-watch.js';
@@ -313,7 +313,7 @@ export class BridgeSupervisor {
 
   // ---- the loop: connect, run a session, reconnect ---------------------------------------------------------------
 
-  private setState(state: 'starting' | 'reconnecting' | 'stopped' | 'failed' | 'running'): void {
+  private setState(state: 'starting' | 'reconnecting' | 'standby' | 'stopped' | 'failed' | 'running'): void {
     this.setPhase(state === 'running' ? 'connected' : state);
   }
 
@@ -326,6 +326,10 @@ export class BridgeSupervisor {
         session = await this.connect(firstConnect);
       } catch (err) {
         if (this.stopping) break;
+        if (err instanceof StandbyError) {
+          await this.standBy(err);
+          continue;
+        }
         return this.failed(err);
       }
       firstConnect = false;
@@ -358,6 +362,18 @@ export class BridgeSupervisor {
       await abortableWait(this.bridge.retryInterval, this.abort.signal);
     }
     return this.stopped(DRAINED, 0);
+  }
+
+  /**
+   * Another process consumes the source exclusively: one line on the way in, then a try every retry-interval (the
+   * first one that finds the queue free takes over, and the bridge runs: 'bridge running' says so).
+   */
+  private async standBy(err: StandbyError): Promise<void> {
+    if (this.phase !== 'standby') {
+      this.log.info({ retryInterval: this.bridge.retryInterval }, `${err.message}; trying every ${this.bridge.retryInterval} ms`);
+      this.setState('standby');
+    }
+    await abortableWait(this.bridge.retryInterval, this.abort.signal);
   }
 
   /**

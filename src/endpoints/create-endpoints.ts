@@ -22,8 +22,9 @@ export function createEndpoints(bridge: BridgeConfig, log: Logger): BridgeEndpoi
           bridge.prefetch,
           log.child({ role: 'source' }),
           deliveryWindow(bridge.maxInFlightBytes, bridge.prefetch),
+          src.exclusive,
         )
-      : new StompSource(src.connection, src.queue, bridge.prefetch, log.child({ role: 'source' }), bridge.filter?.text);
+      : new StompSource(src.connection, src.queue, bridge.prefetch, log.child({ role: 'source' }), bridge.filter?.text, src.exclusive);
   const target = createTarget(bridge.target, bridge.confirmTimeout, log.child({ role: 'target' }));
   const deadLetter = bridge.deadLetter
     ? createTarget(bridge.deadLetter, bridge.confirmTimeout, log.child({ role: 'dead-letter' }))

@@ -31,11 +31,17 @@ export async function runService(config: Config, log: Logger, env: Readonly<Reco
   const metrics = new Metrics(packageVersion());
   const adminToken = config.adminToken ?? readTokenFile(env.ADMIN_TOKEN_FILE);
   let onCacheLoss = (): void => undefined;
-  const cache = createIdCache(config.idCache, log.child({ component: 'id-cache' }), (loss) => {
-    if (loss.event !== 'no-history') metrics.cacheLosses.inc({ event: loss.event });
-    onCacheLoss();
-  });
+  // The first part of every owner token of this process, and the name its liveness key carries.
   const instanceId = randomBytes(6).toString('hex');
+  const cache = createIdCache(
+    config.idCache,
+    log.child({ component: 'id-cache' }),
+    (loss) => {
+      if (loss.event !== 'no-history') metrics.cacheLosses.inc({ event: loss.event });
+      onCacheLoss();
+    },
+    instanceId,
+  );
   log.info({ instanceId, bridges: config.bridges.map((b) => b.name), cache: cache.kind }, 'broker-bridge starting');
   if (cache instanceof RedisIdCache) void reportDurability(cache, log.child({ component: 'id-cache' }));
 

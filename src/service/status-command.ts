@@ -1,6 +1,7 @@
 /**
  * `broker-bridge status`: asks a running bridge's HTTP API (GET /bridges) and prints a table for a person, or the
- * JSON for scripts. Exit codes: 0 every bridge is running; 1 a bridge is not (paused, reconnecting, stalled, …);
+ * JSON for scripts. Exit codes: 0 every bridge is running (or standing by for an exclusive source, as deployed); 1 a
+ * bridge is not (paused, reconnecting, stalled, …);
  * 3 the API could not be asked (not running, wrong URL, HTTP API off).
  */
 import type { BridgeReport } from './http-server.js';
@@ -10,7 +11,7 @@ export const EXIT_NOT_RUNNING = 1;
 export const EXIT_UNREACHABLE = 3;
 
 /** States in which a bridge counts as running for the exit status. */
-const RUNNING = new Set(['running', 'cache-untrusted', 'cache-horizon-short']);
+const RUNNING = new Set(['running', 'standby', 'cache-untrusted', 'cache-horizon-short']);
 
 export interface StatusOutput {
   stdout: (text: string) => void;

@@ -32,6 +32,12 @@ export class TransientError extends BridgeError {
   }
 }
 
+/**
+ * The source is consumed exclusively by another process (`source.exclusive`): not a failure, this bridge stands by and
+ * tries again every retry-interval, and takes over when the other one goes.
+ */
+export class StandbyError extends TransientError {}
+
 export class MessageRejectedError extends BridgeError {
   readonly kind = 'rejected' as const;
   readonly retriable = false;

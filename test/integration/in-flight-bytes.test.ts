@@ -240,7 +240,7 @@ describe('max-in-flight-bytes (AMQP)', () => {
       await source.ackBarrier();
       await sleep(200);
       expect(deliveries).toHaveLength(10);
-      await source.resumeConsuming();
+      await source.resumeConsuming!();
       await until('20 deliveries', () => deliveries.length === 20);
       for (const d of deliveries.slice(10)) source.ack(d);
       await until('30 deliveries', () => deliveries.length === 30);

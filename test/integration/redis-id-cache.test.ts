@@ -170,7 +170,8 @@ describe('RedisIdCache', () => {
       const first = await reserve('x', 't1', LEASE);
       expect(first).toBe('R');
       expect(await reserve('x', 't1', LEASE)).toEqual(first);
-      expect(await reserve('x', 't2', LEASE)).toBe('B');
+      // Busy, naming the holder's process (the first part of its token) so that the caller can ask whether it lives.
+      expect(await reserve('x', 't2', LEASE)).toBe('B|t1');
 
       await sleep(LEASE + 100);
       const takeover = await reserve('x', 't2', LEASE);
@@ -193,16 +194,21 @@ describe('RedisIdCache', () => {
       expect(await script('stampRecord', 'rabbit/orders')(2, key, key, 100, 60_000, 'id-x', 't1', 0)).toEqual([9, 'expected id, token and flag for every key']);
       await sleep(200);
       // Lease expired and (the caller says) not recorded at the target: taken.
-      const first = await script('stampClaim', 'rabbit/orders')(key, 't2', 10_000, 60_000, 'p.', 0, 0, 'id-1');
+      // After the owner token, lease, record ttl, own prefix and since: the owners known dead ('' none), then n.
+      const first = await script('stampClaim', 'rabbit/orders')(key, 't2', 10_000, 60_000, 'p.', 0, '', 0, 'id-1');
       expect(first).toEqual([5, 'id-1', 0, 0]);
-      expect(await script('stampClaim', 'rabbit/orders')(key, 't2', 10_000, 60_000, 'p.', 0, 0)).toEqual(first);
-      // Another claimer is asked to look id-1 up first, and then waits for its holder.
-      expect(await script('stampClaim', 'rabbit/orders')(key, 't3', 10_000, 60_000, 'p.', 0, 0)).toEqual([7, 'id-1']);
-      const busy = (await script('stampClaim', 'rabbit/orders')(key, 't3', 10_000, 60_000, 'p.', 0, 0, 'id-1')) as unknown[];
+      expect(await script('stampClaim', 'rabbit/orders')(key, 't2', 10_000, 60_000, 'p.', 0, '', 0)).toEqual(first);
+      // Another claimer is asked to look id-1 up first, and then waits for its holder, named by its process.
+      expect(await script('stampClaim', 'rabbit/orders')(key, 't3', 10_000, 60_000, 'p.', 0, '', 0)).toEqual([7, 'id-1']);
+      const busy = (await script('stampClaim', 'rabbit/orders')(key, 't3', 10_000, 60_000, 'p.', 0, '', 0, 'id-1')) as unknown[];
       expect(busy[0]).toBe(3);
       expect(Number(busy[1])).toBeGreaterThan(0);
+      expect(busy.slice(2)).toEqual(['t2']);
+      // Named dead, its holder's stamp is free at once, though its lease runs: taken (a replay answers the same).
+      const taken = await script('stampClaim', 'rabbit/orders')(key, 't3', 10_000, 60_000, 'p.', 0, 't2', 0, 'id-1');
+      expect(taken).toEqual([5, 'id-1', 0, 0]);
       // A count of recorded IDs beyond the arguments is refused.
-      expect(await script('stampClaim', 'rabbit/orders')(key, 't3', 10_000, 60_000, 'p.', 0, 2, 'id-1')).toEqual([9, 'bad numbers']);
+      expect(await script('stampClaim', 'rabbit/orders')(key, 't3', 10_000, 60_000, 'p.', 0, '', 2, 'id-1')).toEqual([9, 'bad numbers']);
     });
 
     it('records and forgets the stamps of one tick in one call per source (chunks of 200), each as if alone', async () => {

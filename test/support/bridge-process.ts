@@ -31,27 +31,39 @@ export class BridgeProcess {
   private exitCode: number | null | undefined;
   private waiters: (() => void)[] = [];
 
-  private constructor(readonly child: ChildProcess) {
-    let buf = '';
-    child.stdout!.setEncoding('utf8').on('data', (chunk: string) => {
-      buf += chunk;
-      let nl: number;
-      while ((nl = buf.indexOf('\n')) >= 0) {
-        const line = buf.slice(0, nl);
-        buf = buf.slice(nl + 1);
-        this.lines.push(line);
-        try {
-          this.logs.push(JSON.parse(line) as LogLine);
-        } catch {
-          this.logs.push({ level: 30, msg: line });
+  /** `logsOn`: where the process writes its pino lines (`run`: stdout; `move`: stderr, its stdout being the summary's). */
+  private constructor(
+    readonly child: ChildProcess,
+    logsOn: 'stdout' | 'stderr' = 'stdout',
+  ) {
+    const lines = (stream: NodeJS.ReadableStream, each: (line: string) => void) => {
+      let buf = '';
+      stream.setEncoding('utf8').on('data', (chunk: string) => {
+        buf += chunk;
+        let nl: number;
+        while ((nl = buf.indexOf('\n')) >= 0) {
+          const line = buf.slice(0, nl);
+          buf = buf.slice(nl + 1);
+          each(line);
         }
-        for (const w of this.waiters) w();
+      });
+    };
+    const log = (line: string) => {
+      this.lines.push(line);
+      try {
+        this.logs.push(JSON.parse(line) as LogLine);
+      } catch {
+        this.logs.push({ level: 30, msg: line });
       }
-    });
+      for (const w of this.waiters) w();
+    };
+    if (logsOn === 'stdout') lines(child.stdout!, log);
+    else child.stdout!.resume();
     child.stderr!.setEncoding('utf8').on('data', (chunk: string) => {
       this.stderr.push(chunk);
       if (process.env.BRIDGE_TEST_VERBOSE) process.stderr.write(chunk);
     });
+    if (logsOn === 'stderr') lines(child.stderr!, log);
     this.exited = new Promise((r) =>
       child.on('exit', (code) => {
         this.exitCode = code;
@@ -69,7 +81,7 @@ export class BridgeProcess {
       env: { ...process.env, ...env },
       stdio: ['ignore', 'pipe', 'pipe'],
     });
-    return new BridgeProcess(child);
+    return new BridgeProcess(child, command[0] === 'move' ? 'stderr' : 'stdout');
   }
 
   /** Starts and waits until every bridge logged 'bridge running' `count` times in total. */

@@ -28,7 +28,7 @@ describe('loadConfig: defaults and layering', () => {
       bridges: [
         {
           name: 'only',
-          source: { connection: rabbit, queue: 'in' },
+          source: { connection: rabbit, queue: 'in', exclusive: false },
           target: { connection: rabbit, queue: 'out', routingKey: 'out' },
           useDuplicateDetection: true,
           duplicateIdHeader: '_AMQ_DUPL_ID',

@@ -36,7 +36,7 @@ function stateOf(stage: Stage, job: Job): JobState {
     case 'dead-lettered':
       return { stage, id: 'a' };
     case 'forwarding':
-      return { stage, job, id: 'a', outgoing: job.delivery.message, attempts: 0, sent: false };
+      return { stage, job, id: 'a', outgoing: job.delivery.message, attempts: 0, sent: false, lapses: 0 };
     default:
       return { stage };
   }

@@ -38,7 +38,7 @@ describe('the scripts\' status table', () => {
 describe('decodeScriptReply', () => {
   it('decodes each status a script returns, typed', () => {
     expect(decodeScriptReply('release', [4])).toEqual({ status: ScriptStatus.NotOwner });
-    expect(decodeScriptReply('stampClaim', [3, '1700'])).toEqual({ status: ScriptStatus.Busy, since: 1700 });
+    expect(decodeScriptReply('stampClaim', [3, '1700', 'procA'])).toEqual({ status: ScriptStatus.Busy, since: 1700, holders: ['procA'] });
     expect(decodeScriptReply('stampClaim', [5, Buffer.from('id-1'), 1, 0])).toEqual({ status: ScriptStatus.Claimed, id: 'id-1', possibleDuplicate: true, done: false });
     expect(decodeScriptReply('epoch', [0, 'g:0', 'run', 5, 1])).toEqual({ status: ScriptStatus.Ok, fields: ['g:0', 'run', 5, 1] });
   });

@@ -285,6 +285,74 @@ describe('BridgeSession', () => {
     expect(target.sent.map((m) => m.headers._AMQ_DUPL_ID)).toEqual(['id-1', 'id-2', 'id-3']);
   });
 
+  it('after a lapse of its liveness, holds sends until it is live again and flags what it reserved before; later reservations go unflagged', async () => {
+    const liveness = { live: true, lapses: 0, untilLive: () => until('live', () => liveness.live, quick()) };
+    const cache = Object.assign(new MemoryIdCache({ size: 100, lease: 1000 }), { liveness });
+    const { source, target, session } = setup({}, { cache });
+    await session.open();
+    // The target blocks: two messages are reserved and wait at the gate.
+    target.handlers!.onBlocked!(true);
+    source.deliver(msg(1));
+    source.deliver(msg(2));
+    await sleep(30);
+    expect(target.sent).toEqual([]);
+    // The process froze past its liveness: other processes may have taken those reservations over.
+    liveness.live = false;
+    liveness.lapses = 1;
+    target.handlers!.onBlocked!(false);
+    await sleep(30);
+    expect(target.sent, 'nothing goes out while this process is not live').toEqual([]);
+    liveness.live = true;
+    await until('2 acked', () => source.acked.length === 2, quick());
+    expect(target.sent.map((m) => [m.headers._AMQ_DUPL_ID, m.headers['x-bridge-possible-duplicate']])).toEqual([
+      ['id-1', true],
+      ['id-2', true],
+    ]);
+    source.deliver(msg(3));
+    await until('3 acked', () => source.acked.length === 3, quick());
+    expect(target.sent[2]!.headers['x-bridge-possible-duplicate']).toBeUndefined();
+  });
+
+  it('a drain hands back at once a redelivery that waits for another owner\'s reservation, instead of waiting for it', async () => {
+    const cache = new MemoryIdCache({ size: 100, lease: 60_000 });
+    // Another process holds id-1 (a crashed one, say, whose lease runs for a minute).
+    await cache.reserve('fake://target', 'id-1', 'other.1.1.1');
+    const { source, target, session } = setup({}, { cache });
+    await session.open();
+    source.deliver(msg(1), true);
+    source.deliver(msg(2));
+    await until('id-2 acked', () => source.acked.length === 1, quick());
+    const started = Date.now();
+    expect(await session.drain(10_000)).toEqual({ kind: 'stopped', unfinished: 1 });
+    expect(Date.now() - started).toBeLessThan(3000);
+    expect(target.sent.map((m) => m.headers._AMQ_DUPL_ID)).toEqual(['id-2']);
+    expect(source.acked).toEqual([2]);
+  });
+
+  it('keeps source order after a refusal: the refused message is sent again alone, before any later message', async () => {
+    const { source, target, session } = setup({ maxDeliveryAttempts: 5 }, { deadLetter: true });
+    let refusals = 0;
+    target.outcome = (m) => {
+      if (m.headers._AMQ_DUPL_ID === 'id-3' && refusals < 3) {
+        refusals += 1;
+        return new MessageRejectedError('unroutable', 'no route');
+      }
+      return 'confirm';
+    };
+    await session.open();
+    for (let i = 1; i <= 10; i++) source.deliver(msg(i));
+    await until('10 acked', () => source.acked.length === 10, quick());
+    const sent = target.sent.map((m) => text(m.headers._AMQ_DUPL_ID));
+    const tries = sent.flatMap((id, i) => (id === 'id-3' ? [i] : []));
+    expect(tries).toHaveLength(4);
+    // The sends already in flight at the first refusal may pass it; after that, id-3 alone until it is taken, then
+    // every later message in source order.
+    expect(sent.slice(tries[1], tries[3]! + 1)).toEqual(['id-3', 'id-3', 'id-3']);
+    const later = sent.slice(tries[3]! + 1);
+    expect(later).toEqual([...later].sort((a, b) => Number(a.slice(3)) - Number(b.slice(3))));
+    expect(new Set(sent)).toEqual(new Set(Array.from({ length: 10 }, (_, i) => `id-${i + 1}`)));
+  });
+
   it('a drain that runs out of time ends stopped, naming what stays unacked (a normal end, not a failure)', async () => {
     const { source, target, session } = setup();
     target.outcome = () => 'hold';

@@ -270,7 +270,7 @@ describe('BridgeSupervisor: operations', () => {
 
   it('says the source depth is not available over STOMP', async () => {
     const stomp = { name: 'a', type: 'stomp' as const, urls: ['stomp://x'], heartBeat: [0, 0] as [number, number], connectTimeout: 1000 };
-    const { supervisor } = setup({ over: { source: { connection: stomp, queue: 'q' } } });
+    const { supervisor } = setup({ over: { source: { connection: stomp, queue: 'q', exclusive: false } } });
     await until('running', () => supervisor.status().state === 'running', quick());
     expect(supervisor.status()).toMatchObject({ sourceDepth: null, sourceDepthNote: 'not available over STOMP' });
   });

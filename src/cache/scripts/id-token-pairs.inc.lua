@@ -3,7 +3,7 @@
   `--#include id-token-pairs.inc.lua`; a script sent to Redis is one self-contained chunk).
 
   Reads the id/token pairs of a call into `ids` and `tokens`: the first pair from ARGV[1] and ARGV[2], the others from
-  ARGV[PACKED_ARG] (set by the including script) when present, packed as MessagePack: the number of pairs, the array
+  ARGV[PACKED_ARG] (set by the including script) when present and not empty, packed as MessagePack: the number of pairs, the array
   of their IDs, the array of their tokens. One argument instead of two per ID keeps encoding the command cheap for the
   client, and Redis's cmsgpack decodes it in C (see packPairs in address-batcher.ts). Returns BAD_ARGUMENT for the
   whole call when the packed pairs are malformed, a token is empty or the call holds more than MAX_IDS IDs.
@@ -12,7 +12,7 @@ local MAX_IDS = 1000
 if ARGV[1] == nil then return {9, 'no id'} end
 local ids, tokens = {ARGV[1]}, {ARGV[2]}
 local packed = ARGV[PACKED_ARG]
-if packed then
+if packed and packed ~= '' then
   -- Decoded in C: a parse of the pairs in Lua cost about as much as the rest of a reserve per ID. A malformed
   -- argument makes cmsgpack raise an error, caught here.
   local ok, count, moreIds, moreTokens = pcall(cmsgpack.unpack, packed)

@@ -14,14 +14,18 @@
   ARGV[5] marker retention (ms): how long an uncertain marker (or an abandoned reservation) is remembered
   ARGV[6] most markers kept per address (the oldest beyond it are dropped)
   ARGV[7] cleanup batch: most expired entries removed per ID asked for (bounded work)
-  ARGV[8] optional: more id/token pairs, packed as MessagePack (see id-token-pairs.inc.lua; at most 1000 IDs in all).
-          One call reserves many IDs of one address, in order, each exactly as if reserved alone.
+  ARGV[8] optional: more id/token pairs, packed as MessagePack (see id-token-pairs.inc.lua; at most 1000 IDs in all),
+          or '' for none. One call reserves many IDs of one address, in order, each exactly as if reserved alone.
+  ARGV[9] optional: owners known dead, space-separated: the first part of a token (its process, up to the first '.')
+          whose liveness key is gone. Their reservations are taken over at once, as expired ones are.
 
   Returns one character per ID, in order, as one string (a short reply is cheap for the client to decode):
   R   RESERVED    the caller holds the reservation
   P   RESERVED    the same, and the ID may already be at the target (a possible duplicate)
   D   DUPLICATE   the ID is recorded (and not expired)
   B   BUSY        another owner holds a live reservation
+  followed, when any ID is busy, by '|' and the holders' processes (space-separated, each once), so that the caller
+  can ask whether they are alive and call again naming the dead ones;
   or {9, msg}  BAD_ARGUMENT (for the whole call)
 
   A replay (same token) answers what the first call answered: the possible-duplicate flag is stored with the
@@ -34,6 +38,13 @@ if not (lease and lease > 0 and ttl and ttl >= 0 and retention and retention > 0
 end
 local PACKED_ARG = 8
 --#include id-token-pairs.inc.lua
+
+-- Owners known dead (ARGV[9]): a process's tokens start with its name and a '.'.
+local dead = {}
+if ARGV[9] then
+  for owner in string.gmatch(ARGV[9], '%S+') do dead[owner] = true end
+end
+local holders, holderList = {}, {}
 
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
@@ -95,7 +106,16 @@ local function reserve(i, id, token)
   if cur then
     local owner, exp, flag = string.match(cur, '^(.*)|(%d+)|([01])$')
     if owner == token then return flag == '1' and 'P' or 'R' end
-    if exp and tonumber(exp) > now then return 'B' end
+    if exp and tonumber(exp) > now then
+      local process = string.match(owner, '^[^.]*')
+      if not dead[process] then
+        if not holders[process] then
+          holders[process] = true
+          holderList[#holderList + 1] = process
+        end
+        return 'B'
+      end
+    end
     pd = 1
   elseif markers then
     local marker = redis.call('ZSCORE', KEYS[5], id)
@@ -131,4 +151,5 @@ end
 -- If the address goes quiet, its reservation keys vanish once every entry would have been forgotten anyway.
 redis.call('PEXPIRE', KEYS[3], lease + retention)
 redis.call('PEXPIRE', KEYS[4], lease + retention)
+if #holderList > 0 then return table.concat(out) .. '|' .. table.concat(holderList, ' ') end
 return table.concat(out)

@@ -89,6 +89,6 @@ export async function deadLetter(ctx: SessionContext, sending: Forwarding, err: 
  * or bad; without a dead-letter destination the bridge stops, as for any message it cannot deliver.
  */
 export async function deadLetterUnresolved(ctx: SessionContext, job: Job, reason: string): Promise<void> {
-  const sending: Forwarding = { stage: 'forwarding', job, id: undefined, outgoing: forwardCopy(ctx, job.delivery.message), attempts: 0, sent: false };
+  const sending: Forwarding = { stage: 'forwarding', job, id: undefined, outgoing: forwardCopy(ctx, job.delivery.message), attempts: 0, sent: false, lapses: 0 };
   await deadLetter(ctx, sending, new MessageRejectedError(UNRESOLVED_ADDRESS, reason));
 }

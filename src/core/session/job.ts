@@ -71,6 +71,11 @@ export interface Forwarding {
   attempts: number;
   /** It was written to the target at least once: a lost confirmation means the outcome is unknown. */
   sent: boolean;
+  /**
+   * This process's liveness lapses counted when its ID was reserved (OwnerLiveness.lapses): after another lapse the
+   * reservation may have been taken over, so the copy goes out flagged (the target gate checks before each send).
+   */
+  readonly lapses: number;
 }
 
 /** The target confirmed it; its ID is being committed before the ack. */

@@ -23,7 +23,7 @@ export async function prepare(ctx: SessionContext, job: Job): Promise<Prepared> 
   if (job.state.stage === 'received' && !selected(ctx, msg)) return job.moveTo(FILTERED);
   const unresolved = routeJob(ctx, job);
   if (unresolved !== undefined) return job.moveTo({ stage: 'unresolved', reason: unresolved });
-  if (!ctx.dedupe) return job.moveTo({ stage: 'forwarding', job, id: undefined, outgoing: forwardCopy(ctx, msg), attempts: 0, sent: false });
+  if (!ctx.dedupe) return job.moveTo({ stage: 'forwarding', job, id: undefined, outgoing: forwardCopy(ctx, msg), attempts: 0, sent: false, lapses: 0 });
   const { cache, source } = ctx.deps;
   const address = addressOf(ctx, job);
   const before = job.state;
@@ -66,6 +66,8 @@ export async function prepare(ctx: SessionContext, job: Job): Promise<Prepared> 
     }
   }
   const reserving = id;
+  // Read before the reservation is asked for: a lapse of this process's liveness from here on makes its copy flagged.
+  const lapses = cache.liveness?.lapses ?? 0;
   const result = await ctx.cacheRetry.call(() => cache.reserve(address, reserving, job.token), 'reserve');
   if (ctx.ended) {
     // The session ended while the reservation was on its way: teardown has already given back what it knew of.
@@ -80,5 +82,5 @@ export async function prepare(ctx: SessionContext, job: Job): Promise<Prepared> 
   const possibleDuplicate = result.possibleDuplicate || flagged || (job.delivery.redelivered && !cache.vouchesFor(address));
   const outgoing = withDuplicateId(forwardCopy(ctx, msg), ctx.cfg.duplicateIdHeader, id, possibleDuplicate);
   if (possibleDuplicate) ctx.deps.metrics.possibleDuplicates.inc({ bridge: ctx.cfg.name });
-  return job.moveTo({ stage: 'forwarding', job, id, outgoing, attempts: 0, sent: false });
+  return job.moveTo({ stage: 'forwarding', job, id, outgoing, attempts: 0, sent: false, lapses });
 }

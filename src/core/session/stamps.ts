@@ -24,14 +24,16 @@ export async function forgetAckedStamps(ctx: SessionContext): Promise<void> {
 }
 
 /**
- * Keeps the stamps of unsettled messages leased, so that a redelivery elsewhere never takes the stamp of a message
+ * Keeps the stamps of unsettled messages leased (`all`: every one, not only those a third through their lease; resolves
+ * to true when every one it looked at is still held), so that a redelivery elsewhere never takes the stamp of a message
  * this session still works on (see ../stamp-claim.ts). A stamp taken over anyway (the cache was unreachable for most
  * of a lease) is a stamp two messages may now share: the session ends, and the broker redelivers what it held.
  */
-export async function renewStamps(ctx: SessionContext): Promise<void> {
+export async function renewStamps(ctx: SessionContext, all = false): Promise<boolean> {
   const started = Date.now();
-  // Only leases at least a third old: a younger one still has two thirds left when the next round comes.
-  const due = started - Math.floor(ctx.deps.cache.lease / 3);
+  // Only leases at least a third old: a younger one still has two thirds left when the next round comes. `all` (after
+  // a lapse of this process's liveness, when any may have been taken): every one.
+  const due = all ? Number.POSITIVE_INFINITY : started - Math.floor(ctx.deps.cache.lease / 3);
   const byFingerprint = new Map<string, (Job & { stamp: StampHold })[]>();
   for (const job of ctx.unsettled) {
     if (!hasStamp(job) || job.state.stage === 'settled' || job.stamp.leasedAt > due) continue;
@@ -41,14 +43,14 @@ export async function renewStamps(ctx: SessionContext): Promise<void> {
   }
   const { cache, source } = ctx.deps;
   for (const [fp, jobs] of byFingerprint) {
-    if (ctx.ended) return;
+    if (ctx.ended) return false;
     let lost: string[];
     try {
       lost = await cache.renewStamps(source.address, fp, jobs.map((j) => ({ id: j.stamp.id, token: j.token })));
     } catch (err) {
       // Unreachable: claims elsewhere wait for the cache as well; the next round tries again.
       ctx.log.debug({ err }, 'could not renew stamp leases');
-      return;
+      return false;
     }
     const gone = new Set(lost);
     for (const j of jobs) if (!gone.has(j.stamp.id)) j.stamp.leasedAt = started;
@@ -56,10 +58,11 @@ export async function renewStamps(ctx: SessionContext): Promise<void> {
     if (taken.length > 0) {
       ctx.fail(
         new TransientError(
-          `bridge '${ctx.cfg.name}': ${taken.length} stamp(s) of messages in flight were taken over after their lease ran out (the duplicate-ID cache was unreachable too long); reconnecting so that the broker redelivers them`,
+          `bridge '${ctx.cfg.name}': ${taken.length} stamp(s) of messages in flight were taken over by another process (this one's lease or liveness ran out: the duplicate-ID cache was unreachable, or the process frozen, too long); reconnecting so that the broker redelivers them`,
         ),
       );
-      return;
+      return false;
     }
   }
+  return true;
 }

@@ -1,8 +1,8 @@
 /**
  * The target gate: everything between "a job is ready to send" and "its outcome is known" (docs/design.md §7.2). It
- * owns the sends in flight, what holds new sends back — flow control, an isolation, a full target — the messages it
- * holds (suspects, held) and their wake-ups, and the one attempt() that every send goes through, so that every path
- * marks, counts and classifies a send the same way.
+ * owns the sends in flight, what holds new sends back — flow control, messages being sent one at a time, a full
+ * target, the send window after one — the messages it holds (alone, held) and their wake-ups, and the one attempt()
+ * that every send goes through, so that every path marks, counts and classifies a send the same way.
  *
  * The send loop (./send-loop.ts) asks one question, `await gate.open()`, then hands a message (or a batch) to send().
  * Sends are pipelined: many are in flight, and each outcome is handled when it comes:
@@ -13,13 +13,25 @@
  *     max-retry-interval). Taken, the other held messages go back to the send loop ahead of new work (pipelined, in
  *     order) and the gate opens. Nothing here counts as a delivery attempt or is flagged: "full" is "not delivered".
  *   - `isolate` (refused as one of several, without saying which): the message is flagged (it may have been
- *     delivered) and becomes a suspect; the gate closes and, once nothing else is in flight, sends the suspects one at
- *     a time, so that a refusal now names its message (the culprit is dead-lettered, the innocent go through).
- *   - `resend`: the attempt is counted and the message goes out again, behind whatever holds the gate;
+ *     delivered) and sent again alone (below), so that a refusal now names its message (the culprit is dead-lettered,
+ *     the innocent go through);
+ *   - `resend`: the attempt is counted and the message sent again alone (below);
  *   - `dead-letter`: counted, and moved to the dead-letter destination (./dead-letter.ts);
  *   - `end-session`: the session ends; the broker redelivers what was not settled.
- * Order: the send loop sends in source order; what the gate sends again (a held message, a suspect, a resend) goes
- * out after the sends that were in flight when it was refused.
+ * Alone: a message sent again after a refusal (a suspect, one refused for itself, a batch member whose transaction
+ * was refused for another) goes out with nothing else in flight, and the gate stays closed to new sends meanwhile, so
+ * that no later message overtakes it (docs/delivery.md, "Order"). After a full refusal the gate also sends through a
+ * window that starts at one message in flight and grows by one per confirmation, back to unbounded at the prefetch: a
+ * target near full then refuses one message, not a pipeline of them that later ones overtake.
+ *
+ * Order: the send loop sends in source order; what the gate sends again goes out after the sends that were in flight
+ * when it was refused (those may overtake it), and before any later message.
+ *
+ * Liveness (docs/design.md §10.3): while this process's liveness does not hold in the shared cache (frozen, or cut
+ * off from Redis, longer than it lasts), other processes may take over its reservations and stamps. The gate then
+ * stays closed; once liveness holds again it checks that the stamps of the messages in flight are still theirs (the
+ * session ends if one is not: two messages must never share a stamped ID), and every copy reserved before the lapse
+ * goes out flagged (its reservation may have been taken over, and its copy be a second).
  */
 import type { SessionContext } from './context.js';
 import type { Forwarding } from './job.js';
@@ -31,11 +43,14 @@ import { Signal } from '../../shared/signal.js';
 import { deadLetter } from './dead-letter.js';
 import { refusalAction } from './refusal-policy.js';
 import { commitAndAck, confirm } from './settle.js';
+import { renewStamps } from './stamps.js';
 
 /** The first pause before a full target is probed again; doubled after each refusal, up to max-retry-interval. */
 const FIRST_PAUSE_MS = 20;
 /** A target that took everything for this long and refuses again starts a new episode (one warning, one count). */
 const EPISODE_GAP_MS = 5000;
+/** After a lapse, how soon the stamps in flight are checked again when the cache did not answer. */
+const STAMP_CHECK_RETRY_MS = 100;
 
 /** A send that failed: its result, as a batch member's would be (../batch-result.ts). */
 type Failed = Exclude<BatchMemberResult, { outcome: 'confirmed' }>;
@@ -53,9 +68,11 @@ export class TargetGate {
   private inFlight = 0;
   /** The target's broker blocks publishing (flow control, AMQP connection.blocked). */
   private blocked = false;
-  /** Refused ambiguously: sent again one at a time, while nothing else is in flight. */
-  private readonly suspects: Forwarding[] = [];
-  private isolating = false;
+  /** Refused (ambiguously, for themselves, or with their transaction): sent again one at a time, nothing else in flight. */
+  private readonly alone: Forwarding[] = [];
+  private sendingAlone = false;
+  /** Most sends in flight: unbounded, but for a while after a full refusal (one at first, one more per confirmation). */
+  private window = Number.POSITIVE_INFINITY;
   /** Refused as full: sent again after a pause, the first one alone. */
   private readonly held: Forwarding[] = [];
   /** When the target last started refusing as full (Date.now()); undefined while it takes messages. */
@@ -63,6 +80,8 @@ export class TargetGate {
   /** When the target last took everything held (Date.now()); 0 = never full. */
   private fullEndedAt = 0;
   private waitingForRoom = false;
+  /** The liveness lapses whose aftermath (the stamps in flight checked) is dealt with. */
+  private lapsesChecked: number;
 
   /** The gate may have opened: the target unblocked, an isolation ended, the target took the held messages. */
   private readonly opened = new Signal();
@@ -71,11 +90,32 @@ export class TargetGate {
   /** A full target's pause (only ever ended early by the session's end). */
   private readonly roomPause = new Signal();
 
-  constructor(private readonly ctx: SessionContext) {}
+  constructor(private readonly ctx: SessionContext) {
+    this.lapsesChecked = ctx.deps.cache.liveness?.lapses ?? 0;
+  }
 
-  /** Resolves once new sends may go out: not blocked, not isolating, not full; or once the session ended. */
+  /**
+   * Resolves once new sends may go out: not blocked, nothing being sent alone, not full, the window not full, and this
+   * process live (what a lapse may have taken checked); or once the session ended.
+   */
   async open(): Promise<void> {
-    while (!this.ctx.ended && (this.blocked || this.isolating || this.fullSince !== undefined)) await this.opened.wait();
+    const liveness = this.ctx.deps.cache.liveness;
+    for (;;) {
+      if (this.ctx.ended) return;
+      if (this.blocked || this.sendingAlone || this.fullSince !== undefined || this.inFlight >= this.window) {
+        await this.opened.wait();
+      } else if (liveness !== undefined && !liveness.live) {
+        await Promise.race([liveness.untilLive(), this.opened.wait()]);
+      } else if (liveness !== undefined && liveness.lapses !== this.lapsesChecked) {
+        const lapses = liveness.lapses;
+        // Renewing every stamp in flight ends the session if another process took one over meanwhile; a renewal that
+        // could not reach the cache is tried again.
+        if (await renewStamps(this.ctx, true)) this.lapsesChecked = lapses;
+        else await this.opened.wait(STAMP_CHECK_RETRY_MS);
+      } else {
+        return;
+      }
+    }
   }
 
   /** What holds the gate, for the supervisor's state and status. */
@@ -122,7 +162,7 @@ export class TargetGate {
       for (const sending of batch) this.send(sending);
       return;
     }
-    for (const sending of batch) sending.sent = true;
+    for (const sending of batch) this.writing(sending);
     this.started();
     target.sendBatch(
       batch.map((s) => s.outgoing),
@@ -158,9 +198,24 @@ export class TargetGate {
     });
   }
 
+  /**
+   * Marks a message sent, about to be written. Reserved before a lapse of this process's liveness (or written while
+   * it does not hold), its reservation may have been taken over by another process: the copy goes out flagged.
+   */
+  private writing(sending: Forwarding): void {
+    sending.sent = true;
+    const liveness = this.ctx.deps.cache.liveness;
+    if (liveness !== undefined && sending.id !== undefined && sending.outgoing.headers[POSSIBLE_DUPLICATE_HEADER] !== true) {
+      if (!liveness.live || liveness.lapses !== sending.lapses) {
+        sending.outgoing = withPossibleDuplicateFlag(sending.outgoing);
+        this.ctx.deps.metrics.possibleDuplicates.inc({ bridge: this.ctx.cfg.name });
+      }
+    }
+  }
+
   /** The one way a message is written to the target: marked sent, counted in flight, its outcome classified. */
   private async attempt(sending: Forwarding): Promise<BatchMemberResult> {
-    sending.sent = true;
+    this.writing(sending);
     this.started();
     try {
       await this.ctx.deps.target.send(sending.outgoing, sending.job.route?.route);
@@ -182,10 +237,15 @@ export class TargetGate {
   private settled(): void {
     this.inFlight -= 1;
     if (this.inFlight === 0) this.idle.wake();
+    if (this.inFlight === this.window - 1) this.opened.wake();
   }
 
   /** The target confirmed it: its ID is committed and its delivery acked (a commit that fails ends the session). */
   private confirmed(sending: Forwarding, now: number): Promise<void> {
+    if (this.window !== Number.POSITIVE_INFINITY) {
+      this.window = this.window + 1 >= this.ctx.cfg.prefetch ? Number.POSITIVE_INFINITY : this.window + 1;
+      this.opened.wake();
+    }
     confirm(this.ctx, sending, now);
     return this.ctx.ended ? Promise.resolve() : commitAndAck(this.ctx, sending.job, sending.id);
   }
@@ -196,7 +256,7 @@ export class TargetGate {
     if (ctx.ended) return;
     // A batch member known not sent, through no fault of its own (its transaction was refused for another): again.
     if (result.outcome === 'not-sent' && result.error === undefined) {
-      this.sendAgain(sending);
+      this.again(sending);
       return;
     }
     const err = result.error;
@@ -210,12 +270,12 @@ export class TargetGate {
       case 'isolate':
         // Not proven guilty: no attempt is counted. It may have reached the target, so its resend is flagged.
         sending.outgoing = withPossibleDuplicateFlag(sending.outgoing);
-        this.suspects.push(sending);
-        void this.isolate().catch((e: unknown) => ctx.fail(e));
+        if (!this.sendingAlone) ctx.log.warn('target refused one of several messages without saying which: resending them one at a time');
+        this.again(sending);
         return;
       case 'resend':
         this.countRefusal(sending, err as MessageRejectedError, true);
-        this.sendAgain(sending);
+        this.again(sending);
         return;
       case 'dead-letter':
         this.countRefusal(sending, err as MessageRejectedError, false);
@@ -224,11 +284,14 @@ export class TargetGate {
     }
   }
 
-  /** Sends a message again, behind whatever holds the gate now (a full target, an isolation). */
-  private sendAgain(sending: Forwarding): void {
-    if (this.fullSince !== undefined) this.held.push(sending);
-    else if (this.isolating) this.suspects.push(sending);
-    else this.send(sending);
+  /** Sends a message again, alone (or, while the target is full, with the held ones). */
+  private again(sending: Forwarding): void {
+    if (this.fullSince !== undefined) {
+      this.held.push(sending);
+      return;
+    }
+    this.alone.push(sending);
+    void this.sendQueuedAlone().catch((e: unknown) => this.ctx.fail(e));
   }
 
   /** Counts a refusal of the message against max-delivery-attempts; `resending`: it goes out again (logged). */
@@ -277,21 +340,20 @@ export class TargetGate {
     }
   }
 
-  /** Resends the suspects one at a time; started again by every new suspect, it runs once at a time. */
-  private async isolate(): Promise<void> {
-    if (this.isolating) return;
-    this.isolating = true;
-    this.ctx.log.warn({ suspects: this.suspects.length }, 'target refused one of several messages without saying which: resending them one at a time');
+  /** Sends the queued messages one at a time, each once nothing else is in flight; runs once at a time. */
+  private async sendQueuedAlone(): Promise<void> {
+    if (this.sendingAlone) return;
+    this.sendingAlone = true;
     try {
-      while (this.suspects.length > 0 && !this.ctx.ended) {
+      while (this.alone.length > 0 && !this.ctx.ended) {
         await this.untilIdle();
-        const suspect = this.suspects.shift();
-        if (suspect === undefined) continue;
-        const outcome = await this.sendAlone(suspect);
-        if (outcome.kind === 'full') this.hold(suspect, outcome.error);
+        const next = this.alone.shift();
+        if (next === undefined) continue;
+        const outcome = await this.sendAlone(next);
+        if (outcome.kind === 'full') this.hold(next, outcome.error);
       }
     } finally {
-      this.isolating = false;
+      this.sendingAlone = false;
       this.opened.wake();
     }
   }
@@ -300,6 +362,8 @@ export class TargetGate {
   private hold(sending: Forwarding, err: MessageRejectedError): void {
     const ctx = this.ctx;
     this.held.push(sending);
+    // From now on the target is near full: one send in flight, more as it takes them.
+    this.window = 1;
     if (this.fullSince === undefined) {
       const now = Date.now();
       this.fullSince = now;

@@ -8,7 +8,7 @@
 import pRetry, { AbortError } from 'p-retry';
 import type { BridgeConfig } from '../../config/types.js';
 import type { Logger } from '../../shared/log.js';
-import { isTransient } from '../../shared/errors.js';
+import { StandbyError, isTransient } from '../../shared/errors.js';
 
 export type ReconnectPolicy = Pick<BridgeConfig, 'retryInterval' | 'retryIntervalMultiplier' | 'maxRetryInterval' | 'reconnectAttempts'>;
 
@@ -46,12 +46,14 @@ export function connectWithRetry<T>(a: ConnectAttempts<T>): Promise<T> {
       maxTimeout: p.maxRetryInterval,
       randomize: false,
       signal: a.signal,
-      shouldRetry: ({ error }) => isTransient(error) && !a.stopping(),
+      // A standby is no failure to back off from: the supervisor waits retry-interval itself and tries again.
+      shouldRetry: ({ error }) => isTransient(error) && !(error instanceof StandbyError) && !a.stopping(),
       onFailedAttempt: ({ error, attemptNumber, retriesLeft, retriesConsumed }) => {
         // Every attempt at debug level (its time is the attempt's: a refused connect fails at once), with the wait
         // p-retry takes next when it retries; one warn line per change of cause, not one per attempt.
         const retryInMs = retriesLeft > 0 && isTransient(error) ? Math.min(Math.round(p.retryInterval * p.retryIntervalMultiplier ** retriesConsumed), p.maxRetryInterval) : null;
         a.log.debug({ attempt: attemptNumber, retriesLeft, retryInMs }, 'connect attempt failed');
+        if (error instanceof StandbyError) return;
         a.noteError(error.message);
         if (error.message !== lastReason) {
           lastReason = error.message;

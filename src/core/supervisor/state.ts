@@ -6,8 +6,11 @@
  */
 import type { BridgeState } from '../metrics.js';
 
-/** Where the supervisor's loop is; `connected` = a session is open (the conditions below then say what holds it). */
-export type Phase = 'starting' | 'connected' | 'reconnecting' | 'stopped' | 'failed';
+/**
+ * Where the supervisor's loop is; `connected` = a session is open (the conditions below then say what holds it);
+ * `standby` = another process consumes the source exclusively (source.exclusive), and this one waits to take over.
+ */
+export type Phase = 'starting' | 'connected' | 'standby' | 'reconnecting' | 'stopped' | 'failed';
 
 /** What a session reports of itself (BridgeSession.conditions). */
 export interface SessionConditions {
@@ -34,6 +37,7 @@ export function computeState(s: StateInputs): BridgeState {
   const phase = s.phase;
   if (phase === 'stopped' || phase === 'failed') return phase;
   if (s.operatorPaused) return 'paused';
+  if (phase === 'standby') return 'standby';
   if (s.stalled) return 'stalled';
   if (phase !== 'connected' || !s.session) return phase === 'connected' ? 'reconnecting' : phase;
   const c = s.session;
@@ -51,7 +55,10 @@ export interface Readiness {
   reasons: string[];
 }
 
-/** Ready = not paused by an operator and connected (source, target, cache), or paused; and not stalled. */
+/**
+ * Ready = not paused by an operator and connected (source, target, cache), or paused, or standing by for an exclusive
+ * source (a standby is how the deployment is meant to be); and not stalled.
+ */
 export function readinessOf(
   bridgeName: string,
   state: BridgeState,
@@ -69,6 +76,7 @@ export function readinessOf(
     case 'blocked':
     case 'target-full':
     case 'paused':
+    case 'standby':
       return { ready: true, reasons: [] };
     case 'cache-down':
       return { ready: false, reasons: [`${who}: the duplicate-ID cache (Redis) is unreachable; messages are held until it answers`] };

@@ -4,10 +4,15 @@
  * Thin by design (see src/core/ports.ts): one object per session, no reconnects. The queue is checked, never
  * declared: the bridge must not invent a queue with properties (durability, TTL, DLX…) its owner did not choose.
  * A missing queue is a TransientError, so the supervisor keeps retrying and logs it until someone creates it.
+ *
+ * `exclusive` (source.exclusive): basic.consume with exclusive set, so that this is the queue's only consumer; while
+ * another process's consumer holds it, RabbitMQ refuses with ACCESS_REFUSED ("in exclusive use") and open() rejects
+ * with StandbyError: the supervisor stands by and tries again. Such a source has no resumeConsuming: a cancel (pause,
+ * the byte bound) would hand the queue to a standby, so a pause ends the session and a new one consumes again.
  */
 import type { Channel, ConsumeMessage } from 'amqplib';
 import type { AmqpConnectionConfig } from '../../config/types.js';
-import { ConfigError, TransientError, type BridgeError } from '../../shared/errors.js';
+import { ConfigError, StandbyError, TransientError, type BridgeError } from '../../shared/errors.js';
 import type { SourceDelivery } from '../../core/message.js';
 import type { SourceEndpoint, SourceHandlers } from '../../core/ports.js';
 import type { Logger } from '../../shared/log.js';
@@ -32,6 +37,8 @@ export class AmqpSource extends AmqpEndpoint<SourceHandlers> implements SourceEn
   /** Unacked deliveries of this session. Acking a tag twice (or a foreign one) would make RabbitMQ close the channel. */
   private readonly unacked = new WeakMap<SourceDelivery, OutstandingDelivery<ConsumeMessage>>();
   private readonly acks = new AckCoalescer<ConsumeMessage>((m, multiple) => this.sendAck(m, multiple));
+  /** Consumes again after stopConsuming(); absent for an exclusive consumer (see above). */
+  readonly resumeConsuming: (() => Promise<void>) | undefined;
 
   constructor(
     conn: AmqpConnectionConfig,
@@ -40,8 +47,11 @@ export class AmqpSource extends AmqpEndpoint<SourceHandlers> implements SourceEn
     log: Logger,
     /** The first delivery window (see setWindow): at most prefetch; prefetch = no window of its own. */
     private window = prefetch,
+    /** The only consumer of the queue (source.exclusive). */
+    private readonly exclusive = false,
   ) {
     super(conn, describeSource(conn, queue), sourceAddress(conn, queue), 'source', queue, log);
+    this.resumeConsuming = exclusive ? undefined : () => this.consumeAgain();
   }
 
   protected async setUp({ model, where }: AmqpSession): Promise<void> {
@@ -62,8 +72,15 @@ export class AmqpSource extends AmqpEndpoint<SourceHandlers> implements SourceEn
     } catch (err) {
       throw this.queueError(err, where);
     }
-    const { consumerTag } = await ch.consume(this.queue, (m) => this.onMessage(m), { noAck: false });
-    this.consumerTag = consumerTag;
+    try {
+      const { consumerTag } = await ch.consume(this.queue, (m) => this.onMessage(m), { noAck: false, exclusive: this.exclusive });
+      this.consumerTag = consumerTag;
+    } catch (err) {
+      if (this.exclusive && replyCode(err) === ACCESS_REFUSED && /exclusive use/i.test(replyText(err))) {
+        throw new StandbyError(`source queue '${this.queue}' on ${where} is consumed exclusively by another process: standing by`, { cause: err });
+      }
+      throw err;
+    }
   }
 
   protected opened(): void {
@@ -125,7 +142,7 @@ export class AmqpSource extends AmqpEndpoint<SourceHandlers> implements SourceEn
     }
   }
 
-  async resumeConsuming(): Promise<void> {
+  private async consumeAgain(): Promise<void> {
     const ch = this.channel;
     if (this.consumerTag !== undefined) return;
     if (!this.channelOpen || ch === undefined || this.state !== 'open') throw this.notConnected();

@@ -42,6 +42,13 @@ export interface StompPeerProfile {
    * none (RabbitMQ) or where that is not checked (Artemis, unknown servers): the bridge's filter alone decides there.
    */
   readonly selectors: boolean;
+  /**
+   * The SUBSCRIBE header that makes a subscription the queue's only active consumer (source.exclusive), the others
+   * waiting until it goes: ActiveMQ Classic's `activemq.exclusive` (checked: the second subscriber gets nothing until the
+   * first disconnects, and is not told it waits). Undefined where the peer has none the bridge can use: RabbitMQ's STOMP
+   * plugin reads `exclusive` as the queue's exclusivity, not the consumer's; Artemis and unknown servers are not checked.
+   */
+  readonly exclusiveHeader: string | undefined;
 }
 
 const ACTIVEMQ_CLASSIC: StompPeerProfile = {
@@ -51,6 +58,7 @@ const ACTIVEMQ_CLASSIC: StompPeerProfile = {
   bodyTyping: 'content-length',
   nack: 'dead-letter',
   selectors: true,
+  exclusiveHeader: 'activemq.exclusive',
 };
 
 const ACTIVEMQ_ARTEMIS: StompPeerProfile = {
@@ -60,6 +68,7 @@ const ACTIVEMQ_ARTEMIS: StompPeerProfile = {
   bodyTyping: 'content-length',
   nack: 'unknown',
   selectors: false,
+  exclusiveHeader: undefined,
 };
 
 const RABBITMQ: StompPeerProfile = {
@@ -70,6 +79,7 @@ const RABBITMQ: StompPeerProfile = {
   bodyTyping: 'bytes',
   nack: 'requeue',
   selectors: false,
+  exclusiveHeader: undefined,
 };
 
 const UNKNOWN: StompPeerProfile = {
@@ -80,6 +90,7 @@ const UNKNOWN: StompPeerProfile = {
   bodyTyping: 'content-length',
   nack: 'unknown',
   selectors: false,
+  exclusiveHeader: undefined,
 };
 
 /**
@@ -110,5 +121,6 @@ export function profileFields(profile: StompPeerProfile): Record<string, unknown
     bodyTyping: profile.bodyTyping,
     nack: profile.nack,
     selectors: profile.selectors,
+    exclusive: profile.exclusiveHeader !== undefined,
   };
 }

@@ -15,7 +15,7 @@
  * has no selectors; Artemis is not checked) get no `selector`: every message comes, and the session's filter-miss applies.
  */
 import type { StompConnectionConfig } from '../../config/types.js';
-import { TransientError, isProgrammerError } from '../../shared/errors.js';
+import { ConfigError, TransientError, isProgrammerError } from '../../shared/errors.js';
 import type { SourceDelivery } from '../../core/message.js';
 import type { SourceEndpoint, SourceHandlers } from '../../core/ports.js';
 import type { Logger } from '../../shared/log.js';
@@ -42,6 +42,8 @@ export class StompSource extends StompEndpoint implements SourceEndpoint {
     log: Logger,
     /** The bridge's filter (a JMS selector), sent on SUBSCRIBE where the peer applies it. */
     private readonly selector?: string,
+    /** The only active consumer of the queue (source.exclusive), where the peer has such consumers. */
+    private readonly exclusive = false,
   ) {
     super(conn, queue, 'source', log);
   }
@@ -53,6 +55,13 @@ export class StompSource extends StompEndpoint implements SourceEndpoint {
   async open(handlers: SourceHandlers): Promise<void> {
     const session = await this.connect((error) => handlers.onLost(error));
     const selects = this.selector !== undefined && this.profile.selectors;
+    const exclusiveHeader = this.profile.exclusiveHeader;
+    if (this.exclusive && exclusiveHeader === undefined) {
+      session.destroy();
+      throw new ConfigError(
+        `${this.description}: source.exclusive is not supported on this peer (${this.profile.kind}): it has no exclusive consumers the bridge can use (RabbitMQ's STOMP plugin reads 'exclusive' as the queue's exclusivity). Use an AMQP source with exclusive: true, or a queue with x-single-active-consumer, or remove exclusive`,
+      );
+    }
     try {
       await session.subscribe(
         {
@@ -60,6 +69,7 @@ export class StompSource extends StompEndpoint implements SourceEndpoint {
           ack: 'client-individual',
           ...prefetchHeaders(this.profile, this.prefetch),
           ...(selects ? { selector: this.selector } : {}),
+          ...(this.exclusive && exclusiveHeader !== undefined ? { [exclusiveHeader]: 'true' } : {}),
         },
         (message) => this.onMessage(message, handlers),
       );

@@ -28,8 +28,8 @@ beforeAll(() => {
 });
 
 describe('broker-bridge validate', () => {
-  it('accepts the example config/bridges.yaml (the default path ./bridges.yaml, from its folder) and prints OK', () => {
-    const r = cli(['validate'], {}, resolve(root, 'config'));
+  it('accepts the example bridges.yaml (the default path ./bridges.yaml, from its folder) and prints OK', () => {
+    const r = cli(['validate'], {}, root);
     expect(r.stderr).toBe('');
     expect(r.stdout).toBe('bridges.yaml: OK (2 bridges)\n');
     expect(r.code).toBe(0);

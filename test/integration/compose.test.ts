@@ -151,10 +151,10 @@ describe('docker-compose.yml', () => {
     }
   });
 
-  it('mounts the configuration folder read-only where the image looks for bridges.yaml (a reload sees a replaced file)', () => {
+  it('mounts the folder of bridges.yaml read-only where the image looks for it (a reload sees a replaced file)', () => {
     // A single-file bind mount keeps the file an editor replaced (rename over it): the folder is mounted instead.
-    expect(strings(bridge.volumes).filter((v) => v.split(':')[1]?.startsWith('/etc/broker-bridge'))).toEqual(['./config:/etc/broker-bridge:ro']);
-    expect(existsSync(join(root, 'config', 'bridges.yaml'))).toBe(true);
+    expect(strings(bridge.volumes).filter((v) => v.split(':')[1]?.startsWith('/etc/broker-bridge'))).toEqual(['.:/etc/broker-bridge:ro']);
+    expect(existsSync(join(root, 'bridges.yaml'))).toBe(true);
   });
 
   it('runs the bridge under an init process, so that a signal in its first milliseconds is not lost', () => {
@@ -239,7 +239,7 @@ describe('Dockerfile and .dockerignore', () => {
   });
 });
 
-const bridgesYaml = join(root, 'config', 'bridges.yaml');
+const bridgesYaml = join(root, 'bridges.yaml');
 
 describe.skipIf(!existsSync(bridgesYaml))('bridges.yaml as the compose bridge sees it', () => {
   // Only the container's environment: the test runner's own AMQP_URL etc. must not leak in.

@@ -1,7 +1,7 @@
 /**
  * The README's "Without Docker" commands, run as written (each line by bash, from the repository's root) against a
  * RabbitMQ vhost of this test's own, made and removed through the management API: a clean broker where nothing of
- * the shipped config/bridges.yaml exists. `validate` passes, `check --declare` declares the AMQP queues the file names,
+ * the shipped bridges.yaml exists. `validate` passes, `check --declare` declares the AMQP queues the file names,
  * and `run` forwards a message each way (RabbitMQ `orders` → ActiveMQ `orders`, ActiveMQ `invoices` → RabbitMQ
  * `invoices`). The first line (`npm ci && npm run build`) is the one not run: the test run itself did it, and `npm
  * ci` under a running test would replace the test's own node_modules.

@@ -1,7 +1,7 @@
 /**
  * THE list of the servers the documentation may name as peers of the bridge (brokers it bridges, and the Redis of its
  * cache), and which of them a test of this suite talks to. test/unit/docs-peers.test.ts holds the docs to it: a doc
- * (README.md, docs/*.md, the comments of config/bridges.yaml and examples/*.yaml) that names a peer without `testedBy`
+ * (README.md, docs/*.md, the comments of bridges.yaml and examples/*.yaml) that names a peer without `testedBy`
  * must say "not tested" in the same sentence, and every peer named must be in this list.
  *
  * A new peer: add it here, with `testedBy` the test files that talk to the real thing once they do. It imports nothing,

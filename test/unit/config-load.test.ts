@@ -142,8 +142,8 @@ describe('loadConfig: defaults and layering', () => {
     expect(JSON.stringify(changed)).not.toBe(JSON.stringify(b));
   });
 
-  it('loads the example config/bridges.yaml of the repository', () => {
-    const config = loadConfig(resolve(repoRoot, 'config/bridges.yaml'), {});
+  it('loads the example bridges.yaml of the repository', () => {
+    const config = loadConfig(resolve(repoRoot, 'bridges.yaml'), {});
     expect(config.bridges.map((b) => b.name)).toEqual(['orders-to-activemq', 'invoices-to-rabbit']);
     expect(config.bridges.map((b) => [b.source.connection.name, b.target.connection.name, b.deadLetter?.queue])).toEqual([
       ['rabbit', 'activemq', 'orders.dead-letter'],
@@ -155,7 +155,7 @@ describe('loadConfig: defaults and layering', () => {
   });
 
   it('takes the URLs of the example from the environment when set', () => {
-    const config = loadConfig(resolve(repoRoot, 'config/bridges.yaml'), {
+    const config = loadConfig(resolve(repoRoot, 'bridges.yaml'), {
       AMQP_URL: 'amqp://u:p@rabbit.internal:5673',
       STOMP_URL: 'stomp://amq.internal:61614',
       REDIS_URL: 'redis://redis.internal:6380',

@@ -55,7 +55,7 @@ function yamlBlocksOf(source: string): YamlBlock[] {
 
 const markdown = ['README.md', ...readdirSync(resolve(root, 'docs')).filter((f) => f.endsWith('.md')).sort().map((f) => `docs/${f}`)];
 const exampleFiles = readdirSync(resolve(root, 'examples')).filter((f) => /\.ya?ml$/.test(f)).sort().map((f) => `examples/${f}`);
-const wholeFiles = ['config/bridges.yaml', ...exampleFiles];
+const wholeFiles = ['bridges.yaml', ...exampleFiles];
 
 const blocks: YamlBlock[] = [
   ...markdown.flatMap(yamlBlocksOf),

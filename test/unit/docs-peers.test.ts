@@ -1,6 +1,6 @@
 /**
  * Every peer the docs name is one a test talks to, or the sentence naming it says "not tested": the docs are README.md,
- * docs/*.md (prose and tables, not code blocks) and the comments of config/bridges.yaml and examples/*.yaml; the peers
+ * docs/*.md (prose and tables, not code blocks) and the comments of bridges.yaml and examples/*.yaml; the peers
  * and the tests that talk to them are the one list of test/support/peers.ts.
  */
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
@@ -64,7 +64,7 @@ function unmarked(text: string): { peer: string; sentence: string }[] {
 const docs = [
   'README.md',
   ...readdirSync(resolve(root, 'docs')).filter((f) => f.endsWith('.md')).sort().map((f) => `docs/${f}`),
-  'config/bridges.yaml',
+  'bridges.yaml',
   ...readdirSync(resolve(root, 'examples')).filter((f) => /\.ya?ml$/.test(f)).sort().map((f) => `examples/${f}`),
 ];
 

@@ -52,8 +52,10 @@ function urlList(schemes: readonly string[], example: string) {
 
 export const AMQP_SCHEMES = ['amqp', 'amqps'] as const;
 /** The schemes that connect over TLS, per protocol (a `tls:` block needs one of them). */
-export const TLS_SCHEMES = ['amqps', 'stomp+ssl', 'rediss'] as const;
+export const TLS_SCHEMES = ['amqps', 'stomp+ssl', 'tls', 'rediss'] as const;
 export const STOMP_SCHEMES = ['stomp', 'stomp+ssl', 'tcp'] as const;
+/** NATS: `nats://` plain TCP, `tls://` TLS from the first byte (the nats.js spelling). */
+export const NATS_SCHEMES = ['nats', 'tls'] as const;
 export const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace'] as const;
 /** What a bridge does with a message its filter does not select (`filter-miss`). */
 export const FILTER_MISS_POLICIES = ['skip', 'dead-letter'] as const;
@@ -63,6 +65,7 @@ export const BRIDGE_NAME_PATTERN = /^[A-Za-z0-9._-]+$/;
 
 const amqpUrl = urlOf(AMQP_SCHEMES, 'amqp://guest:guest@localhost:5672');
 const stompUrl = urlOf(STOMP_SCHEMES, 'stomp://localhost:61613');
+const natsUrl = urlOf(NATS_SCHEMES, 'nats://localhost:4222');
 
 function filePath(what: string) {
   const error = `expected the path of ${what} (a non-empty string; relative to the configuration file's folder)`;
@@ -96,7 +99,7 @@ export const tlsSchema = z
     },
     { error: 'expected a mapping with ca, cert, key, passphrase, servername or reject-unauthorized' },
   )
-  .describe('TLS options; used with amqps://, stomp+ssl:// and rediss:// URLs.');
+  .describe('TLS options; used with amqps://, stomp+ssl://, tls:// (NATS) and rediss:// URLs.');
 
 const passwordFile = filePath('a file holding the password')
   .optional()
@@ -142,9 +145,28 @@ export const stompConnectionSchema = z
   })
   .describe('A STOMP 1.1/1.2 broker (ActiveMQ Classic, ActiveMQ Artemis, RabbitMQ STOMP plugin).');
 
-export const CONNECTION_TYPES = ['amqp', 'stomp'] as const;
+export const natsConnectionSchema = z
+  .strictObject({
+    type: z.literal('nats'),
+    url: natsUrl.optional().describe('Server URL (nats://[user:password@]host:port, or tls://… for TLS). Give url or urls, not both.'),
+    urls: urlList(NATS_SCHEMES, 'nats://localhost:4222')
+      .optional()
+      .describe('Failover list of server URLs, tried in order on each connect (the client never reconnects by itself: the bridge does).'),
+    'connect-timeout': millis().default(10000).describe('TCP connect + NATS handshake timeout, ms.'),
+    'ping-interval': millis(100)
+      .default(10000)
+      .describe('How often the client pings the server; two pings without an answer count as a lost connection, ms.'),
+    'password-file': passwordFile,
+    'credentials-file': filePath('a NATS credentials file (.creds: a user JWT and its NKey seed)')
+      .optional()
+      .describe('NATS credentials file (.creds, as `nsc` writes it): decentralised JWT authentication; not with a user or password in the URL.'),
+    tls: tlsSchema.optional(),
+  })
+  .describe('A NATS server with JetStream (nats-server 2.9 or later).');
 
-export const connectionSchema = z.discriminatedUnion('type', [amqpConnectionSchema, stompConnectionSchema], {
+export const CONNECTION_TYPES = ['amqp', 'stomp', 'nats'] as const;
+
+export const connectionSchema = z.discriminatedUnion('type', [amqpConnectionSchema, stompConnectionSchema, natsConnectionSchema], {
   error: `expected a mapping with type: ${CONNECTION_TYPES.join(' or ')}`,
 });
 
@@ -220,9 +242,19 @@ export const sourceSchema = z
   .strictObject(
     {
       ...endpointShape,
-      queue: text('a queue name').describe('Queue to consume. STOMP: /queue/<queue> unless it starts with "/".'),
+      queue: text('a queue name')
+        .optional()
+        .describe('AMQP and STOMP: queue to consume. STOMP: /queue/<queue> unless it starts with "/".'),
+      stream: text('a JetStream stream name')
+        .optional()
+        .describe('NATS only: the JetStream stream to consume (the bridge never creates streams).'),
+      consumer: text('a durable consumer name')
+        .optional()
+        .describe(
+          'NATS only, with stream: the durable pull consumer to read through; used as it is when it exists (explicit acks, ack-wait above confirm-timeout), created when not (explicit acks, deliver all). Replicas share it.',
+        ),
     },
-    { error: 'expected a mapping with connection and queue' },
+    { error: 'expected a mapping with connection and queue (NATS: stream and consumer)' },
   )
   .describe('Where messages are consumed.');
 
@@ -245,8 +277,13 @@ export const targetSchema = z
         .describe(
           "AMQP only, with exchange: routing key (default ''). In a bridge's target (not dead-letter): may be an address template, e.g. \"orders.${header.region:-unknown}\" (docs/configuration.md#forwarding-rules).",
         ),
+      subject: text('a NATS subject')
+        .optional()
+        .describe(
+          "NATS only: the subject to publish to with JetStream; a stream must capture it (the bridge never creates streams). In a bridge's target (not dead-letter): may be an address template, e.g. \"orders.${header.region:-unknown}\".",
+        ),
     },
-    { error: 'expected a mapping with connection and queue (or exchange)' },
+    { error: 'expected a mapping with connection and queue (or exchange; NATS: subject)' },
   )
   .describe('Where messages are forwarded.');
 
@@ -420,7 +457,7 @@ export const configFileSchema = z
   .meta({
     title: 'broker-bridge configuration (bridges.yaml)',
     description:
-      'Bridges between AMQP 0-9-1 and STOMP brokers. String values may use ${VAR} and ${VAR:-default} from the environment.',
+      'Bridges between AMQP 0-9-1, STOMP and NATS JetStream brokers. String values may use ${VAR} and ${VAR:-default} from the environment.',
   });
 
 /** The file as validated, kebab-case keys, schema defaults applied except for the layered bridge settings. */

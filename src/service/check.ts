@@ -2,7 +2,8 @@
  * `broker-bridge check`: the preflight an operator runs before `run`. After the configuration validated (the CLI did
  * that), it connects once to every connection the bridges use and to the cache's Redis, and reports one finding per
  * thing it looked at: reachable or not (with the sentence the bridge itself would log), each AMQP source queue and
- * target exchange or queue present (passive declares), the STOMP peer's profile, the Redis start-up checks
+ * target exchange or queue present (passive declares), the STOMP peer's profile, the NATS JetStream streams and
+ * consumers (./check-nats.ts), the Redis start-up checks
  * (persistence, eviction). It never consumes or publishes a message: passive declares and a PING only.
  *
  * Exit status (see exitStatus): 1 when a finding is an error, 2 when the worst is a warning, 0 otherwise.
@@ -16,15 +17,11 @@ import { connectStomp, type StompSession } from '../endpoints/stomp/stomp-client
 import { stompPeerProfile } from '../endpoints/stomp/stomp-peer.js';
 import { RedisIdCache } from '../cache/redis-id-cache.js';
 import { describeTopology } from '../cache/redis-client.js';
+import { checkNats } from './check-nats.js';
 
-export type FindingLevel = 'ok' | 'info' | 'warning' | 'error';
+import type { Finding } from './finding.js';
 
-/** One thing checked: what it was about (a connection, a bridge, the cache) and what was found, as a sentence. */
-export interface Finding {
-  level: FindingLevel;
-  subject: string;
-  message: string;
-}
+export type { Finding, FindingLevel } from './finding.js';
 
 /** Bounds each Redis step: a Redis that does not answer is a finding, not a hang. */
 const REDIS_TIMEOUT_MS = 5000;
@@ -40,7 +37,9 @@ export async function checkConfig(config: Config): Promise<Finding[]> {
   const findings: Finding[] = warnings(config).map((message) => ({ level: 'warning', subject: 'config', message }));
   const connections = usedConnections(config.bridges);
   const results = await Promise.all([
-    ...connections.map((conn) => (conn.type === 'amqp' ? checkAmqp(conn, config.bridges) : checkStomp(conn, config.bridges))),
+    ...connections.map((conn) =>
+      conn.type === 'amqp' ? checkAmqp(conn, config.bridges) : conn.type === 'nats' ? checkNats(conn, config) : checkStomp(conn, config.bridges),
+    ),
     checkRedis(config),
   ]);
   for (const r of results) findings.push(...r);

@@ -9,7 +9,8 @@
  *
  * The window: this source pulls (fetch) only while fewer than its window (prefetch, or less: setWindow) of its
  * messages are unacked, so `prefetch` bounds what is in flight per session, as on AMQP. stopConsuming ends the pulling
- * (a pull already asked for may still deliver: the session takes those); resumeConsuming starts it again.
+ * (a message that a pull asked for before still brings is NAKed with a delay of a second: it stays in the stream);
+ * resumeConsuming starts it again.
  *
  * Identity: a message's `Nats-Msg-Id` (the publisher's deduplication ID) is its stableId; without one the stream
  * sequence is (`<stream>:<sequence>`, the same on every redelivery). `redelivered` is the delivery count above 1.
@@ -32,6 +33,8 @@ import { natsProfileFields } from './nats-peer.js';
 
 /** How long one pull waits for messages before the next is asked for (the client's minimum is 1 s). */
 const PULL_EXPIRES_MS = 5000;
+/** How long a message that arrived after stopConsuming waits in the stream before it is handed out again. */
+const NAK_DELAY_MS = 1000;
 /** The least ack_wait of a consumer the bridge creates. */
 const MIN_CREATED_ACK_WAIT_MS = 30_000;
 /** nats-server's "not found" API error codes: stream (10059) and consumer (10014). */
@@ -156,6 +159,12 @@ export class NatsSource extends NatsEndpoint implements SourceEndpoint {
 
   private onMessage(m: JsMsg): void {
     if (this.closed) return;
+    if (!this.consuming) {
+      // A pull asked for before stopConsuming may still deliver: such a message goes back (after a second, so that
+      // the pull still open does not take it again at once) rather than in.
+      m.nak(NAK_DELAY_MS);
+      return;
+    }
     const msgId = m.headers?.get(NATS_MSG_ID);
     const message = fromNats({
       subject: m.subject,

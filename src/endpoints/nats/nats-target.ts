@@ -13,8 +13,10 @@
  *   creates streams, as it never declares queues;
  * - the stream is full (maximum messages or bytes with discard new, no resources) → MessageRejectedError('target-full'):
  *   the session waits for room;
- * - any other JetStream error for this message (too large, a wrong subject) → MessageRejectedError with its description;
- * - no PubAck within confirm-timeout, or the connection lost → TransientError({ outcomeUnknown: true }).
+ * - larger than the stream's max_msg_size (or the server's max_payload) → MessageRejectedError('too-large');
+ * - any other JetStream error for this message → MessageRejectedError('refused') with its description;
+ * - no PubAck within confirm-timeout, or the connection lost → TransientError({ outcomeUnknown: true }), and the
+ *   connection is reported lost (onLost, once) and closed: the next session starts on a fresh one.
  *
  * Sends keep their call order on the wire: nats.js writes a publish when it is called.
  */
@@ -24,16 +26,20 @@ import { natsSubjectAddress } from '../../config/nats-address.js';
 import { MessageRejectedError, TransientError } from '../../shared/errors.js';
 import type { BridgeMessage } from '../../core/message.js';
 import type { TargetEndpoint, TargetHandlers } from '../../core/ports.js';
+import { CONFIRMED, failedMember, type BatchMemberResult } from '../../core/batch-result.js';
 import { TARGET_FULL } from '../../core/session/refusal-policy.js';
 import { readDuplicateId } from '../../core/duplicate-id.js';
 import type { Logger } from '../../shared/log.js';
 import { toNats } from '../../mapping/nats-mapping.js';
 import { NatsEndpoint } from './nats-endpoint.js';
+import { tellLost } from '../endpoint-handlers.js';
 import { natsCode } from './nats-connect.js';
 import { natsProfileFields } from './nats-peer.js';
 
-/** JetStream API error codes that mean "full, try later": max messages, max bytes, insufficient resources. */
-const FULL_CODES = new Set([10077, 10047, 10054, 10023]);
+/** JetStream API error codes: insufficient resources (full), store failed (full when it says a maximum), message too large. */
+const INSUFFICIENT_RESOURCES = 10047;
+const STORE_FAILED = 10077;
+const MESSAGE_TOO_LARGE = 10054;
 
 export class NatsTarget extends NatsEndpoint implements TargetEndpoint {
   private js: JetStreamClient | undefined;
@@ -78,9 +84,34 @@ export class NatsTarget extends NatsEndpoint implements TargetEndpoint {
     try {
       ack = await js.publish(subject, body, { headers: h, timeout: this.confirmTimeout, ...(id !== undefined ? { msgID: id } : {}) });
     } catch (err) {
-      throw this.sendError(err, subject);
+      const error = this.closed ? new TransientError(`${this.description}: connection lost before the PubAck`, { cause: err, outcomeUnknown: true }) : this.sendError(err, subject);
+      // No PubAck in time: the connection is treated as broken (reported before the send fails), as on AMQP and STOMP.
+      if (error instanceof TransientError) this.lose(error);
+      throw error;
     }
     if (ack.duplicate && id !== undefined) this.handlers?.onDuplicate?.(id);
+  }
+
+  /**
+   * Each member is its own publish with its own PubAck (JetStream has no transactions): confirmed members are stored
+   * whatever happens to the others.
+   */
+  sendBatch(messages: BridgeMessage[], routes?: readonly (string | undefined)[]): Promise<BatchMemberResult[]> {
+    return Promise.all(
+      messages.map((m, i) =>
+        this.send(m, routes?.[i]).then(
+          () => CONFIRMED,
+          (err: unknown) => failedMember(err),
+        ),
+      ),
+    );
+  }
+
+  private lose(error: TransientError): void {
+    if (this.closed) return;
+    this.closed = true;
+    tellLost((e) => this.handlers?.onLost(e), error, this.log);
+    void this.nc?.close().catch(() => undefined);
   }
 
   private sendError(err: unknown, subject: string): Error {
@@ -95,7 +126,10 @@ export class NatsTarget extends NatsEndpoint implements TargetEndpoint {
       );
     }
     if (typeof apiCode === 'number') {
-      if (FULL_CODES.has(apiCode)) return new MessageRejectedError(TARGET_FULL, `the stream for '${subject}' on ${this.where} is full: ${reason}`, { cause: err });
+      if (apiCode === INSUFFICIENT_RESOURCES || (apiCode === STORE_FAILED && /maximum (messages|bytes)/i.test(reason))) {
+        return new MessageRejectedError(TARGET_FULL, `the stream for '${subject}' on ${this.where} is full: ${reason}`, { cause: err });
+      }
+      if (apiCode === MESSAGE_TOO_LARGE) return new MessageRejectedError('too-large', `the stream for '${subject}' on ${this.where} refused the message as too large: ${reason}`, { cause: err });
       return new MessageRejectedError('refused', `JetStream on ${this.where} refused the message for '${subject}': ${reason}`, { cause: err });
     }
     if (code === 'MAX_PAYLOAD_EXCEEDED') return new MessageRejectedError('too-large', `the message is larger than ${this.where} accepts: ${reason}`, { cause: err });

@@ -13,6 +13,7 @@ import { StompSource } from './stomp/stomp-source.js';
 import { StompTarget } from './stomp/stomp-target.js';
 import { NatsSource } from './nats/nats-source.js';
 import { NatsTarget } from './nats/nats-target.js';
+import { withTestFaultPoint } from './test-fault-point.js';
 
 export function createEndpoints(bridge: BridgeConfig, log: Logger): BridgeEndpoints {
   const src = bridge.source;
@@ -28,7 +29,7 @@ export function createEndpoints(bridge: BridgeConfig, log: Logger): BridgeEndpoi
           deliveryWindow(bridge.maxInFlightBytes, bridge.prefetch),
         )
       : new StompSource(src.connection, src.queue, bridge.prefetch, log.child({ role: 'source' }), bridge.filter?.text);
-  const target = createTarget(bridge.target, bridge, log.child({ role: 'target' }));
+  const target = withTestFaultPoint(createTarget(bridge.target, bridge, log.child({ role: 'target' })));
   const deadLetter = bridge.deadLetter
     ? createTarget(bridge.deadLetter, bridge, log.child({ role: 'dead-letter' }))
     : undefined;

@@ -28,10 +28,33 @@ export class BridgeControl {
 
   /** Starts the bridge and waits for 'bridge running' (up to `timeoutMs`; a broker may be away, so a timeout only logs). */
   async start(timeoutMs = 60_000): Promise<boolean> {
-    const p = BridgeProcess.start(this.configFile, this.env);
+    return this.startWith({}, timeoutMs);
+  }
+
+  /**
+   * Starts the bridge with the test-only fault point (src/endpoints/test-fault-point.ts): it SIGKILLs itself right
+   * after the target's `confirms`-th confirmation, before the cache commit. Resolves when it has done so (or exited).
+   */
+  async crashAfterConfirms(confirms: number, withinMs = 30_000): Promise<'crashed' | 'killed'> {
+    await this.startWith({ BROKER_BRIDGE_TEST_KILL_AFTER_CONFIRMS: String(confirms) }, 60_000, true);
+    const p = this.proc;
+    if (p === undefined) return 'killed';
+    // Too few messages left to reach that many confirmations: an ordinary SIGKILL then.
+    let timedOut = false;
+    const timer = setTimeout(() => {
+      timedOut = true;
+      void p.kill('SIGKILL');
+    }, withinMs);
+    await p.waitExit();
+    clearTimeout(timer);
+    return timedOut ? 'killed' : 'crashed';
+  }
+
+  private async startWith(env: Record<string, string>, timeoutMs: number, exitExpected = false): Promise<boolean> {
+    const p = BridgeProcess.start(this.configFile, { ...this.env, ...env });
     this.proc = p;
     this.starts += 1;
-    this.expectedExit = false;
+    this.expectedExit = exitExpected;
     const n = this.starts;
     void p.waitExit().then((code) => {
       // Every process's log lines are kept next to the config, for a post-mortem of a failed run.

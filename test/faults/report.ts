@@ -84,6 +84,11 @@ export interface FaultRunReport {
   leftAtSource?: number;
   durationMs: number;
   notes: string[];
+  /**
+   * A JetStream target (path amqp-jetstream, ./nats-scenario.ts): what the stream stores. Its verdict is stricter: no
+   * ID stored twice and no extra copy at all, flagged or not, since the stream drops a resend of an ID by itself.
+   */
+  strict?: { stored: number; distinctIds: number; idsTwice: number };
 }
 
 function headerString(v: unknown): string | undefined {
@@ -306,6 +311,11 @@ export function violations(r: FaultRunReport): string[] {
   if (r.normalDeadLettered > 0) {
     v.push(`${r.normalDeadLettered} normal message(s) were dead-lettered (${r.normalDeadLetteredDetail.join(' | ')})`);
   }
+  if (r.strict !== undefined) {
+    if (r.strict.idsTwice > 0) v.push(`${r.strict.idsTwice} duplicate ID(s) stored twice in the stream (its Nats-Msg-Id deduplication should have dropped the second)`);
+    if (r.extraCopies > 0) v.push(`${r.extraCopies} extra cop(ies) in the stream (flagged or not): the target's own deduplication should leave none`);
+    if (r.strict.stored !== r.strict.distinctIds) v.push(`the stream stores ${r.strict.stored} message(s) for ${r.strict.distinctIds} distinct IDs`);
+  }
   return v;
 }
 
@@ -324,6 +334,11 @@ export function formatTable(reports: FaultRunReport[]): string {
   rows.push(['extra copies', (r) => String(r.extraCopies)]);
   rows.push(['  of which flagged possible-duplicate', (r) => String(r.extraFlagged)]);
   rows.push(['  of which UNFLAGGED', (r) => String(r.extraUnflagged)]);
+  if (reports.some((r) => r.strict !== undefined)) {
+    rows.push(['stream: messages stored', (r) => (r.strict ? String(r.strict.stored) : '-')]);
+    rows.push(['stream: distinct Nats-Msg-Id', (r) => (r.strict ? String(r.strict.distinctIds) : '-')]);
+    rows.push(['stream: IDs STORED TWICE', (r) => (r.strict ? String(r.strict.idsTwice) : '-')]);
+  }
   rows.push(['true duplicates through unflagged', (r) => String(r.trueDuplicatesUnflagged)]);
   rows.push(['messages under two IDs', (r) => String(r.underTwoIds)]);
   rows.push(['  every copy but one flagged', (r) => String(r.underTwoIdsFlagged)]);

@@ -108,7 +108,8 @@ function checkSource(path: readonly PropertyKey[], source: Data, connection: str
   for (const key of ['stream', 'consumer']) {
     if (has(source, key)) out.atKey([...path, key], `applies only to a NATS source (connection '${connection}' is ${type}); use queue`);
   }
-  if (!has(source, 'queue')) out.atValue(path, `missing queue; an ${type === 'amqp' ? 'AMQP' : 'STOMP'} source takes queue`);
+  // Worded as the schema worded it when queue was required of every source.
+  if (!has(source, 'queue')) out.atValue([...path, 'queue'], 'missing; expected a queue name (a non-empty string)');
 }
 
 /** Exactly one Redis topology: the second (and any further) key given is the error, located at that key. */

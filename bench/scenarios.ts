@@ -15,6 +15,7 @@ import { routingScenarios } from './routing-scenarios.js';
 import { stompScenarios } from './stomp-scenarios.js';
 import { fullTargetScenarios } from './full-target-scenarios.js';
 import { pin, pinnedScenarios } from './pinned-scenarios.js';
+import { natsScenarios } from './nats-scenarios.js';
 
 export type { RunResult } from './window.js';
 
@@ -366,6 +367,7 @@ export const scenarios: Scenario[] = [
   ...stompScenarios,
   ...fullTargetScenarios,
   ...pinnedScenarios,
+  ...natsScenarios,
   // '× dedupe off' here is against the amqp→amqp group's bridge without detection, when that group runs too.
   { group: 'min-replicas', name: REPLICAS_0, detectionOff: DEDUPE_OFF, run: amqpBridge(true, true, viaSentinel(0)), unavailable: sentinelUnavailable },
   {

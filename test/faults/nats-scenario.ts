@@ -252,8 +252,17 @@ export async function runNatsScenario(o: NatsScenarioOptions): Promise<FaultRunR
             log('cut the bridge\'s NATS connections at the proxy');
             return true;
           }
-          const list = await admin.bridgeConnections(vhost).catch(() => []);
-          if (list.length === 0) return false;
+          // The bridge may be restarting after another fault: wait for its connections, as ./scenario.ts does.
+          const deadline = Date.now() + 20_000;
+          let list = await admin.bridgeConnections(vhost).catch(() => []);
+          while (list.length === 0 && Date.now() < deadline) {
+            await sleep(500);
+            list = await admin.bridgeConnections(vhost).catch(() => []);
+          }
+          if (list.length === 0) {
+            log('no bridge connection to close on RabbitMQ within 20 s');
+            return false;
+          }
           const victim = prng.pick(list);
           const ok = await admin.closeConnection(victim.name);
           log(`closed RabbitMQ connection '${victim.clientName || victim.name}': ${ok ? 'ok' : 'failed'}`);

@@ -78,7 +78,8 @@ bridges:
     await waitDone(window);
     return window.result({ rssMb: peakRssMb(p.child.pid) });
   } finally {
-    await p.kill('SIGKILL');
+    // A profiled bridge must exit by itself to write its profile.
+    await p.kill(process.env.BRIDGE_NODE_ARGS?.includes('-prof') ? 'SIGTERM' : 'SIGKILL');
   }
 }
 

@@ -41,6 +41,9 @@ async function connectOne(conn: NatsConnectionConfig, server: NatsServer, client
     maxPingOut: 2,
     // Servers a cluster announces are not ours to connect to: the configured URLs are the failover list.
     ignoreClusterUpdates: true,
+    // nats.js builds an Error per request for its stack (measured: 12% of the bridge's CPU on AMQP → JetStream); our
+    // errors say what failed without it.
+    noAsyncTraces: true,
   };
   if (server.user !== undefined && server.pass !== undefined) {
     options.user = server.user;

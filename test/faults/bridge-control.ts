@@ -1,9 +1,21 @@
 /**
  * The bridge under test as a child process that faults may kill and restart. Wraps test/support/bridge-process.ts.
  */
-import { readFileSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { BridgeProcess } from '../support/bridge-process.js';
+
+/** The settings every fault run's bridge has (YAML lines of the bridge): three attempts at a refused message, quick reconnects. */
+export const FAULT_BRIDGE_SETTINGS = ['    max-delivery-attempts: 3', '    retry-interval: 500', '    max-retry-interval: 2000'];
+
+/** Writes a run's bridges.yaml into a directory of its own, where BridgeControl also keeps each process's log lines. */
+export function writeRunConfig(yaml: string): { dir: string; configFile: string } {
+  const dir = mkdtempSync(join(tmpdir(), 'broker-bridge-faults-'));
+  const configFile = join(dir, 'bridges.yaml');
+  writeFileSync(configFile, yaml);
+  return { dir, configFile };
+}
 
 export class BridgeControl {
   private proc?: BridgeProcess;

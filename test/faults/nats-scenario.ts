@@ -21,22 +21,22 @@
  * Verdict: the suite's (report.ts violations); for amqp-jetstream stricter: the stream must store each message once
  * — no ID twice, and no extra copy at all, flagged or not (every resend comes within the stream's duplicate_window).
  */
-import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import amqp from 'amqplib';
 import { connect as natsConnect } from 'nats';
 import { TcpProxy } from '../support/tcp-proxy.js';
 import { OwnNats } from '../support/own-nats.js';
 import { sleep } from '../support/wait.js';
-import { BridgeControl } from './bridge-control.js';
+import { BridgeControl, FAULT_BRIDGE_SETTINGS, writeRunConfig } from './bridge-control.js';
 import { AmqpCollector, AmqpPublisher, type Collector, type Publisher } from './harness-clients.js';
 import { NatsPublisher, NatsStreamCollector } from './nats-clients.js';
 import { Prng } from './prng.js';
 import { HARNESS_CONNECTION_PREFIX, type RabbitAdmin } from './rabbit-admin.js';
 import { analyse, type FaultRunReport, type SentRecord } from './report.js';
 import { RELOAD_PREFETCHES, ReloadFault, reloadPoints } from './reload-fault.js';
-import { DUPLICATE_ID_HEADER, POSSIBLE_DUPLICATE_HEADER, ROUTE_HEADER, ROUTE_VALUE, parseBody, planStream, poisonBody, type Outgoing } from './stream.js';
+import { POSSIBLE_DUPLICATE_HEADER, ROUTE_HEADER, ROUTE_VALUE, planStream, poisonBody, type Outgoing } from './stream.js';
+import { StreamPublisher, drainUntilComplete, runFaultSchedule } from './stream-run.js';
 import type { SuiteRedis } from './suite-redis.js';
 
 export type NatsPathName = 'amqp-jetstream' | 'jetstream-amqp';
@@ -148,14 +148,10 @@ export async function runNatsScenario(o: NatsScenarioOptions): Promise<FaultRunR
     toStream ? `    target: { connection: nats, subject: "${TARGET_SUBJECT}" }` : `    target: { connection: rabbit, exchange: "${exchange}", routing-key: "" }`,
     '    dead-letter: { connection: rabbit, queue: "dl" }',
     `    prefetch: ${RELOAD_PREFETCHES[0]}`,
-    '    max-delivery-attempts: 3',
-    '    retry-interval: 500',
-    '    max-retry-interval: 2000',
+    ...FAULT_BRIDGE_SETTINGS,
     '',
   ].join('\n');
-  const dir = mkdtempSync(join(tmpdir(), 'broker-bridge-faults-'));
-  const configFile = join(dir, 'bridges.yaml');
-  writeFileSync(configFile, yaml);
+  const { dir, configFile } = writeRunConfig(yaml);
   const bridge = new BridgeControl(configFile, log);
   const reloads = new ReloadFault(configFile, `faults-${o.path}`, adminToken, bridge, o.seed, log);
 
@@ -178,49 +174,20 @@ export async function runNatsScenario(o: NatsScenarioOptions): Promise<FaultRunR
     events.sort((a, b) => a.at - b.at);
     log(`faults planned: ${events.map((e) => `${e.kind}@${Math.round(e.at * 100)}%`).join(', ')}`);
 
-    let published = 0;
-    let publishing = true;
     const total = plan.messages.length;
-    const chunk = 100;
-    const intervalMs = (o.publishSeconds * 1000 * chunk) / total;
-    const poisonQueue: Outgoing[] = [];
-    const publishChunk = async (batch: Outgoing[]) => {
-      for (let attempt = 1; ; attempt++) {
-        try {
-          await publisherPaused;
-          await publisher.publish(batch);
-          break;
-        } catch (err) {
-          if (attempt === 1) log(`publish failed (${(err as Error).message}); re-publishing the chunk`);
-          for (const m of batch) {
-            if (m.type !== 'normal') continue;
-            if (m.identical) record.identical.uncertain += 1;
-            else record.uncertain.add(m.seq);
-          }
-          if (attempt > 60) throw err;
-          await sleep(1000);
-          await publisher.open().catch(() => undefined);
-        }
-      }
-      for (const m of batch) {
-        if (m.type === 'normal') {
-          if (m.identical) record.identical.sent += 1;
-          else if (m.resend) record.resends.set(m.seq, (record.resends.get(m.seq) ?? 0) + 1);
-          else record.sent.set(m.seq, m.id);
-        } else record.poison.set(m.poison, m.kind);
-      }
-    };
-    const publishLoop = (async () => {
-      let next = Date.now();
-      for (let i = 0; i < total; i += chunk) {
-        await publishChunk([...poisonQueue.splice(0), ...plan.messages.slice(i, i + chunk).map((m) => ({ type: 'normal' as const, ...m }))]);
-        published = Math.min(total, i + chunk);
-        next += intervalMs;
-        const wait = next - Date.now();
-        if (wait > 0) await sleep(wait);
-      }
-      publishing = false;
-    })();
+    const stream = new StreamPublisher(
+      plan.messages,
+      record,
+      o.publishSeconds,
+      async (batch) => {
+        await publisherPaused;
+        await publisher.publish(batch);
+      },
+      () => publisher.open(),
+      log,
+    );
+    const publishChunk = (batch: Outgoing[]) => stream.publishChunk(batch);
+    const publishLoop = stream.start();
 
     let poisonNo = 0;
     let sigkills = 0;
@@ -288,69 +255,34 @@ export async function runNatsScenario(o: NatsScenarioOptions): Promise<FaultRunR
         case 'poison-unroutable': {
           poisonNo += 1;
           const m: Outgoing = { type: 'poison', poison: poisonNo, kind: 'unroutable', body: poisonBody(poisonNo, 'unroutable', runId, 0), ...(poisonNo % 2 === 0 ? { id: `faults-${runId}-poison-${poisonNo}` } : {}) };
-          if (publishing) poisonQueue.push(m);
+          if (stream.publishing) stream.poisonQueue.push(m);
           else await publishChunk([m]);
           return true;
         }
       }
     };
 
-    const reloadLoop = reloads.run(reloadPoints(o.reloads), () => published, total, () => publishing).then((n) => {
+    const reloadLoop = reloads.run(reloadPoints(o.reloads), () => stream.published, total, () => stream.publishing).then((n) => {
       injected.reload = n;
     });
-    for (const ev of events) {
-      while (published < ev.at * total && publishing) await sleep(100);
-      await bridge.ensureRunning();
-      log(`fault ${ev.kind} (published ${published}/${total})`);
-      const ok = await inject(ev.kind).catch((err: unknown) => {
-        log(`fault ${ev.kind} failed: ${(err as Error).message}`);
-        return false;
-      });
-      if (ok) injected[ev.kind] = (injected[ev.kind] ?? 0) + 1;
-      await sleep(1500);
-    }
+    await runFaultSchedule(events, stream, total, inject, { ensureRunning: () => bridge.ensureRunning(), injected, log });
     await publishLoop;
     await reloadLoop;
     log(`published ${record.sent.size} distinct + ${[...record.resends.values()].reduce((a, b) => a + b, 0)} re-sends + ${record.identical.sent} byte-identical + ${record.poison.size} poison; faults done`);
 
     // ---- drain ----
     await bridge.ensureRunning();
-    const quietMs = o.quietMs ?? 60_000;
-    const drainDeadline = Date.now() + (o.drainTimeoutMs ?? 300_000);
-    let lastCount = -1;
-    let lastProgress = Date.now();
-    for (;;) {
-      await sleep(1000);
-      const seqs = new Set<number>();
-      const poison = new Set<number>();
-      const identical = new Set<string>();
-      for (const m of [...target.messages, ...deadLetter.messages]) {
-        const b = parseBody(m.body);
-        if (b === undefined) continue;
-        if ('seq' in b) seqs.add(b.seq);
-        else if ('poison' in b) poison.add(b.poison);
-        else identical.add(String(m.headers[DUPLICATE_ID_HEADER]));
-      }
-      const count = target.messages.length + deadLetter.messages.length;
-      if (count !== lastCount) {
-        lastCount = count;
-        lastProgress = Date.now();
-      }
-      if ([...record.sent.keys()].every((k) => seqs.has(k)) && [...record.poison.keys()].every((k) => poison.has(k)) && identical.size >= record.identical.sent) {
-        // Late extra copies (a resend after the lease) would come within it.
-        await sleep(LEASE_MS + 3000);
-        break;
-      }
-      if (Date.now() - Math.max(lastProgress, target.lastArrival, deadLetter.lastArrival) > quietMs) {
-        log(`target quiet for ${quietMs / 1000} s with messages missing: stopping the wait`);
-        break;
-      }
-      if (Date.now() > drainDeadline) {
-        log('drain timeout reached');
-        break;
-      }
-      await bridge.ensureRunning();
-    }
+    await drainUntilComplete({
+      record,
+      target,
+      deadLetter,
+      quietMs: o.quietMs ?? 60_000,
+      timeoutMs: o.drainTimeoutMs ?? 300_000,
+      // Late extra copies (a resend after the lease) would come within it.
+      settleMs: LEASE_MS + 3000,
+      tick: () => bridge.ensureRunning(),
+      log,
+    });
     await bridge.stop();
     await sleep(1000);
     for (const e of bridge.unexpectedExits) notes.push(e.slice(0, 500));

@@ -19,7 +19,10 @@
  * - poison-unroutable (jetstream-amqp only): messages without the route header, dead-lettered.
  *
  * Verdict: the suite's (report.ts violations); for amqp-jetstream stricter: the stream must store each message once
- * — no ID twice, and no extra copy at all, flagged or not (every resend comes within the stream's duplicate_window).
+ * — no ID twice, no message under two IDs, and no extra copy at all, flagged or not (every resend comes within the
+ * stream's duplicate_window). The one exception, reported in its own row: after the Redis restart without data, a
+ * byte-identical message without any ID whose stamp records were lost gets a new stamp when redelivered, and that
+ * flagged copy under a second ID is one no target can recognise (docs/delivery.md, limits of stamping).
  */
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';

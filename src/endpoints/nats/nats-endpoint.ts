@@ -20,6 +20,8 @@ export abstract class NatsEndpoint {
   /** Set by close() and by a loss: nothing more is done on the connection. */
   protected closed = false;
   private openCalled = false;
+  /** Set by the subclass's open() when it resolves (markOpened): only then is a loss reported through onLost. */
+  private opened = false;
   private readonly clientName: string;
   protected readonly log: Logger;
 
@@ -33,6 +35,11 @@ export abstract class NatsEndpoint {
     instances[role] += 1;
     this.clientName = `broker-bridge ${conn.name} ${role} #${process.pid}.${instances[role]}`;
     this.log = log.child({ endpoint: description });
+  }
+
+  /** open() is about to resolve: a loss from now on is reported through onLost. */
+  protected markOpened(): void {
+    this.opened = true;
   }
 
   /** `connection (host:port)`, for sentences. */
@@ -54,6 +61,8 @@ export abstract class NatsEndpoint {
     void nc.closed().then((err) => {
       if (this.closed) return;
       this.closed = true;
+      // Lost while opening: the step under way fails, and open() rejects with it; onLost is for an open endpoint only.
+      if (!this.opened) return;
       const reason = err instanceof Error ? natsFailure(err, this.where, this.conn.connectTimeout).message : 'the server closed the connection';
       tellLost(onLost, new TransientError(`${this.description}: connection lost: ${reason}`, { cause: err }), this.log);
     });

@@ -80,9 +80,14 @@ export class NatsSource extends NatsEndpoint implements SourceEndpoint {
       await this.abandon();
       throw this.classify(err, 'open the consumer');
     }
+    if (this.closed) {
+      await this.abandon();
+      throw new TransientError(`${this.description}: the connection was lost while opening`);
+    }
     this.jsm = jsm;
     this.handlers = handlers;
     this.consuming = true;
+    this.markOpened();
     this.log.info(
       { peer: this.peer, ...natsProfileFields(), prefetch: this.prefetch, ackWaitMs: ackWaitOf(info), pending: info.num_pending },
       `${this.description} consuming`,

@@ -91,11 +91,16 @@ export class NatsTarget extends NatsEndpoint implements TargetEndpoint {
     this.handlers = handlers;
     this.inbox = createInbox();
     this.replies = nc.subscribe(`${this.inbox}.*`, { callback: (err, msg) => (err ? undefined : this.onReply(msg)) });
-    this.timer = setInterval(() => this.checkTimeouts(), Math.min(TIMEOUT_CHECK_MS, Math.max(10, Math.floor(this.confirmTimeout / 4))));
-    this.timer.unref();
     // A templated target's subject is a template: its streams are found per message (a publish without one is refused).
     const templated = this.subject.includes('${');
     const stream = templated ? undefined : await jsm.streams.find(this.subject).catch(() => undefined);
+    if (this.closed) {
+      await this.abandon();
+      throw new TransientError(`${this.description}: the connection was lost while opening`);
+    }
+    this.markOpened();
+    this.timer = setInterval(() => this.checkTimeouts(), Math.min(TIMEOUT_CHECK_MS, Math.max(10, Math.floor(this.confirmTimeout / 4))));
+    this.timer.unref();
     this.log.info({ peer: this.peer, stream, ...natsProfileFields() }, `${this.description} open${stream === undefined ? '' : ` (stream '${stream}')`}`);
     if (stream === undefined && !templated) {
       this.log.warn(`no JetStream stream on ${this.where} captures subject '${this.subject}': every message would be refused (the bridge never creates streams)`);

@@ -8,7 +8,7 @@
  * included. Scenarios are interleaved over several rounds and the median is reported. The bridge runs as the real
  * `broker-bridge run` process.
  *
- * Environment: AMQP_URL, REDIS_URL, STOMP_URL (defaults: the local services), BENCH_MESSAGES (N, default 20000),
+ * Environment: AMQP_URL, REDIS_URL, STOMP_URL, NATS_URL (defaults: the local services), BENCH_MESSAGES (N, default 20000),
  * BENCH_WARMUP (default 10000), BENCH_ROUNDS (default 3), BENCH_ONLY (scenario or group names, separated by ';':
  * names contain commas), BENCH_PREFETCH (the bridges' and baselines' prefetch and the shovel's src-prefetch-count,
  * default 1000).

@@ -9,6 +9,7 @@ import { stompScenarios } from './stomp-scenarios.js';
 import { fullTargetScenarios } from './full-target-scenarios.js';
 import { pinnedScenarios } from './pinned-scenarios.js';
 import { moveScenarios } from './move-scenarios.js';
+import { natsScenarios } from './nats-scenarios.js';
 
 export type { Scenario } from './harness.js';
 
@@ -19,5 +20,6 @@ export const scenarios: Scenario[] = [
   ...fullTargetScenarios,
   ...pinnedScenarios,
   ...moveScenarios,
+  ...natsScenarios,
   ...minReplicasScenarios,
 ];

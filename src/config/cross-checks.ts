@@ -14,7 +14,7 @@ function has(obj: Data, key: string): boolean {
   return obj[key] !== undefined;
 }
 
-type ConnectionType = 'amqp' | 'stomp';
+type ConnectionType = 'amqp' | 'stomp' | 'nats';
 
 /**
  * The queue a name stands for on a connection, by the rule the endpoints use (stompDestination), so that `orders` and
@@ -38,7 +38,7 @@ function checkConnections(raw: Data, out: ProblemCollector): Map<string, Connect
   const connections = asRecord(raw.connections) ?? {};
   for (const [name, value] of Object.entries(connections)) {
     const c = asRecord(value);
-    const type = c?.type === 'amqp' || c?.type === 'stomp' ? c.type : undefined;
+    const type = c?.type === 'amqp' || c?.type === 'stomp' || c?.type === 'nats' ? c.type : undefined;
     types.set(name, type);
     if (c === undefined) continue;
     if (has(c, 'url') && has(c, 'urls')) {
@@ -57,6 +57,18 @@ function checkTarget(
   type: ConnectionType,
   out: ProblemCollector,
 ): void {
+  if (type === 'nats') {
+    for (const key of ['queue', 'exchange', 'routing-key']) {
+      if (has(target, key)) {
+        out.atKey([...path, key], `not valid on a NATS target (connection '${connection}' is nats); use subject, the subject a JetStream stream captures`);
+      }
+    }
+    if (!has(target, 'subject')) out.atValue(path, 'missing subject; a NATS target takes subject (a stream must capture it: the bridge never creates streams)');
+    return;
+  }
+  if (has(target, 'subject')) {
+    out.atKey([...path, 'subject'], `applies only to a NATS target (connection '${connection}' is ${type}); use queue${type === 'amqp' ? ' or exchange with routing-key' : ''}`);
+  }
   if (type === 'amqp') {
     const hasQueue = has(target, 'queue');
     const hasExchange = has(target, 'exchange');
@@ -83,6 +95,24 @@ function checkTarget(
   if (!has(target, 'queue')) {
     out.atValue(path, "missing queue; a STOMP target takes queue (a name, or a destination such as /topic/x)");
   }
+}
+
+/** A NATS source names a stream and a consumer; an AMQP or STOMP one a queue, and neither of those. */
+function checkSource(path: readonly PropertyKey[], source: Data, connection: string, type: ConnectionType, out: ProblemCollector): void {
+  if (type === 'nats') {
+    if (has(source, 'queue')) out.atKey([...path, 'queue'], `not valid on a NATS source (connection '${connection}' is nats); use stream and consumer`);
+    if (!has(source, 'stream')) out.atValue(path, 'missing stream; a NATS source takes stream (a JetStream stream) and consumer (a durable pull consumer)');
+    if (!has(source, 'consumer')) out.atValue(path, 'missing consumer; a NATS source takes stream and consumer (the durable pull consumer: used when it exists, created when not)');
+    if (source.exclusive === true) {
+      out.atKey([...path, 'exclusive'], `not supported on a NATS source (connection '${connection}' is nats): replicas share its durable consumer; remove exclusive`);
+    }
+    return;
+  }
+  for (const key of ['stream', 'consumer']) {
+    if (has(source, key)) out.atKey([...path, key], `applies only to a NATS source (connection '${connection}' is ${type}); use queue`);
+  }
+  // Worded as the schema worded it when queue was required of every source.
+  if (!has(source, 'queue')) out.atValue([...path, 'queue'], 'missing; expected a queue name (a non-empty string)');
 }
 
 /** Exactly one Redis topology: the second (and any further) key given is the error, located at that key. */
@@ -175,14 +205,15 @@ export function crossCheck(rawInput: unknown, out: ProblemCollector): void {
     const source = endpoint('source');
     const target = endpoint('target');
     const deadLetter = endpoint('dead-letter');
+    if (source) checkSource(['bridges', i, 'source'], source.ep, source.connection, source.type, out);
     if (target) checkTarget(['bridges', i, 'target'], target.ep, target.connection, target.type, out);
     if (deadLetter) checkTarget(['bridges', i, 'dead-letter'], deadLetter.ep, deadLetter.connection, deadLetter.type, out);
 
-    const sourceQueue = source && asString(source.ep.queue);
+    const sourceQueue = source && source.type !== 'nats' ? asString(source.ep.queue) : undefined;
     if (source === undefined || sourceQueue === undefined) return;
     const sourceAddress = queueAddress(source.type, sourceQueue);
     for (const [role, t] of [['target', target], ['dead-letter', deadLetter]] as const) {
-      if (t === undefined || t.connection !== source.connection) continue;
+      if (t === undefined || t.connection !== source.connection || t.type === 'nats') continue;
       const q = t.type === 'amqp' ? amqpTargetQueue(t.ep) : asString(t.ep.queue);
       if (q === undefined || queueAddress(t.type, q) !== sourceAddress) continue;
       out.atValue(

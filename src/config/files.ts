@@ -17,6 +17,8 @@ export interface ConnectionFiles {
   /** From `password-file`, one trailing newline trimmed. */
   password?: string;
   tls?: TlsConfig;
+  /** From a NATS connection's `credentials-file` (secret). */
+  credentials?: string;
 }
 
 export interface ConfigFiles {
@@ -226,8 +228,25 @@ function keyPairProblem(tls: TlsConfig): { key: 'key' | 'passphrase' | 'cert'; m
   }
 }
 
-const TLS_SCHEME = { amqp: 'amqps', stomp: 'stomp+ssl' } as const;
-const USER_EXAMPLE = { amqp: 'amqp://USER@host', stomp: 'stomp://USER@host' } as const;
+const TLS_SCHEME = { amqp: 'amqps', stomp: 'stomp+ssl', nats: 'tls' } as const;
+const USER_EXAMPLE = { amqp: 'amqp://USER@host', stomp: 'stomp://USER@host', nats: 'nats://USER@host' } as const;
+
+/** A NATS `credentials-file`: read now, and only where the URLs carry no user of their own (one way to log in). */
+function readCredentials(file: string | undefined, urls: readonly string[], path: Path, baseDir: string, out: ProblemCollector): string | undefined {
+  if (file === undefined) return undefined;
+  const key = [...path, 'credentials-file'];
+  if (urls.some(urlHasUser)) {
+    out.atKey(key, 'give credentials-file or a user in the URL, not both (remove the user and password from the URL)');
+    return undefined;
+  }
+  const content = readReferencedFile(file, baseDir, key, out, 'credentials-file');
+  if (content === undefined) return undefined;
+  if (!/-----BEGIN NATS USER JWT-----/.test(content) || !/-----BEGIN USER NKEY SEED-----/.test(content)) {
+    out.atValue(key, `${isAbsolute(file) ? file : resolvePath(baseDir, file)} is not a NATS credentials file; expected a user JWT and an NKey seed block (as nsc writes them)`);
+    return undefined;
+  }
+  return content;
+}
 
 /** Reads every file the (schema-valid) configuration names; problems go to `out`. */
 export function readConfigFiles(data: ConfigFile, baseDir: string, out: ProblemCollector): ConfigFiles {
@@ -240,6 +259,10 @@ export function readConfigFiles(data: ConfigFile, baseDir: string, out: ProblemC
     if (password !== undefined) got.password = password;
     const tls = readTls(c.tls, urls, TLS_SCHEME[c.type], path, baseDir, out);
     if (tls !== undefined) got.tls = tls;
+    if (c.type === 'nats') {
+      const credentials = readCredentials(c['credentials-file'], urls, path, baseDir, out);
+      if (credentials !== undefined) got.credentials = credentials;
+    }
     files.connections[name] = got;
   }
   const ic = data['id-cache'];

@@ -47,6 +47,9 @@ function resolveConnection(name: string, c: ConfigFileConnection, files: Connect
     ...(files.tls !== undefined ? { tls: files.tls } : {}),
   };
   if (c.type === 'amqp') return { ...camelKeys(c, CONNECTION_KEYS_RESOLVED), ...resolved };
+  if (c.type === 'nats') {
+    return { ...camelKeys(c, [...CONNECTION_KEYS_RESOLVED, 'credentials-file']), ...resolved, ...(files.credentials !== undefined ? { credentials: files.credentials } : {}) };
+  }
   return {
     ...camelKeys(c, [...CONNECTION_KEYS_RESOLVED, 'heart-beat']),
     heartBeat: parseHeartBeat(c['heart-beat']),
@@ -68,11 +71,12 @@ function resolveTarget(connections: Record<string, ConnectionConfig>, t: ConfigF
   // A target's routing-key and queue reach here as templates (./env.ts leaves `$${` to them): one without a reference
   // is its literal text, `$${` unescaped, so that a fixed address means what it did before templates.
   if (takesTemplates) {
-    const text = connection.type === 'amqp' ? target.routingKey : target.queue;
+    const text = connection.type === 'amqp' ? target.routingKey : connection.type === 'nats' ? target.subject : target.queue;
     const parsed = text === undefined ? undefined : parseAddressTemplate(text);
     if (parsed !== undefined && !('error' in parsed) && isTemplated(parsed.template)) target.template = parsed.template.source;
     if (target.routingKey !== undefined) target.routingKey = literalOf(target.routingKey);
     if (target.queue !== undefined) target.queue = literalOf(target.queue);
+    if (target.subject !== undefined) target.subject = literalOf(target.subject);
   }
   return target;
 }
@@ -96,7 +100,7 @@ function resolveBridge(
   };
   return {
     name: b.name,
-    source: { connection: lookup(connections, b.source.connection), queue: b.source.queue, exclusive: b.source.exclusive ?? false },
+    source: sourceOf(lookup(connections, b.source.connection), b.source),
     target: resolveTarget(connections, b.target, true),
     ...(b['dead-letter'] !== undefined ? { deadLetter: resolveTarget(connections, b['dead-letter']) } : {}),
     ...headerRulesOf(b),
@@ -104,6 +108,13 @@ function resolveBridge(
     ...(b.filter !== undefined ? { filter: compileSelector(b.filter) } : {}),
     ...camelKeys(settings),
   };
+}
+
+/** The cross-checks guarantee a queue (AMQP, STOMP) or a stream and a consumer (NATS). */
+function sourceOf(connection: ConnectionConfig, s: ConfigFileBridge['source']): BridgeConfig['source'] {
+  const exclusive = s.exclusive ?? false;
+  if (connection.type === 'nats') return { connection, queue: s.stream ?? '', consumer: s.consumer ?? '', exclusive };
+  return { connection, queue: s.queue ?? '', exclusive };
 }
 
 /** The bridge's header rules, in the file's order; nothing when it has none. */

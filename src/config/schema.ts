@@ -7,144 +7,9 @@
  * because they must run even when an unrelated field is wrong, and zod skips refinements after a failed field.
  */
 import { z } from 'zod';
+import { connectionSchema, passwordFile, tlsSchema } from './schema-connections.js';
+import { BRIDGE_NAME_PATTERN, FILTER_MISS_POLICIES, LOG_LEVELS, bool, intAtLeast, intRange, millis, text, urlList, urlOf } from './schema-leaves.js';
 
-// ---- leaf helpers: every message says what would be valid ----
-
-function intRange(min: number, max: number) {
-  const error = `expected an integer from ${min} to ${max}`;
-  return z.int({ error }).min(min, { error }).max(max, { error });
-}
-
-function intAtLeast(min: number, what = 'an integer', note = '') {
-  const error = `expected ${what} >= ${min}${note}`;
-  return z.int({ error }).min(min, { error });
-}
-
-/** Durations are integer milliseconds. */
-function millis(min = 1) {
-  return intAtLeast(min, 'a duration in milliseconds, an integer');
-}
-
-function text(what: string) {
-  const error = `expected ${what} (a non-empty string)`;
-  return z.string({ error }).min(1, { error });
-}
-
-function bool() {
-  return z.boolean({ error: 'expected true or false' });
-}
-
-function urlOf(schemes: readonly string[], example: string) {
-  const error = `expected a URL starting with ${schemes.map((s) => `${s}://`).join(', ')} (e.g. ${example})`;
-  return z.string({ error }).refine((u) => hasScheme(u, schemes), { error });
-}
-
-function hasScheme(url: string, schemes: readonly string[]): boolean {
-  if (!URL.canParse(url)) return false;
-  const scheme = new URL(url).protocol.replace(/:$/, '').toLowerCase();
-  return schemes.includes(scheme);
-}
-
-function urlList(schemes: readonly string[], example: string) {
-  const error = 'expected a non-empty list of URLs';
-  return z.array(urlOf(schemes, example), { error }).min(1, { error });
-}
-
-export const AMQP_SCHEMES = ['amqp', 'amqps'] as const;
-export const STOMP_SCHEMES = ['stomp', 'stomp+ssl', 'tcp'] as const;
-export const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace'] as const;
-/** What a bridge does with a message its filter does not select (`filter-miss`). */
-export const FILTER_MISS_POLICIES = ['skip', 'dead-letter'] as const;
-export const BRIDGE_NAME_PATTERN = /^[A-Za-z0-9._-]+$/;
-
-// ---- connections ----
-
-const amqpUrl = urlOf(AMQP_SCHEMES, 'amqp://guest:guest@localhost:5672');
-const stompUrl = urlOf(STOMP_SCHEMES, 'stomp://localhost:61613');
-
-function filePath(what: string) {
-  const error = `expected the path of ${what} (a non-empty string; relative to the configuration file's folder)`;
-  return z.string({ error }).min(1, { error });
-}
-
-/**
- * TLS settings of one connection (and of the cache). File paths are read when the configuration is loaded, so a
- * missing or unreadable file, a wrong passphrase or a key that does not match its certificate stops the start.
- */
-export const tlsSchema = z
-  .strictObject(
-    {
-      ca: filePath('a PEM file of CA certificates')
-        .optional()
-        .describe("PEM file of the CA certificate(s) that sign the server's certificate; default: the system's CAs."),
-      cert: filePath('a PEM certificate (chain) file')
-        .optional()
-        .describe('PEM client certificate (chain), for servers that require one (mutual TLS); needs key.'),
-      key: filePath('a PEM private key file').optional().describe('PEM private key of cert (may be encrypted: see passphrase).'),
-      passphrase: z
-        .string({ error: 'expected the passphrase of the key (a string)' })
-        .optional()
-        .describe('Passphrase of an encrypted key; write ${VAR} to take it from the environment (or VAR_FILE).'),
-      servername: text('a host name')
-        .optional()
-        .describe("Name the server's certificate must carry (and SNI); default: the URL's host."),
-      'reject-unauthorized': bool()
-        .default(true)
-        .describe("false = accept any server certificate (no CA or name check): for tests only, it allows a man in the middle."),
-    },
-    { error: 'expected a mapping with ca, cert, key, passphrase, servername or reject-unauthorized' },
-  )
-  .describe('TLS options; used with amqps://, stomp+ssl:// and rediss:// URLs.');
-
-const passwordFile = filePath('a file holding the password')
-  .optional()
-  .describe("File whose content (one trailing newline trimmed) is the password, e.g. a Docker secret; not with a password in the URL.");
-
-const heartBeatError = 'expected "out,in" in milliseconds (e.g. "10000,10000") or a list [out, in] of integers >= 0';
-
-export const amqpConnectionSchema = z
-  .strictObject({
-    type: z.literal('amqp'),
-    url: amqpUrl.optional().describe('Broker URL (amqp:// or amqps://). Give url or urls, not both.'),
-    urls: urlList(AMQP_SCHEMES, 'amqp://localhost:5672')
-      .optional()
-      .describe('Failover list of broker URLs; a reconnect tries the next one.'),
-    heartbeat: intAtLeast(0).default(10).describe('AMQP heartbeat in seconds (0 = off).'),
-    'connect-timeout': millis().default(10000).describe('TCP connect + AMQP handshake timeout, ms.'),
-    'password-file': passwordFile,
-    tls: tlsSchema.optional(),
-  })
-  .describe('An AMQP 0-9-1 broker (RabbitMQ).');
-
-export const stompConnectionSchema = z
-  .strictObject({
-    type: z.literal('stomp'),
-    url: stompUrl.optional().describe('Broker URL (stomp://, stomp+ssl:// or tcp://). Give url or urls, not both.'),
-    urls: urlList(STOMP_SCHEMES, 'stomp://localhost:61613')
-      .optional()
-      .describe('Failover list of broker URLs, tried in order on each connect.'),
-    'heart-beat': z
-      .union(
-        [
-          z.string({ error: heartBeatError }).regex(/^\s*\d+\s*,\s*\d+\s*$/, { error: heartBeatError }),
-          z.tuple([intAtLeast(0), intAtLeast(0)], { error: heartBeatError }),
-        ],
-        { error: heartBeatError },
-      )
-      .default('10000,10000')
-      .describe('STOMP heart-beat "outgoing,incoming" in ms, or [outgoing, incoming].'),
-    'connect-timeout': millis().default(10000).describe('TCP connect + STOMP CONNECTED timeout, ms.'),
-    host: text('a virtual host name').optional().describe("STOMP `host` header; default: the URL's host."),
-    'password-file': passwordFile,
-    tls: tlsSchema.optional(),
-  })
-  .describe('A STOMP 1.1/1.2 broker (ActiveMQ Classic, ActiveMQ Artemis, RabbitMQ STOMP plugin).');
-
-export const CONNECTION_TYPES = ['amqp', 'stomp'] as const;
-
-export const connectionSchema = z.discriminatedUnion('type', [amqpConnectionSchema, stompConnectionSchema], {
-  error: `expected a mapping with type: ${CONNECTION_TYPES.join(' or ')}`,
-});
 
 // ---- id-cache ----
 
@@ -218,14 +83,24 @@ export const sourceSchema = z
   .strictObject(
     {
       ...endpointShape,
-      queue: text('a queue name').describe('Queue to consume. STOMP: /queue/<queue> unless it starts with "/".'),
+      queue: text('a queue name')
+        .optional()
+        .describe('AMQP and STOMP: queue to consume. STOMP: /queue/<queue> unless it starts with "/".'),
+      stream: text('a JetStream stream name')
+        .optional()
+        .describe('NATS only: the JetStream stream to consume (the bridge never creates streams).'),
+      consumer: text('a durable consumer name')
+        .optional()
+        .describe(
+          'NATS only, with stream: the durable pull consumer to read through; used as it is when it exists (explicit acks, ack-wait above confirm-timeout), created when not (explicit acks, deliver all). Replicas share it.',
+        ),
       exclusive: bool()
         .optional()
         .describe(
-          'One active bridge: consume as the only consumer of the queue, while other processes with the same bridge stand by and take over when it goes (AMQP: an exclusive consumer, the others see state standby; ActiveMQ Classic STOMP: activemq.exclusive, the others are not told; refused on peers without exclusive consumers, such as RabbitMQ\'s STOMP plugin). Default false (competing consumers).',
+          'AMQP and STOMP: one active bridge: consume as the only consumer of the queue, while other processes with the same bridge stand by and take over when it goes (AMQP: an exclusive consumer, the others see state standby; ActiveMQ Classic STOMP: activemq.exclusive, the others are not told; refused on peers without exclusive consumers, such as RabbitMQ\'s STOMP plugin, and on NATS). Default false (competing consumers).',
         ),
     },
-    { error: 'expected a mapping with connection and queue' },
+    { error: 'expected a mapping with connection and queue (NATS: stream and consumer)' },
   )
   .describe('Where messages are consumed.');
 
@@ -248,8 +123,13 @@ export const targetSchema = z
         .describe(
           "AMQP only, with exchange: routing key (default ''). In a bridge's target (not dead-letter): may be an address template, e.g. \"orders.${header.region:-unknown}\" (docs/configuration.md#forwarding-rules).",
         ),
+      subject: text('a NATS subject')
+        .optional()
+        .describe(
+          "NATS only: the subject to publish to with JetStream; a stream must capture it (the bridge never creates streams). In a bridge's target (not dead-letter): may be an address template, e.g. \"orders.${header.region:-unknown}\".",
+        ),
     },
-    { error: 'expected a mapping with connection and queue (or exchange)' },
+    { error: 'expected a mapping with connection and queue (or exchange; NATS: subject)' },
   )
   .describe('Where messages are forwarded.');
 
@@ -423,7 +303,7 @@ export const configFileSchema = z
   .meta({
     title: 'broker-bridge configuration (bridges.yaml)',
     description:
-      'Bridges between AMQP 0-9-1 and STOMP brokers. String values may use ${VAR} and ${VAR:-default} from the environment.',
+      'Bridges between AMQP 0-9-1, STOMP and NATS JetStream brokers. String values may use ${VAR} and ${VAR:-default} from the environment.',
   });
 
 /** The file as validated, kebab-case keys, schema defaults applied except for the layered bridge settings. */

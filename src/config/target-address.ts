@@ -7,12 +7,14 @@
  */
 import { targetAddress } from './amqp-address.js';
 import { stompAddress, stompDestination } from './stomp-address.js';
+import { natsSubjectAddress } from './nats-address.js';
 import type { TargetConfig } from './types.js';
 import { parseAddressTemplate, type AddressTemplate } from '../routing/address-template.js';
 
 export function cacheAddress(target: TargetConfig): string {
   const c = target.connection;
   if (c.type === 'stomp') return stompAddress(c, stompDestination(target.queue ?? ''));
+  if (c.type === 'nats') return natsSubjectAddress(c, target.subject ?? '');
   return targetAddress(c, target);
 }
 
@@ -31,7 +33,7 @@ export function targetTemplate(target: TargetConfig): AddressTemplate | undefine
 
 /** Where one message goes, for a templated target: what the endpoint is given, and the cache address it is keyed by. */
 export interface ResolvedRoute {
-  /** AMQP: the routing key (on the target's exchange); STOMP: the destination. */
+  /** AMQP: the routing key (on the target's exchange); STOMP: the destination; NATS: the subject. */
   route: string;
   /** The duplicate-ID cache's address: exactly cacheAddress() of a fixed target with this routing key or queue. */
   address: string;
@@ -43,5 +45,6 @@ export function resolvedRoute(target: TargetConfig, resolved: string): ResolvedR
     const destination = stompDestination(resolved);
     return { route: destination, address: stompAddress(c, destination) };
   }
+  if (c.type === 'nats') return { route: resolved, address: natsSubjectAddress(c, resolved) };
   return { route: resolved, address: targetAddress(c, { exchange: target.exchange, routingKey: resolved }) };
 }

@@ -52,11 +52,20 @@ export type StompConnectionConfig = CamelKeys<
     heartBeat: [number, number];
   };
 
-export type ConnectionConfig = AmqpConnectionConfig | StompConnectionConfig;
+export type NatsConnectionConfig = CamelKeys<Omit<Extract<ConfigFileConnection, { type: 'nats' }>, ConnectionKeysResolved | 'credentials-file'>> &
+  ResolvedConnection & {
+    /** The content of `credentials-file` (secret: a user JWT and its NKey seed); undefined = none. */
+    credentials?: string;
+  };
+
+export type ConnectionConfig = AmqpConnectionConfig | StompConnectionConfig | NatsConnectionConfig;
 
 export interface SourceConfig {
   connection: ConnectionConfig;
-  queue: ConfigFileBridge['source']['queue'];
+  /** AMQP and STOMP: the queue. NATS: the stream (`stream`), so that messages and checks can name what is read. */
+  queue: string;
+  /** NATS only: the durable pull consumer (`consumer`). */
+  consumer?: string;
   /** `exclusive`: the only active consumer of the queue; other processes stand by. */
   exclusive: boolean;
 }
@@ -65,7 +74,7 @@ export interface SourceConfig {
 export type TargetConfig = CamelKeys<Omit<ConfigFileTarget, 'connection'>> & {
   connection: ConnectionConfig;
   /**
-   * A bridge's target only: its routing key (AMQP) or queue (STOMP) when that is an address template with references
+   * A bridge's target only: its routing key (AMQP), queue (STOMP) or subject (NATS) when that is an address template with references
    * (src/routing/address-template.ts), as written; the key itself keeps the same text. Undefined for a fixed target,
    * whose routing key or queue is then the literal address (`$${` unescaped).
    */

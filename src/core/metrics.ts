@@ -67,7 +67,12 @@ export interface BridgeCounters {
 export class Metrics {
   readonly registry = new Registry();
   readonly forwarded = new Counter({ name: 'bridge_messages_forwarded_total', help: 'Messages confirmed by the target and acknowledged at the source', labelNames: ['bridge'], registers: [this.registry] });
-  readonly duplicates = new Counter({ name: 'bridge_duplicates_dropped_total', help: 'Messages dropped because their duplicate ID was already recorded for the target address', labelNames: ['bridge'], registers: [this.registry] });
+  /**
+   * Without `where`: dropped by the bridge (the cache had the ID), the series as it always was. `where="target"`: sent,
+   * and dropped by a target that deduplicates by ID itself (JetStream's PubAck `duplicate: true`); those are also in
+   * forwarded (the target confirmed them). A new label value beside an unchanged series, so no existing query changes.
+   */
+  readonly duplicates = new Counter({ name: 'bridge_duplicates_dropped_total', help: 'Messages dropped because their duplicate ID was already known: by the bridge\'s cache (no where label) or by the target itself (where="target": JetStream Nats-Msg-Id; also counted as forwarded)', labelNames: ['bridge', 'where'], registers: [this.registry] });
   readonly possibleDuplicates = new Counter({ name: 'bridge_possible_duplicates_forwarded_total', help: 'Messages forwarded with the possible-duplicate flag', labelNames: ['bridge'], registers: [this.registry] });
   readonly rejections = new Counter({ name: 'bridge_target_rejections_total', help: 'Sends the target refused (each attempt)', labelNames: ['bridge', 'reason'], registers: [this.registry] });
   readonly deadLettered = new Counter({ name: 'bridge_messages_dead_lettered_total', help: 'Messages moved to the dead-letter destination', labelNames: ['bridge', 'reason'], registers: [this.registry] });
@@ -114,9 +119,12 @@ export class Metrics {
   async countersOf(bridge: string): Promise<BridgeCounters> {
     const sum = async (c: Counter): Promise<number> =>
       (await c.get()).values.filter((v) => v.labels.bridge === bridge).reduce((n, v) => n + v.value, 0);
+    // A target's own drops are in forwarded too: only the cache's count as settled without forwarding.
+    const cacheDrops = async (): Promise<number> =>
+      (await this.duplicates.get()).values.filter((v) => v.labels.bridge === bridge && v.labels.where === undefined).reduce((n, v) => n + v.value, 0);
     const [forwarded, duplicatesDropped, possibleDuplicates, deadLettered, targetRefusals, stalls, sessions] = await Promise.all([
       sum(this.forwarded),
-      sum(this.duplicates),
+      cacheDrops(),
       sum(this.possibleDuplicates),
       sum(this.deadLettered),
       sum(this.rejections),

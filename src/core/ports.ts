@@ -85,6 +85,13 @@ export interface TargetHandlers {
   onLost(error: TransientError): void;
   /** Flow control from the broker (AMQP `connection.blocked`): while blocked, the session sends nothing. */
   onBlocked?(blocked: boolean, reason?: string): void;
+  /**
+   * A target that deduplicates by ID itself (NATS JetStream: `Nats-Msg-Id` within the stream's duplicate window) says
+   * that it already held the message of a send it confirmed: that send resolved (the message is there once), and the
+   * copy was dropped at the target. Counted as `bridge_duplicates_dropped_total{where="target"}`. Absent where the
+   * target cannot tell (AMQP, STOMP).
+   */
+  onDuplicate?(duplicateId: string): void;
 }
 
 export interface TargetEndpoint {

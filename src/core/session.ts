@@ -105,7 +105,7 @@ export class BridgeSession {
     const { source, target, deadLetter } = this.deps;
     const ctx = this.ctx;
     try {
-      await target.open({ onLost: (e) => ctx.fail(e), onBlocked: (b, reason) => this.setBlocked(b, reason) });
+      await target.open({ onLost: (e) => ctx.fail(e), onBlocked: (b, reason) => this.setBlocked(b, reason), onDuplicate: (id) => this.droppedAtTarget(id) });
       if (deadLetter) await deadLetter.open({ onLost: (e) => ctx.fail(e) });
       if (!this.pauseWanted) await this.openSource();
     } catch (err) {
@@ -295,6 +295,12 @@ export class BridgeSession {
     ctx.bytes.received(delivery.message.body.length);
     ctx.pending.push(job);
     ctx.work.wake();
+  }
+
+  /** The target held the message of a confirmed send already (TargetHandlers.onDuplicate): counted, and logged like a cache drop. */
+  private droppedAtTarget(duplicateId: string): void {
+    this.deps.metrics.duplicates.inc({ bridge: this.ctx.cfg.name, where: 'target' });
+    this.ctx.log.info({ duplicateId }, 'duplicate dropped by the target: it already held a message with this ID');
   }
 
   private setBlocked(blocked: boolean, reason?: string): void {

@@ -183,13 +183,14 @@ export function isTextContentType(contentType: string | undefined): boolean {
   );
 }
 
-interface EncodedValue {
+export interface EncodedValue {
   value: string | undefined;
   /** Why the value was encoded or left out, for the log; '' when it went as it was. */
   note: string;
 }
 
-function encodeHeaderValue(value: HeaderValue, utf8Bytes: boolean): EncodedValue {
+/** One custom header value as text, by the rules of this module's header comment (also used for NATS headers). */
+export function encodeHeaderValue(value: HeaderValue, utf8Bytes: boolean): EncodedValue {
   let out: EncodedValue;
   if (typeof value === 'string') out = { value, note: '' };
   else if (typeof value === 'number' || typeof value === 'bigint' || typeof value === 'boolean') {

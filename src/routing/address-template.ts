@@ -16,7 +16,8 @@
  * the empty string count as missing. A reference that is missing and has no fallback leaves the address unresolved:
  * the message is to be dead-lettered with the reason, never sent to a partial address and never lost. A resolved
  * value that could make a bad address is refused the same way: control characters anywhere, and on STOMP a '/'
- * (it would move the message to another destination path); an AMQP routing key over 255 bytes.
+ * (it would move the message to another destination path); on NATS a wildcard (`*`, `>`) or whitespace; an AMQP
+ * routing key over 255 bytes.
  */
 
 export const TEMPLATE_NAMESPACES = ['header', 'property'] as const;
@@ -128,7 +129,12 @@ function valueText(v: unknown): string | undefined {
 const CONTROL = /[\u0000-\u001f\u007f]/;
 
 /** The address for one message, or why there is none (the dead-letter reason's detail). */
-export function resolveAddress(template: AddressTemplate, message: TemplateInput, protocol: 'amqp' | 'stomp'): Resolved {
+// NATS (issue 36; a minimal check, to be folded into issue 33's one rule for template values with its per-protocol
+// separator list): `*` and `>` are subject wildcards and whitespace ends a subject on the wire, so a value bringing one
+// could publish to subjects the template never named. `.` separates tokens and stays allowed, as on AMQP routing keys.
+const NATS_FORBIDDEN = /[*>\s]/u;
+
+export function resolveAddress(template: AddressTemplate, message: TemplateInput, protocol: 'amqp' | 'stomp' | 'nats'): Resolved {
   let out = '';
   for (const part of template.parts) {
     if (typeof part === 'string') {
@@ -141,6 +147,9 @@ export function resolveAddress(template: AddressTemplate, message: TemplateInput
     if (CONTROL.test(value)) return { ok: false, reason: `${part.text} resolves to a value with a control character` };
     if (protocol === 'stomp' && value.includes('/')) {
       return { ok: false, reason: `${part.text} resolves to '${value}', which contains '/' (a STOMP destination path)` };
+    }
+    if (protocol === 'nats' && NATS_FORBIDDEN.test(value)) {
+      return { ok: false, reason: `${part.text} resolves to '${value}', which contains a NATS wildcard ('*', '>') or whitespace` };
     }
     out += value;
   }

@@ -2,7 +2,8 @@
  * `broker-bridge check`: the preflight an operator runs before `run`. After the configuration validated (the CLI did
  * that), it connects once to every connection the bridges use and to the cache's Redis, and reports one finding per
  * thing it looked at: reachable or not (with the sentence the bridge itself would log), each AMQP source queue and
- * target exchange or queue present (passive declares), the STOMP peer's profile, the Redis start-up checks
+ * target exchange or queue present (passive declares), the STOMP peer's profile, the NATS JetStream streams and
+ * consumers (./check-nats.ts), the Redis start-up checks
  * (persistence, eviction). It never consumes or publishes a message: passive declares and a PING only.
  *
  * With `declare` (`check --declare`), an AMQP queue or exchange a bridge names that does not exist is declared — a
@@ -23,15 +24,11 @@ import { connectStomp, type StompSession } from '../endpoints/stomp/stomp-client
 import { stompPeerProfile } from '../endpoints/stomp/stomp-peer.js';
 import { RedisIdCache } from '../cache/redis-id-cache.js';
 import { describeTopology } from '../cache/redis-client.js';
+import { checkNats } from './check-nats.js';
 
-export type FindingLevel = 'ok' | 'info' | 'warning' | 'error';
+import type { Finding } from './finding.js';
 
-/** One thing checked: what it was about (a connection, a bridge, the cache) and what was found, as a sentence. */
-export interface Finding {
-  level: FindingLevel;
-  subject: string;
-  message: string;
-}
+export type { Finding } from './finding.js';
 
 /** Bounds each Redis step: a Redis that does not answer is a finding, not a hang. */
 const REDIS_TIMEOUT_MS = 5000;
@@ -53,7 +50,9 @@ export async function checkConfig(config: Config, options: CheckOptions = {}): P
   const connections = usedConnections(config.bridges);
   const declare = options.declare ?? false;
   const results = await Promise.all([
-    ...connections.map((conn) => (conn.type === 'amqp' ? checkAmqp(conn, config.bridges, declare) : checkStomp(conn, config.bridges))),
+    ...connections.map((conn) =>
+      conn.type === 'amqp' ? checkAmqp(conn, config.bridges, declare) : conn.type === 'nats' ? checkNats(conn, config) : checkStomp(conn, config.bridges),
+    ),
     checkRedis(config),
   ]);
   for (const r of results) findings.push(...r);

@@ -1,9 +1,21 @@
 /**
  * The bridge under test as a child process that faults may kill and restart. Wraps test/support/bridge-process.ts.
  */
-import { readFileSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { BridgeProcess } from '../support/bridge-process.js';
+
+/** The settings every fault run's bridge has (YAML lines of the bridge): three attempts at a refused message, quick reconnects. */
+export const FAULT_BRIDGE_SETTINGS = ['    max-delivery-attempts: 3', '    retry-interval: 500', '    max-retry-interval: 2000'];
+
+/** Writes a run's bridges.yaml into a directory of its own, where BridgeControl also keeps each process's log lines. */
+export function writeRunConfig(yaml: string): { dir: string; configFile: string } {
+  const dir = mkdtempSync(join(tmpdir(), 'broker-bridge-faults-'));
+  const configFile = join(dir, 'bridges.yaml');
+  writeFileSync(configFile, yaml);
+  return { dir, configFile };
+}
 
 export class BridgeControl {
   private proc?: BridgeProcess;
@@ -28,10 +40,33 @@ export class BridgeControl {
 
   /** Starts the bridge and waits for 'bridge running' (up to `timeoutMs`; a broker may be away, so a timeout only logs). */
   async start(timeoutMs = 60_000): Promise<boolean> {
-    const p = BridgeProcess.start(this.configFile, this.env);
+    return this.startWith({}, timeoutMs);
+  }
+
+  /**
+   * Starts the bridge with the test-only fault point (src/endpoints/test-fault-point.ts): it SIGKILLs itself right
+   * after the target's `confirms`-th confirmation, before the cache commit. Resolves when it has done so (or exited).
+   */
+  async crashAfterConfirms(confirms: number, withinMs = 30_000): Promise<'crashed' | 'killed'> {
+    await this.startWith({ BROKER_BRIDGE_TEST_KILL_AFTER_CONFIRMS: String(confirms) }, 60_000, true);
+    const p = this.proc;
+    if (p === undefined) return 'killed';
+    // Too few messages left to reach that many confirmations: an ordinary SIGKILL then.
+    let timedOut = false;
+    const timer = setTimeout(() => {
+      timedOut = true;
+      void p.kill('SIGKILL');
+    }, withinMs);
+    await p.waitExit();
+    clearTimeout(timer);
+    return timedOut ? 'killed' : 'crashed';
+  }
+
+  private async startWith(env: Record<string, string>, timeoutMs: number, exitExpected = false): Promise<boolean> {
+    const p = BridgeProcess.start(this.configFile, { ...this.env, ...env });
     this.proc = p;
     this.starts += 1;
-    this.expectedExit = false;
+    this.expectedExit = exitExpected;
     const n = this.starts;
     void p.waitExit().then((code) => {
       // Every process's log lines are kept next to the config, for a post-mortem of a failed run.

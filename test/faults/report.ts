@@ -84,6 +84,11 @@ export interface FaultRunReport {
   leftAtSource?: number;
   durationMs: number;
   notes: string[];
+  /**
+   * A JetStream target (path amqp-jetstream, ./nats-scenario.ts): what the stream stores. Its verdict is stricter: no
+   * ID stored twice and no extra copy at all, flagged or not, since the stream drops a resend of an ID by itself.
+   */
+  strict?: { stored: number; distinctIds: number; idsTwice: number };
 }
 
 function headerString(v: unknown): string | undefined {
@@ -306,7 +311,23 @@ export function violations(r: FaultRunReport): string[] {
   if (r.normalDeadLettered > 0) {
     v.push(`${r.normalDeadLettered} normal message(s) were dead-lettered (${r.normalDeadLetteredDetail.join(' | ')})`);
   }
+  if (r.strict !== undefined) {
+    if (r.strict.idsTwice > 0) v.push(`${r.strict.idsTwice} duplicate ID(s) stored twice in the stream (its Nats-Msg-Id deduplication should have dropped the second)`);
+    if (r.extraCopies > 0) v.push(`${r.extraCopies} extra cop(ies) in the stream (flagged or not): the target's own deduplication should leave none`);
+    if (r.underTwoIds > 0) v.push(`${r.underTwoIds} message(s) stored under two IDs: the stream cannot tell those copies apart`);
+    // A byte-identical message without any ID whose stamp records the cache lost (a cache-loss fault) gets a new stamp
+    // when redelivered: a copy under a second ID, flagged, which no target can recognise (docs/delivery.md, "Limits of
+    // stamping"). Allowed only then, and reported; any other extra copy in the stream fails the run.
+    const identicalExtra = strictIdenticalExtra(r);
+    if (identicalExtra > 0 && r.cacheLossFaults === 0) v.push(`${identicalExtra} extra cop(ies) of byte-identical messages stored under a second ID without a cache loss`);
+    if (r.strict.stored !== r.strict.distinctIds) v.push(`the stream stores ${r.strict.stored} message(s) for ${r.strict.distinctIds} distinct IDs`);
+  }
   return v;
+}
+
+/** Copies of byte-identical messages without an ID beyond one per message sent: each under an ID of its own. */
+export function strictIdenticalExtra(r: FaultRunReport): number {
+  return Math.max(0, r.identicalCopies - r.identicalSent);
 }
 
 /** One table for one or more runs (one column per path). */
@@ -324,6 +345,12 @@ export function formatTable(reports: FaultRunReport[]): string {
   rows.push(['extra copies', (r) => String(r.extraCopies)]);
   rows.push(['  of which flagged possible-duplicate', (r) => String(r.extraFlagged)]);
   rows.push(['  of which UNFLAGGED', (r) => String(r.extraUnflagged)]);
+  if (reports.some((r) => r.strict !== undefined)) {
+    rows.push(['stream: messages stored', (r) => (r.strict ? String(r.strict.stored) : '-')]);
+    rows.push(['stream: distinct Nats-Msg-Id', (r) => (r.strict ? String(r.strict.distinctIds) : '-')]);
+    rows.push(['stream: IDs STORED TWICE', (r) => (r.strict ? String(r.strict.idsTwice) : '-')]);
+    rows.push(['stream: byte-identical under a 2nd ID (cache lost)', (r) => (r.strict ? String(strictIdenticalExtra(r)) : '-')]);
+  }
   rows.push(['true duplicates through unflagged', (r) => String(r.trueDuplicatesUnflagged)]);
   rows.push(['messages under two IDs', (r) => String(r.underTwoIds)]);
   rows.push(['  every copy but one flagged', (r) => String(r.underTwoIdsFlagged)]);

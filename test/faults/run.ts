@@ -2,11 +2,15 @@
  * The fault-injection suite (`npm run test:faults`): runs the real bridge on each path while faults are injected,
  * prints one table, and exits non-zero if anything was lost, arrived under two IDs, or an extra copy was unflagged.
  *
- *   npm run test:faults -- [--path amqp-amqp|amqp-stomp|stomp-amqp|stomp-rabbitmq-amqp|amqp-stomp-rabbitmq|all]
+ *   npm run test:faults -- [--path amqp-amqp|amqp-stomp|stomp-amqp|stomp-rabbitmq-amqp|amqp-stomp-rabbitmq|amqp-jetstream|jetstream-amqp|all]
  *     [--messages 20000] [--seed N]
  *     [--sigkills 5] [--closes 5] [--broker-restarts 1] [--stalls 1] [--redis-restarts 1] [--poison 2] [--reloads 15]
  *     [--publish-seconds 90] [--stall-ms 30000] [--backpressure | --no-backpressure] [--bp-messages 100000]
- *     [--redis standalone|cluster|sentinel] [--redis-failovers 1] [--redis-data-losses 0]
+ *     [--redis standalone|cluster|sentinel] [--redis-failovers 1] [--redis-data-losses 0] [--nats-restarts 1]
+ *
+ * The NATS JetStream paths (./nats-scenario.ts) start a nats-server of their own (a free port, its store on disk;
+ * /usr/sbin/nats-server or NATS_SERVER_BIN) and restart only that one (--nats-restarts); their redis-restart is a
+ * restart without data; they need --redis standalone.
  *
  * --redis picks the cache's Redis (./suite-redis.ts): the suite's own standalone one (default), the local Redis
  * Cluster (scripts/redis-cluster.sh) or Sentinel setup (scripts/redis-sentinel.sh), started by the suite when they are
@@ -29,6 +33,7 @@ import { formatTable, violations, type FaultRunReport } from './report.js';
 import { ACTIVEMQ_PATHS, FULL_FAULTS, PATHS, RABBITMQ_STOMP_PATHS, runScenario, type FaultCounts, type PathName } from './scenario.js';
 import { connect } from 'node:net';
 import { formatBackpressure, runBackpressure, type BackpressureReport } from './backpressure.js';
+import { NATS_PATHS, runNatsScenario, type NatsPathName } from './nats-scenario.js';
 
 const { values } = parseArgs({
   options: {
@@ -48,6 +53,7 @@ const { values } = parseArgs({
     redis: { type: 'string' },
     'redis-failovers': { type: 'string' },
     'redis-data-losses': { type: 'string' },
+    'nats-restarts': { type: 'string' },
     backpressure: { type: 'boolean' },
     'no-backpressure': { type: 'boolean' },
     'bp-messages': { type: 'string' },
@@ -93,18 +99,23 @@ async function main(): Promise<number> {
   const pathOpt = opt('path') ?? 'all';
   const onlyBackpressure = values.backpressure === true || opt('backpressure') === '1';
   const withBackpressure = onlyBackpressure || (values['no-backpressure'] !== true && pathOpt === 'all' && opt('no-backpressure') === undefined);
-  let paths: PathName[] = pathOpt === 'all' ? [...PATHS] : [pathOpt as PathName];
-  for (const p of paths) if (!PATHS.includes(p)) throw new Error(`--path expects one of ${PATHS.join(', ')} or all, got '${p}'`);
+  const ALL: readonly (PathName | NatsPathName)[] = [...PATHS, ...NATS_PATHS];
+  let paths: (PathName | NatsPathName)[] = pathOpt === 'all' ? [...ALL] : [pathOpt as PathName];
+  for (const p of paths) if (!ALL.includes(p)) throw new Error(`--path expects one of ${ALL.join(', ')} or all, got '${p}'`);
   if (!stompUrl) {
-    const skipped = paths.filter((p) => ACTIVEMQ_PATHS.includes(p));
+    const skipped = paths.filter((p) => ACTIVEMQ_PATHS.includes(p as PathName));
     if (skipped.length > 0) console.log(`STOMP_URL is not set: skipping ${skipped.join(', ')} (start ActiveMQ with \`bash scripts/activemq.sh start\` and set STOMP_URL=stomp://127.0.0.1:61613)`);
-    paths = paths.filter((p) => !ACTIVEMQ_PATHS.includes(p));
+    paths = paths.filter((p) => !ACTIVEMQ_PATHS.includes(p as PathName));
   }
-  if (paths.some((p) => RABBITMQ_STOMP_PATHS.includes(p)) && !(await answers(rabbitStompUrl))) {
+  if (paths.some((p) => RABBITMQ_STOMP_PATHS.includes(p as PathName)) && !(await answers(rabbitStompUrl))) {
     console.log(`nothing answers at RABBITMQ_STOMP_URL (${new URL(rabbitStompUrl).host}): skipping ${RABBITMQ_STOMP_PATHS.join(', ')} (bash scripts/rabbitmq-plugins.sh enable turns it on for a local RabbitMQ; see docs/tests.md)`);
-    paths = paths.filter((p) => !RABBITMQ_STOMP_PATHS.includes(p));
+    paths = paths.filter((p) => !RABBITMQ_STOMP_PATHS.includes(p as PathName));
   }
-  if (onlyBackpressure) paths = [];
+  if (mode !== 'standalone' && paths.some((p) => (NATS_PATHS as readonly string[]).includes(p))) {
+    console.log(`--redis ${mode}: skipping ${NATS_PATHS.join(', ')} (they run with the suite's own standalone Redis)`);
+    paths = paths.filter((p) => !(NATS_PATHS as readonly string[]).includes(p));
+  }
+    if (onlyBackpressure) paths = [];
 
   console.log(`fault suite: seed ${seed} (replay with --seed ${seed}); ${messages} messages per path; paths: ${paths.join(', ') || '(none)'}; Redis: ${mode}`);
   const admin = new RabbitAdmin();
@@ -127,8 +138,28 @@ async function main(): Promise<number> {
     await redis.start();
     if (withBackpressure) await own.start();
     for (const [i, path] of paths.entries()) {
+      if ((NATS_PATHS as readonly string[]).includes(path)) {
+        const r = await runNatsScenario({
+          path: path as NatsPathName,
+          messages,
+          seed: seed + i,
+          sigkills: faults.sigkill,
+          closes: faults['connection-close'],
+          natsRestarts: num('nats-restarts', 1),
+          redisRestarts: faults['redis-restart'],
+          reloads: faults.reload ?? 0,
+          poison,
+          publishSeconds: num('publish-seconds', 90),
+          amqpUrl,
+          redis,
+          admin,
+        });
+        reports.push(r);
+        console.log('\n' + formatTable([r]) + '\n');
+        continue;
+      }
       const r = await runScenario({
-        path,
+        path: path as PathName,
         messages,
         seed: seed + i,
         faults,

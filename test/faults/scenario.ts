@@ -19,14 +19,12 @@
  *   collector cannot count a redelivery as a second copy, as a STOMP one could with RabbitMQ's per-delivery
  *   message-id). A broker restart restarts RabbitMQ, as on amqp-amqp.
  */
-import { writeFileSync, mkdtempSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join, resolve } from 'node:path';
+import { resolve } from 'node:path';
 import { execFile } from 'node:child_process';
 import { promisify } from 'node:util';
 import amqp from 'amqplib';
 import { TcpProxy } from '../support/tcp-proxy.js';
-import { BridgeControl } from './bridge-control.js';
+import { BridgeControl, FAULT_BRIDGE_SETTINGS, writeRunConfig } from './bridge-control.js';
 import { AmqpCollector, AmqpPublisher, StompCollector, StompPublisher, type Collector, type Publisher } from './harness-clients.js';
 import { OwnRedis } from './own-redis.js';
 import { standaloneRedis, type SuiteRedis } from './suite-redis.js';
@@ -36,7 +34,8 @@ import { stompAddress, stompDestination } from '../../src/config/stomp-address.j
 import { Prng } from './prng.js';
 import { HARNESS_CONNECTION_PREFIX, RabbitAdmin } from './rabbit-admin.js';
 import { analyse, type FaultRunReport, type SentRecord } from './report.js';
-import { DUPLICATE_ID_HEADER, ROUTE_HEADER, ROUTE_VALUE, parseBody, planStream, poisonBody, type Outgoing, type PoisonKind } from './stream.js';
+import { ROUTE_HEADER, ROUTE_VALUE, planStream, poisonBody, type Outgoing, type PoisonKind } from './stream.js';
+import { StreamPublisher, drainUntilComplete, runFaultSchedule } from './stream-run.js';
 import { sleep } from '../support/wait.js';
 import { RELOAD_PREFETCHES, ReloadFault, reloadPoints } from './reload-fault.js';
 
@@ -325,14 +324,10 @@ export async function runScenario(o: ScenarioOptions): Promise<FaultRunReport> {
     `    target: ${tgt}`,
     `    dead-letter: ${dl}`,
     `    prefetch: ${RELOAD_PREFETCHES[0]}`,
-    '    max-delivery-attempts: 3',
-    '    retry-interval: 500',
-    '    max-retry-interval: 2000',
+    ...FAULT_BRIDGE_SETTINGS,
     '',
   ].join('\n');
-  const dir = mkdtempSync(join(tmpdir(), 'broker-bridge-faults-'));
-  const configFile = join(dir, 'bridges.yaml');
-  writeFileSync(configFile, yaml);
+  const { configFile } = writeRunConfig(yaml);
   const bridge = new BridgeControl(configFile, log);
   const reloads = new ReloadFault(configFile, `faults-${o.path}`, adminToken, bridge, o.seed, log);
 
@@ -350,53 +345,12 @@ export async function runScenario(o: ScenarioOptions): Promise<FaultRunReport> {
     const plan = planStream(o.messages, prng, runId);
     const events = planFaults(faults, prng);
     log(`faults planned: ${events.map((e) => `${e.kind}@${Math.round(e.at * 100)}%`).join(', ')}`);
-    const poisonQueue: Outgoing[] = [];
     let poisonNo = 0;
-    let published = 0;
-    let publishing = true;
     const total = plan.messages.length;
-    const chunk = 100;
-    const intervalMs = (o.publishSeconds * 1000 * chunk) / total;
-
-    const publishChunk = async (batch: Outgoing[]) => {
-      for (let attempt = 1; ; attempt++) {
-        try {
-          await gate.hold(() => publisher.publish(batch));
-          break;
-        } catch (err) {
-          if (attempt === 1) log(`publish failed (${(err as Error).message}); re-publishing the chunk`);
-          // A message of a failed chunk may be at the source already: re-publishing can make it exist twice there.
-          for (const m of batch) {
-            if (m.type !== 'normal') continue;
-            if (m.identical) record.identical.uncertain += 1;
-            else record.uncertain.add(m.seq);
-          }
-          if (attempt > 60) throw err;
-          await sleep(1000);
-          await publisher.open().catch(() => undefined);
-        }
-      }
-      for (const m of batch) {
-        if (m.type === 'normal') {
-          if (m.identical) record.identical.sent += 1;
-          else if (m.resend) record.resends.set(m.seq, (record.resends.get(m.seq) ?? 0) + 1);
-          else record.sent.set(m.seq, m.id);
-        } else record.poison.set(m.poison, m.kind);
-      }
-    };
-
-    const publishLoop = (async () => {
-      let next = Date.now();
-      for (let i = 0; i < total; i += chunk) {
-        const batch: Outgoing[] = [...poisonQueue.splice(0), ...plan.messages.slice(i, i + chunk).map((m) => ({ type: 'normal' as const, ...m }))];
-        await publishChunk(batch);
-        published = Math.min(total, i + chunk);
-        next += intervalMs;
-        const wait = next - Date.now();
-        if (wait > 0) await sleep(wait);
-      }
-      publishing = false;
-    })();
+    const stream = new StreamPublisher(plan.messages, record, o.publishSeconds, (batch) => gate.hold(() => publisher.publish(batch)), () => publisher.open(), log);
+    const poisonQueue = stream.poisonQueue;
+    const publishChunk = (batch: Outgoing[]) => stream.publishChunk(batch);
+    const publishLoop = stream.start();
 
     const injectPoison = async (kind: PoisonKind) => {
       poisonNo += 1;
@@ -425,9 +379,9 @@ export async function runScenario(o: ScenarioOptions): Promise<FaultRunReport> {
           }
         });
         record.poison.set(n, kind);
-      } else if (publishing) {
+      } else if (stream.publishing) {
         poisonQueue.push(m);
-        while (!record.poison.has(n) && publishing) await sleep(50);
+        while (!record.poison.has(n) && stream.publishing) await sleep(50);
         if (!record.poison.has(n)) await publishChunk([m]);
       } else {
         await publishChunk([m]);
@@ -506,21 +460,10 @@ export async function runScenario(o: ScenarioOptions): Promise<FaultRunReport> {
       }
     };
 
-    const reloadLoop = reloads.run(reloadPoints(faults.reload ?? 0), () => published, total, () => publishing).then((n) => {
+    const reloadLoop = reloads.run(reloadPoints(faults.reload ?? 0), () => stream.published, total, () => stream.publishing).then((n) => {
       injected.reload = n;
     });
-    for (const ev of events) {
-      while (published < ev.at * total && publishing) await sleep(100);
-      await bridge.ensureRunning();
-      log(`fault ${ev.kind} (published ${published}/${total})`);
-      const ok = await inject(ev.kind).catch((err: unknown) => {
-        log(`fault ${ev.kind} failed: ${(err as Error).message}`);
-        return false;
-      });
-      if (ok) injected[ev.kind] = (injected[ev.kind] ?? 0) + 1;
-      // Let the bridge make progress between faults.
-      await sleep(1500);
-    }
+    await runFaultSchedule(events, stream, total, inject, { ensureRunning: () => bridge.ensureRunning(), injected, log });
     await publishLoop;
     await reloadLoop;
     if ((faults.reload ?? 0) > 0) log(`reloads applied: ${JSON.stringify(reloads.done)}`);
@@ -528,48 +471,16 @@ export async function runScenario(o: ScenarioOptions): Promise<FaultRunReport> {
 
     // ---- drain ----
     await bridge.ensureRunning();
-    const quietMs = o.quietMs ?? 45_000;
-    const drainDeadline = Date.now() + (o.drainTimeoutMs ?? 300_000);
-    const seen = () => {
-      const s = new Set<number>();
-      const p = new Set<number>();
-      const identicalIds = new Set<string>();
-      for (const m of [...target.messages, ...deadLetter.messages]) {
-        const b = parseBody(m.body);
-        if (b === undefined) continue;
-        if ('seq' in b) s.add(b.seq);
-        else if ('poison' in b) p.add(b.poison);
-        else identicalIds.add(String(m.headers[DUPLICATE_ID_HEADER]));
-      }
-      return { s, p, identical: identicalIds.size };
-    };
-    let lastProgress = Date.now();
-    let lastCount = -1;
-    for (;;) {
-      await sleep(1000);
-      const { s, p, identical } = seen();
-      const count = target.messages.length + deadLetter.messages.length;
-      if (count !== lastCount) {
-        lastCount = count;
-        lastProgress = Date.now();
-      }
-      const complete =
-        [...record.sent.keys()].every((k) => s.has(k)) && [...record.poison.keys()].every((k) => p.has(k)) && identical >= record.identical.sent;
-      if (complete) {
-        // Wait a little longer for late extra copies (a resend after a reconnect).
-        await sleep(3000);
-        break;
-      }
-      if (Date.now() - Math.max(lastProgress, target.lastArrival, deadLetter.lastArrival) > quietMs) {
-        log(`target quiet for ${quietMs / 1000} s with messages missing: stopping the wait`);
-        break;
-      }
-      if (Date.now() > drainDeadline) {
-        log('drain timeout reached');
-        break;
-      }
-      await bridge.ensureRunning();
-    }
+    await drainUntilComplete({
+      record,
+      target,
+      deadLetter,
+      quietMs: o.quietMs ?? 45_000,
+      timeoutMs: o.drainTimeoutMs ?? 300_000,
+      settleMs: 3000,
+      tick: () => bridge.ensureRunning(),
+      log,
+    });
     if (sourceOnRabbit) {
       const conn = await amqp.connect(rabbitUrl, { clientProperties: { connection_name: `${HARNESS_CONNECTION_PREFIX} check` } });
       const ch = await conn.createChannel();

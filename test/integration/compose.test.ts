@@ -82,7 +82,7 @@ function dockerfileInstruction(text: string, name: string): string | undefined {
 describe('docker-compose.yml', () => {
   it('has the brokers, Redis and the bridge, and Prometheus and Grafana only in the monitoring profile', () => {
     const inProfile = (name: string) => strings(service(name).profiles);
-    expect(Object.keys(services).filter((n) => inProfile(n).length === 0).sort()).toEqual(['activemq', 'bridge', 'rabbitmq', 'redis']);
+    expect(Object.keys(services).filter((n) => inProfile(n).length === 0).sort()).toEqual(['activemq', 'bridge', 'nats', 'rabbitmq', 'redis']);
     expect(Object.keys(services).filter((n) => inProfile(n).includes('monitoring')).sort()).toEqual(['grafana', 'prometheus']);
   });
 
@@ -99,6 +99,19 @@ describe('docker-compose.yml', () => {
     expect(test('redis')).toMatch(/redis-cli.*ping/);
     // ActiveMQ: the STOMP port the bridge uses, not the web console or OpenWire.
     expect(test('activemq')).toContain('61613');
+  });
+
+  it('runs NATS with JetStream, its store on a named volume, healthy only once JetStream answers', () => {
+    const nats = service('nats');
+    expect(nats.image).toMatch(/^nats:2\./);
+    const command = strings(nats.command);
+    expect(command).toContain('-js');
+    const store = command[command.indexOf('-sd') + 1];
+    const volume = strings(nats.volumes).find((v) => v.split(':')[1] === store);
+    expect(volume, `a named volume at the store (${store})`).toBeDefined();
+    expect(Object.keys(obj(compose.volumes, 'volumes'))).toContain(volume?.split(':')[0]);
+    expect(strings(obj(nats.healthcheck, 'nats.healthcheck').test).join(' ')).toMatch(/healthz\?js-enabled-only=true/);
+    expect(strings(nats.ports)).toEqual(['127.0.0.1:4222:4222']);
   });
 
   it('persists Redis (append-only file on a named volume)', () => {

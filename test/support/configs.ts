@@ -3,12 +3,14 @@ import { services, uniqueName } from './services.js';
 import { RABBITMQ_STOMP_VHOST } from './stomp.js';
 
 /** `rabbit` (AMQP), `activemq` (ActiveMQ's STOMP, STOMP_URL), `rabbitstomp` (RabbitMQ's STOMP, RABBITMQ_STOMP_URL). */
-export type ConnectionName = 'rabbit' | 'activemq' | 'rabbitstomp';
+export type ConnectionName = 'rabbit' | 'activemq' | 'rabbitstomp' | 'nats';
 
 export interface BridgeYamlOptions {
   name?: string;
   sourceConnection?: ConnectionName;
+  /** The queue; on a NATS source, the stream (read through `sourceConsumer`, default `bridge`). */
   sourceQueue: string;
+  sourceConsumer?: string;
   targetConnection?: ConnectionName;
   /** Raw YAML for the target mapping's body, e.g. `queue: out` or `exchange: x, routing-key: k`. */
   target: string;
@@ -24,6 +26,8 @@ export interface ConfigOptions {
   amqpUrl?: string;
   stompUrl?: string;
   rabbitStompUrl?: string;
+  /** The NATS server of the `nats` connection (default NATS_URL). */
+  natsUrl?: string;
   logLevel?: string;
   shutdownTimeout?: number;
   /** More top-level keys, written as given (e.g. `{ 'http-port': 0 }`). */
@@ -46,12 +50,15 @@ export function bridgeConfig(o: ConfigOptions): { yaml: string; keyPrefix: strin
   if (needsRabbitStomp || o.rabbitStompUrl) {
     lines.push(`  rabbitstomp: { type: stomp, url: "${o.rabbitStompUrl ?? services.rabbitStompUrl}", host: "${RABBITMQ_STOMP_VHOST}" }`);
   }
+  const needsNats = o.bridges.some((b) => b.sourceConnection === 'nats' || b.targetConnection === 'nats' || (b.deadLetter ?? '').includes('nats'));
+  if (needsNats || o.natsUrl) lines.push(`  nats: { type: nats, url: "${o.natsUrl ?? process.env.NATS_URL ?? 'nats://127.0.0.1:4222'}" }`);
   lines.push('id-cache:');
   for (const [k, v] of Object.entries(idCache)) lines.push(`  ${k}: ${typeof v === 'string' ? JSON.stringify(v) : v}`);
   lines.push('bridges:');
   for (const b of o.bridges) {
     lines.push(`  - name: ${b.name ?? 'test-bridge'}`);
-    lines.push(`    source: { connection: ${b.sourceConnection ?? 'rabbit'}, queue: "${b.sourceQueue}" }`);
+    const what = b.sourceConnection === 'nats' ? `stream: "${b.sourceQueue}", consumer: "${b.sourceConsumer ?? 'bridge'}"` : `queue: "${b.sourceQueue}"`;
+    lines.push(`    source: { connection: ${b.sourceConnection ?? 'rabbit'}, ${what} }`);
     lines.push(`    target: { connection: ${b.targetConnection ?? 'rabbit'}, ${b.target} }`);
     if (b.deadLetter) lines.push(`    dead-letter: { ${b.deadLetter} }`);
     for (const [k, v] of Object.entries(b.extra ?? {})) lines.push(`    ${k}: ${v}`);

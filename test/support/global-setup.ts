@@ -30,6 +30,7 @@
  * The values go into process.env of this (main) process; vitest creates the fork workers after globalSetup and
  * they inherit its environment (checked with vitest 4.1, pool `forks`).
  */
+import { answers, OwnNats } from './own-nats.js';
 import { execFile } from 'node:child_process';
 import { connect } from 'node:net';
 import { resolve } from 'node:path';
@@ -117,7 +118,33 @@ const TOPOLOGIES = [
   },
 ];
 
+/** The nats-server this run started (none answered on 4222 and NATS_URL was unset); stopped, its store removed, at teardown. */
+let ownNats: OwnNats | undefined;
+
+/**
+ * NATS_URL: as set; else the machine's nats-server on 127.0.0.1:4222 when it answers; else a nats-server of this run's
+ * (JetStream, a store directory of its own, a free port). Without a nats-server binary the NATS tests fail naming it.
+ */
+async function useNats(): Promise<void> {
+  if (process.env.NATS_URL) return;
+  if (await answers(4222)) {
+    process.env.NATS_URL = 'nats://127.0.0.1:4222';
+    console.log('test services: NATS_URL unset, using nats://127.0.0.1:4222 (answers locally)');
+    return;
+  }
+  try {
+    const own = new OwnNats();
+    await own.start();
+    ownNats = own;
+    process.env.NATS_URL = own.url;
+    console.log(`test services: NATS_URL unset and nothing answers on 4222: started nats-server -js on ${own.url} (store ${own.dir})`);
+  } catch (err) {
+    console.log(`test services: no NATS for the NATS tests: ${err instanceof Error ? err.message : String(err)}`);
+  }
+}
+
 export async function setup(): Promise<void> {
+  await useNats();
   const unset = SERVICE_VARS.filter((name) => !process.env[name]);
   const given = SERVICE_VARS.filter((name) => !unset.includes(name));
 
@@ -180,6 +207,8 @@ async function useRabbitStomp(): Promise<void> {
 }
 
 export async function teardown(): Promise<void> {
+  await ownNats?.destroy();
+  ownNats = undefined;
   // Throwaway test brokers: no graceful stop needed (testcontainers' default kills at once and removes them).
   const containers = started.splice(0).reverse();
   await Promise.allSettled(containers.map((c) => c.stop()));

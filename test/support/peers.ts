@@ -33,7 +33,7 @@ export const PEERS: readonly Peer[] = [
   { name: 'HornetQ', pattern: /\bHornetQ\b/, testedBy: [] },
   { name: 'Apache Kafka', pattern: /\bKafka\b/, testedBy: [] },
   { name: 'Mosquitto', pattern: /\bMosquitto\b/, testedBy: [] },
-  { name: 'NATS', pattern: /\bNATS\b|\bJetStream\b/, testedBy: [] },
+  { name: 'NATS', pattern: /\bNATS\b|\bJetStream\b/, testedBy: ['test/integration/nats-endpoints.test.ts', 'test/integration/nats-bridge.test.ts'] },
   { name: 'Apache Qpid', pattern: /\bQpid\b/, testedBy: [] },
   { name: 'Apache Pulsar', pattern: /\bPulsar\b/, testedBy: [] },
   { name: 'IBM MQ', pattern: /\bIBM MQ\b|\bWebSphere MQ\b/, testedBy: [] },

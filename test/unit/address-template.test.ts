@@ -63,4 +63,17 @@ describe('address templates: resolution', () => {
     expect(resolveAddress(parse('${header.r:-}'), msg({}), 'amqp')).toEqual({ ok: false, reason: '${header.r:-} resolves to an empty address' });
     expect(resolveAddress(strict, msg({ region: 'x'.repeat(250) }), 'amqp')).toEqual({ ok: false, reason: 'orders.${header.region} resolves to a routing key over 255 bytes' });
   });
+
+  it('NATS: a value never brings a subject wildcard or whitespace (a fallback neither); a dot is a token like any other', () => {
+    const strict = parse('orders.${header.region}');
+    const refused = (value: string) => ({ ok: false, reason: `\${header.region} resolves to '${value}', which contains a NATS wildcard ('*', '>') or whitespace` });
+    for (const value of ['*', '>', 'eu.>', 'eu *', 'a b', 'eu\u00a0x']) expect(resolveAddress(strict, msg({ region: value }), 'nats'), value).toEqual(refused(value));
+    expect(resolveAddress(parse('orders.${header.region:-a b}'), msg({}), 'nats')).toEqual({
+      ok: false,
+      reason: "${header.region:-a b} resolves to 'a b', which contains a NATS wildcard ('*', '>') or whitespace",
+    });
+    expect(resolveAddress(strict, msg({ region: 'eu.west' }), 'nats')).toEqual({ ok: true, value: 'orders.eu.west' });
+    // The same values are fine where they are no wildcard (an AMQP routing key on a direct exchange).
+    expect(resolveAddress(strict, msg({ region: '>' }), 'amqp')).toEqual({ ok: true, value: 'orders.>' });
+  });
 });

@@ -145,6 +145,18 @@ describe('configuration errors: file:line:col, key path, what is wrong, what is 
     ]);
   });
 
+  it('NATS: a source takes stream and consumer, a target subject; the other types take neither', () => {
+    expect(load('bad-nats.yaml')).toEqual([
+      `${fixture('bad-nats.yaml')}:6:46 bridges[0].source.stream: applies only to a NATS source (connection 'rabbit' is amqp); use queue`,
+      `${fixture('bad-nats.yaml')}:7:5 bridges[0].target: missing subject; a NATS target takes subject (a stream must capture it: the bridge never creates streams)`,
+      `${fixture('bad-nats.yaml')}:7:33 bridges[0].target.queue: not valid on a NATS target (connection 'nats' is nats); use subject, the subject a JetStream stream captures`,
+      `${fixture('bad-nats.yaml')}:9:5 bridges[1].source: missing stream; a NATS source takes stream (a JetStream stream) and consumer (a durable pull consumer)`,
+      `${fixture('bad-nats.yaml')}:9:5 bridges[1].source: missing consumer; a NATS source takes stream and consumer (the durable pull consumer: used when it exists, created when not)`,
+      `${fixture('bad-nats.yaml')}:9:33 bridges[1].source.queue: not valid on a NATS source (connection 'nats' is nats); use stream and consumer`,
+      `${fixture('bad-nats.yaml')}:10:47 bridges[1].target.subject: applies only to a NATS target (connection 'rabbit' is amqp); use queue or exchange with routing-key`,
+    ]);
+  });
+
   it('URL scheme that does not match the connection type', () => {
     expect(load('bad-url-scheme.yaml')).toEqual([
       `${fixture('bad-url-scheme.yaml')}:2:30 connections.rabbit.url: expected a URL starting with amqp://, amqps:// (e.g. amqp://guest:guest@localhost:5672), got "stomp://127.0.0.1:61613"`,
@@ -185,7 +197,7 @@ describe('configuration errors: file:line:col, key path, what is wrong, what is 
   it('unknown connection type, with a suggestion', () => {
     const text = 'connections:\n  a: { type: stmop, url: "stomp://h" }\nbridges: []\n';
     expect(problemsOf(() => parseConfig(text, 't.yaml', {}))).toEqual([
-      't.yaml:2:14 connections.a.type: expected amqp or stomp, got "stmop" (did you mean \'stomp\'?)',
+      't.yaml:2:14 connections.a.type: expected amqp or stomp or nats, got "stmop" (did you mean \'stomp\'?)',
       't.yaml:3:1 bridges: expected a list of at least one bridge, got an empty list',
     ]);
   });

@@ -1,0 +1,113 @@
+/**
+ * The connections of `bridges.yaml` (`connections.<name>`), part of its one schema (./schema.ts): one shape per
+ * protocol, told apart by `type`, and the `tls:` block they share.
+ */
+import { z } from 'zod';
+import { AMQP_SCHEMES, NATS_SCHEMES, STOMP_SCHEMES, bool, intAtLeast, millis, text, urlList, urlOf } from './schema-leaves.js';
+
+const amqpUrl = urlOf(AMQP_SCHEMES, 'amqp://guest:guest@localhost:5672');
+const stompUrl = urlOf(STOMP_SCHEMES, 'stomp://localhost:61613');
+const natsUrl = urlOf(NATS_SCHEMES, 'nats://localhost:4222');
+
+function filePath(what: string) {
+  const error = `expected the path of ${what} (a non-empty string; relative to the configuration file's folder)`;
+  return z.string({ error }).min(1, { error });
+}
+
+/**
+ * TLS settings of one connection (and of the cache). File paths are read when the configuration is loaded, so a
+ * missing or unreadable file, a wrong passphrase or a key that does not match its certificate stops the start.
+ */
+export const tlsSchema = z
+  .strictObject(
+    {
+      ca: filePath('a PEM file of CA certificates')
+        .optional()
+        .describe("PEM file of the CA certificate(s) that sign the server's certificate; default: the system's CAs."),
+      cert: filePath('a PEM certificate (chain) file')
+        .optional()
+        .describe('PEM client certificate (chain), for servers that require one (mutual TLS); needs key.'),
+      key: filePath('a PEM private key file').optional().describe('PEM private key of cert (may be encrypted: see passphrase).'),
+      passphrase: z
+        .string({ error: 'expected the passphrase of the key (a string)' })
+        .optional()
+        .describe('Passphrase of an encrypted key; write ${VAR} to take it from the environment (or VAR_FILE).'),
+      servername: text('a host name')
+        .optional()
+        .describe("Name the server's certificate must carry (and SNI); default: the URL's host."),
+      'reject-unauthorized': bool()
+        .default(true)
+        .describe("false = accept any server certificate (no CA or name check): for tests only, it allows a man in the middle."),
+    },
+    { error: 'expected a mapping with ca, cert, key, passphrase, servername or reject-unauthorized' },
+  )
+  .describe('TLS options; used with amqps://, stomp+ssl://, tls:// (NATS) and rediss:// URLs.');
+
+export const passwordFile = filePath('a file holding the password')
+  .optional()
+  .describe("File whose content (one trailing newline trimmed) is the password, e.g. a Docker secret; not with a password in the URL.");
+
+const heartBeatError = 'expected "out,in" in milliseconds (e.g. "10000,10000") or a list [out, in] of integers >= 0';
+
+export const amqpConnectionSchema = z
+  .strictObject({
+    type: z.literal('amqp'),
+    url: amqpUrl.optional().describe('Broker URL (amqp:// or amqps://). Give url or urls, not both.'),
+    urls: urlList(AMQP_SCHEMES, 'amqp://localhost:5672')
+      .optional()
+      .describe('Failover list of broker URLs; a reconnect tries the next one.'),
+    heartbeat: intAtLeast(0).default(10).describe('AMQP heartbeat in seconds (0 = off).'),
+    'connect-timeout': millis().default(10000).describe('TCP connect + AMQP handshake timeout, ms.'),
+    'password-file': passwordFile,
+    tls: tlsSchema.optional(),
+  })
+  .describe('An AMQP 0-9-1 broker (RabbitMQ).');
+
+export const stompConnectionSchema = z
+  .strictObject({
+    type: z.literal('stomp'),
+    url: stompUrl.optional().describe('Broker URL (stomp://, stomp+ssl:// or tcp://). Give url or urls, not both.'),
+    urls: urlList(STOMP_SCHEMES, 'stomp://localhost:61613')
+      .optional()
+      .describe('Failover list of broker URLs, tried in order on each connect.'),
+    'heart-beat': z
+      .union(
+        [
+          z.string({ error: heartBeatError }).regex(/^\s*\d+\s*,\s*\d+\s*$/, { error: heartBeatError }),
+          z.tuple([intAtLeast(0), intAtLeast(0)], { error: heartBeatError }),
+        ],
+        { error: heartBeatError },
+      )
+      .default('10000,10000')
+      .describe('STOMP heart-beat "outgoing,incoming" in ms, or [outgoing, incoming].'),
+    'connect-timeout': millis().default(10000).describe('TCP connect + STOMP CONNECTED timeout, ms.'),
+    host: text('a virtual host name').optional().describe("STOMP `host` header; default: the URL's host."),
+    'password-file': passwordFile,
+    tls: tlsSchema.optional(),
+  })
+  .describe('A STOMP 1.1/1.2 broker (ActiveMQ Classic, ActiveMQ Artemis, RabbitMQ STOMP plugin).');
+
+export const natsConnectionSchema = z
+  .strictObject({
+    type: z.literal('nats'),
+    url: natsUrl.optional().describe('Server URL (nats://[user:password@]host:port, or tls://… for TLS). Give url or urls, not both.'),
+    urls: urlList(NATS_SCHEMES, 'nats://localhost:4222')
+      .optional()
+      .describe('Failover list of server URLs, tried in order on each connect (the client never reconnects by itself: the bridge does).'),
+    'connect-timeout': millis().default(10000).describe('TCP connect + NATS handshake timeout, ms.'),
+    'ping-interval': millis(100)
+      .default(10000)
+      .describe('How often the client pings the server; two pings without an answer count as a lost connection, ms.'),
+    'password-file': passwordFile,
+    'credentials-file': filePath('a NATS credentials file (.creds: a user JWT and its NKey seed)')
+      .optional()
+      .describe('NATS credentials file (.creds, as `nsc` writes it): decentralised JWT authentication; not with a user or password in the URL.'),
+    tls: tlsSchema.optional(),
+  })
+  .describe('A NATS server with JetStream (nats-server 2.9 or later).');
+
+export const CONNECTION_TYPES = ['amqp', 'stomp', 'nats'] as const;
+
+export const connectionSchema = z.discriminatedUnion('type', [amqpConnectionSchema, stompConnectionSchema, natsConnectionSchema], {
+  error: `expected a mapping with type: ${CONNECTION_TYPES.join(' or ')}`,
+});

@@ -1,0 +1,55 @@
+/**
+ * The leaves of the schema of `bridges.yaml` (./schema.ts): each one says what would be valid in its own error message
+ * ("expected …"), so that a problem report can say it; the loader appends what it got. And the sets of values the
+ * schema and the checks share (URL schemes, log levels, filter-miss policies, bridge names).
+ */
+import { z } from 'zod';
+
+export function intRange(min: number, max: number) {
+  const error = `expected an integer from ${min} to ${max}`;
+  return z.int({ error }).min(min, { error }).max(max, { error });
+}
+
+export function intAtLeast(min: number, what = 'an integer', note = '') {
+  const error = `expected ${what} >= ${min}${note}`;
+  return z.int({ error }).min(min, { error });
+}
+
+/** Durations are integer milliseconds. */
+export function millis(min = 1) {
+  return intAtLeast(min, 'a duration in milliseconds, an integer');
+}
+
+export function text(what: string) {
+  const error = `expected ${what} (a non-empty string)`;
+  return z.string({ error }).min(1, { error });
+}
+
+export function bool() {
+  return z.boolean({ error: 'expected true or false' });
+}
+
+export function urlOf(schemes: readonly string[], example: string) {
+  const error = `expected a URL starting with ${schemes.map((s) => `${s}://`).join(', ')} (e.g. ${example})`;
+  return z.string({ error }).refine((u) => hasScheme(u, schemes), { error });
+}
+
+export function hasScheme(url: string, schemes: readonly string[]): boolean {
+  if (!URL.canParse(url)) return false;
+  const scheme = new URL(url).protocol.replace(/:$/, '').toLowerCase();
+  return schemes.includes(scheme);
+}
+
+export function urlList(schemes: readonly string[], example: string) {
+  const error = 'expected a non-empty list of URLs';
+  return z.array(urlOf(schemes, example), { error }).min(1, { error });
+}
+
+export const AMQP_SCHEMES = ['amqp', 'amqps'] as const;
+export const STOMP_SCHEMES = ['stomp', 'stomp+ssl', 'tcp'] as const;
+/** NATS: `nats://` plain TCP, `tls://` TLS from the first byte (the nats.js spelling). */
+export const NATS_SCHEMES = ['nats', 'tls'] as const;
+export const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace'] as const;
+/** What a bridge does with a message its filter does not select (`filter-miss`). */
+export const FILTER_MISS_POLICIES = ['skip', 'dead-letter'] as const;
+export const BRIDGE_NAME_PATTERN = /^[A-Za-z0-9._-]+$/;

@@ -1,0 +1,100 @@
+/**
+ * What the NATS JetStream source and target share: one connection per endpoint object, opened once, reported lost
+ * once (the client does not reconnect: ./nats-connect.ts), closed once; the same lifecycle as the AMQP and STOMP
+ * endpoints. The subclasses add what they do with it (pull and ack, or publish).
+ */
+import type { JetStreamManager, NatsConnection } from 'nats';
+import type { NatsConnectionConfig } from '../../config/types.js';
+import { TransientError, isProgrammerError, type BridgeError } from '../../shared/errors.js';
+import type { Logger } from '../../shared/log.js';
+import { openedTwice, tellLost } from '../endpoint-handlers.js';
+import { connectNats, jetStreamMissing, natsCode, natsFailure } from './nats-connect.js';
+
+/** Numbers the sessions of each role, for unique client names (`nats-server`'s connz shows them). */
+const instances = { source: 0, target: 0 };
+
+export abstract class NatsEndpoint {
+  protected nc: NatsConnection | undefined;
+  /** `host:port` of the server, once connected. */
+  protected peer = '';
+  /** Set by close() and by a loss: nothing more is done on the connection. */
+  protected closed = false;
+  private openCalled = false;
+  /** Set by the subclass's open() when it resolves (markOpened): only then is a loss reported through onLost. */
+  private opened = false;
+  private readonly clientName: string;
+  protected readonly log: Logger;
+
+  protected constructor(
+    protected readonly conn: NatsConnectionConfig,
+    readonly description: string,
+    readonly address: string,
+    role: 'source' | 'target',
+    log: Logger,
+  ) {
+    instances[role] += 1;
+    this.clientName = `broker-bridge ${conn.name} ${role} #${process.pid}.${instances[role]}`;
+    this.log = log.child({ endpoint: description });
+  }
+
+  /** open() is about to resolve: a loss from now on is reported through onLost. */
+  protected markOpened(): void {
+    this.opened = true;
+  }
+
+  /** `connection (host:port)`, for sentences. */
+  protected get where(): string {
+    return `${this.conn.name} (${this.peer})`;
+  }
+
+  /**
+   * Connects (once per object) and checks that JetStream answers. `onLost` fires at most once, for a loss that close()
+   * did not cause. Rejects with TransientError or ConfigError.
+   */
+  protected async connect(onLost: (error: TransientError) => void): Promise<{ nc: NatsConnection; jsm: JetStreamManager }> {
+    if (this.openCalled || this.closed) throw openedTwice(this.description);
+    this.openCalled = true;
+    const session = await connectNats(this.conn, this.clientName, this.log);
+    const nc = session.nc;
+    this.nc = nc;
+    this.peer = session.peer;
+    void nc.closed().then((err) => {
+      if (this.closed) return;
+      this.closed = true;
+      // Lost while opening: the step under way fails, and open() rejects with it; onLost is for an open endpoint only.
+      if (!this.opened) return;
+      const reason = err instanceof Error ? natsFailure(err, this.where, this.conn.connectTimeout).message : 'the server closed the connection';
+      tellLost(onLost, new TransientError(`${this.description}: connection lost: ${reason}`, { cause: err }), this.log);
+    });
+    if (this.closed) {
+      await nc.close().catch(() => undefined);
+      throw new TransientError(`${this.description} was closed while opening`);
+    }
+    try {
+      return { nc, jsm: await nc.jetstreamManager() };
+    } catch (err) {
+      await this.abandon();
+      throw natsCode(err) === '503' ? jetStreamMissing(this.where, err) : this.classify(err, 'reach JetStream');
+    }
+  }
+
+  /** An error of a set-up step as a BridgeError (a programmer error passes through, never retried). */
+  protected classify(err: unknown, what: string): BridgeError | Error {
+    if (isProgrammerError(err) || err instanceof TransientError) return err;
+    if (err instanceof Error && 'kind' in err) return err;
+    return new TransientError(`${this.description}: could not ${what} on ${this.where}: ${err instanceof Error ? err.message : String(err)}`, { cause: err });
+  }
+
+  /** Closes a connection whose open() failed, without reporting a loss. */
+  protected async abandon(): Promise<void> {
+    this.closed = true;
+    await this.nc?.close().catch(() => undefined);
+  }
+
+  /** Closes the connection (whatever was not acked is redelivered after the consumer's ack wait). Never throws. */
+  async close(): Promise<void> {
+    if (this.closed && (this.nc === undefined || this.nc.isClosed())) return;
+    this.closed = true;
+    await this.nc?.close().catch(() => undefined);
+  }
+}

@@ -111,7 +111,7 @@ describe('docker-compose.yml', () => {
     expect(volume, `a named volume at the store (${store})`).toBeDefined();
     expect(Object.keys(obj(compose.volumes, 'volumes'))).toContain(volume?.split(':')[0]);
     expect(strings(obj(nats.healthcheck, 'nats.healthcheck').test).join(' ')).toMatch(/healthz\?js-enabled-only=true/);
-    expect(strings(nats.ports)).toEqual(['127.0.0.1:4222:4222']);
+    expect(strings(nats.ports)).toEqual(['127.0.0.1:${NATS_HOST_PORT:-4222}:4222']);
   });
 
   it('persists Redis (append-only file on a named volume)', () => {

@@ -11,6 +11,8 @@ export interface BridgeYamlOptions {
   /** The queue; on a NATS source, the stream (read through `sourceConsumer`, default `bridge`). */
   sourceQueue: string;
   sourceConsumer?: string;
+  /** `exclusive: true` on the source (one active bridge, the others stand by). */
+  sourceExclusive?: boolean;
   targetConnection?: ConnectionName;
   /** Raw YAML for the target mapping's body, e.g. `queue: out` or `exchange: x, routing-key: k`. */
   target: string;
@@ -58,7 +60,7 @@ export function bridgeConfig(o: ConfigOptions): { yaml: string; keyPrefix: strin
   for (const b of o.bridges) {
     lines.push(`  - name: ${b.name ?? 'test-bridge'}`);
     const what = b.sourceConnection === 'nats' ? `stream: "${b.sourceQueue}", consumer: "${b.sourceConsumer ?? 'bridge'}"` : `queue: "${b.sourceQueue}"`;
-    lines.push(`    source: { connection: ${b.sourceConnection ?? 'rabbit'}, ${what} }`);
+    lines.push(`    source: { connection: ${b.sourceConnection ?? 'rabbit'}, ${what}${b.sourceExclusive ? ', exclusive: true' : ''} }`);
     lines.push(`    target: { connection: ${b.targetConnection ?? 'rabbit'}, ${b.target} }`);
     if (b.deadLetter) lines.push(`    dead-letter: { ${b.deadLetter} }`);
     for (const [k, v] of Object.entries(b.extra ?? {})) lines.push(`    ${k}: ${v}`);

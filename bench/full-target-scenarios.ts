@@ -23,7 +23,9 @@ const scale = (n: number) => Math.max(1000, Math.round(n / 4));
  * A consumer that acks at most FULL_PACE messages a second (TICK_MS ticks), feeding the window with the number of
  * distinct IDs it got; `duplicates` counts copies of an ID seen before.
  */
-async function pacedConsumer(queue: string): Promise<{ done: (w: Window) => Promise<void>; stats: () => { duplicates: number }; close: () => Promise<void> }> {
+async function pacedConsumer(
+  queue: string,
+): Promise<{ done: (w: Window) => Promise<void>; stats: () => { duplicates: number; outOfPlace: number }; close: () => Promise<void> }> {
   const conn = await amqp.connect(process.env.AMQP_URL!);
   conn.on('error', () => undefined);
   const ch = await conn.createChannel();
@@ -32,6 +34,9 @@ async function pacedConsumer(queue: string): Promise<{ done: (w: Window) => Prom
   const buffered: amqp.ConsumeMessage[] = [];
   const seen = new Set<string>();
   let duplicates = 0;
+  // First copies that come after a message with a higher number (IDs are `<queue>-<n>`).
+  let outOfPlace = 0;
+  let highest = -1;
   let window: Window | undefined;
   let resolve!: () => void;
   const all = new Promise<void>((r) => (resolve = r));
@@ -42,6 +47,11 @@ async function pacedConsumer(queue: string): Promise<{ done: (w: Window) => Prom
     for (const m of buffered.splice(0, perTick)) {
       const id = String((m.properties.headers ?? {})._AMQ_DUPL_ID ?? m.properties.messageId ?? seen.size);
       if (seen.has(id)) duplicates++;
+      else {
+        const n = Number(id.slice(id.lastIndexOf('-') + 1));
+        if (n < highest) outOfPlace++;
+        highest = Math.max(highest, n);
+      }
       seen.add(id);
       ch.ack(m);
     }
@@ -52,7 +62,7 @@ async function pacedConsumer(queue: string): Promise<{ done: (w: Window) => Prom
       window = w;
       return all;
     },
-    stats: () => ({ duplicates }),
+    stats: () => ({ duplicates, outOfPlace }),
     close: async () => {
       clearInterval(timer);
       await conn.close().catch(() => undefined);
@@ -95,6 +105,7 @@ async function shovelIntoFull(n: number): Promise<RunResult> {
   try {
     const r = await runShovel(src, dst, m, consumer.done);
     checkNoDuplicates('shovel', consumer.stats().duplicates);
+    console.log(`    shovel into a full target: ${consumer.stats().outOfPlace} of ${WARMUP + m} out of place`);
     return r;
   } finally {
     await consumer.close();
@@ -112,6 +123,7 @@ async function bridgeIntoFull(n: number, batchSize: number): Promise<RunResult> 
   try {
     const r = await runBridge({ sourceConnection: 'rabbit', sourceQueue: src, targetConnection: 'rabbit', targetQueue: dst, dedupe: true, batchSize, waitDone: consumer.done }, m);
     checkNoDuplicates('bridge', consumer.stats().duplicates);
+    console.log(`    bridge into a full target (batch ${batchSize}): ${consumer.stats().outOfPlace} of ${WARMUP + m} out of place`);
     return r;
   } finally {
     await consumer.close();

@@ -184,7 +184,8 @@ export class BridgeSession {
     const ctx = this.ctx;
     if (!this.sourceOpen || ctx.ended || ctx.draining) return;
     const source = this.deps.source;
-    const wanted = !this.pauseWanted && !ctx.bytes.over;
+    // The byte bound stops only a source that can consume again on its connection (see ./session/context.ts).
+    const wanted = !this.pauseWanted && !(ctx.bytes.over && source.resumeConsuming !== undefined);
     if (wanted === this.consuming) return;
     if (!wanted) {
       this.consuming = false;

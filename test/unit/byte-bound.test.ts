@@ -195,6 +195,35 @@ describe('BridgeSession with max-in-flight-bytes', () => {
     await until('8 acked', () => source.acked.length === 8, quick());
   });
 
+  it('an exclusive consumer (a window, no resumeConsuming) is never stopped at the bound: its window shrinks instead', async () => {
+    class ExclusiveSource extends FakeSource {
+      stops = 0;
+      windows: number[] = [];
+      override stopConsuming(): Promise<void> {
+        this.stops += 1;
+        return super.stopConsuming();
+      }
+      setWindow(messages: number): Promise<void> {
+        this.windows.push(messages);
+        return Promise.resolve();
+      }
+    }
+    const source = new ExclusiveSource();
+    const { target, session } = setup({}, source);
+    target.outcome = () => 'hold';
+    await session.open();
+    for (let i = 0; i < 5; i++) source.deliver(msg(i, 300));
+    await until('5 sent', () => target.sent.length === 5, quick());
+    await settleCalls();
+    expect(session.inFlightBytes).toBe(1500);
+    expect(source.stops, 'a standby would take the queue while it is stopped').toBe(0);
+    expect(source.consuming).toBe(true);
+    // 1000-byte bound, 300-byte bodies: a window of 3.
+    expect(source.windows.at(-1)).toBe(3);
+    target.held.splice(0).forEach((r) => r());
+    await until('5 acked', () => source.acked.length === 5, quick());
+  });
+
   it('lets a single message larger than the bound pass, when nothing else is in flight', async () => {
     const { source, target, session } = setup();
     target.outcome = () => 'hold';

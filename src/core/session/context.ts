@@ -64,14 +64,15 @@ export class SessionContext {
     onWindow: (messages: number) => void = () => undefined,
   ) {
     this.cfg = deps.bridge;
-    // Only a source that can consume again on its connection is stopped at the bound; any other is bounded by its
-    // prefetch alone (STOMP: see ../ports.ts resumeConsuming). Its bytes are still counted.
+    // Only a source that can consume again on its connection is stopped at the bound; one that can size its delivery
+    // window (AMQP, an exclusive consumer included, which must not stop: a standby would take the queue) is bounded by
+    // the window; any other by its prefetch alone (STOMP: see ../ports.ts resumeConsuming). Its bytes are still counted.
     const source = deps.source;
     this.bytes = new ByteBound(
-      source.resumeConsuming ? deps.bridge.maxInFlightBytes : Number.POSITIVE_INFINITY,
+      source.resumeConsuming || source.setWindow ? deps.bridge.maxInFlightBytes : Number.POSITIVE_INFINITY,
       deps.bridge.prefetch,
-      onByteBound,
-      source.setWindow && source.resumeConsuming ? onWindow : undefined,
+      source.resumeConsuming ? onByteBound : () => undefined,
+      source.setWindow ? onWindow : undefined,
     );
     this.log = deps.log;
     this.dedupe = deps.bridge.useDuplicateDetection;

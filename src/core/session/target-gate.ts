@@ -102,7 +102,7 @@ export class TargetGate {
     const liveness = this.ctx.deps.cache.liveness;
     for (;;) {
       if (this.ctx.ended) return;
-      if (this.blocked || this.sendingAlone || this.fullSince !== undefined || this.inFlight >= this.window) {
+      if (this.blocked || this.sendingAlone || this.fullSince !== undefined || this.inFlight >= Math.floor(this.window)) {
         await this.opened.wait();
       } else if (liveness !== undefined && !liveness.live) {
         await Promise.race([liveness.untilLive(), this.opened.wait()]);
@@ -237,13 +237,16 @@ export class TargetGate {
   private settled(): void {
     this.inFlight -= 1;
     if (this.inFlight === 0) this.idle.wake();
-    if (this.inFlight === this.window - 1) this.opened.wake();
+    if (this.inFlight === Math.floor(this.window) - 1) this.opened.wake();
   }
 
   /** The target confirmed it: its ID is committed and its delivery acked (a commit that fails ends the session). */
   private confirmed(sending: Forwarding, now: number): Promise<void> {
     if (this.window !== Number.POSITIVE_INFINITY) {
-      this.window = this.window + 1 >= this.ctx.cfg.prefetch ? Number.POSITIVE_INFINITY : this.window + 1;
+      // One more per window's worth of confirmations (TCP's congestion avoidance): a target near full sees the window
+      // grow slowly, and refuses a few messages, not a pipeline of them.
+      const grown = this.window + 1 / this.window;
+      this.window = grown >= this.ctx.cfg.prefetch ? Number.POSITIVE_INFINITY : grown;
       this.opened.wake();
     }
     confirm(this.ctx, sending, now);

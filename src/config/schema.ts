@@ -104,6 +104,22 @@ const passwordFile = filePath('a file holding the password')
 
 const heartBeatError = 'expected "out,in" in milliseconds (e.g. "10000,10000") or a list [out, in] of integers >= 0';
 
+/** The most connection pairs `pool` may ask for: a process with more would be many processes' worth. */
+export const MAX_POOL = 64;
+
+/**
+ * `pool`: how many consuming/publishing pairs of this connection a process keeps. Optional, not defaulted here, so that
+ * a resolved connection without it (every existing test literal) means the default; read through poolOf().
+ */
+function poolSetting(channels: string) {
+  return intRange(1, MAX_POOL)
+    .optional()
+    .meta({
+      default: 1,
+      description: `Connection pairs the bridges of this process share: each bridge's ${channels} go on one consuming and one publishing connection of pair (hash of the bridge name) mod pool. Raise it when the bridges need more channels than one connection carries (RabbitMQ's channel_max, 2047 by default: \`broker-bridge check\` counts them) or for very busy processes.`,
+    });
+}
+
 export const amqpConnectionSchema = z
   .strictObject({
     type: z.literal('amqp'),
@@ -115,6 +131,7 @@ export const amqpConnectionSchema = z
     'connect-timeout': millis().default(10000).describe('TCP connect + AMQP handshake timeout, ms.'),
     'password-file': passwordFile,
     tls: tlsSchema.optional(),
+    pool: poolSetting('channels (its source, its target, its dead-letter destination)'),
   })
   .describe('An AMQP 0-9-1 broker (RabbitMQ).');
 
@@ -139,6 +156,7 @@ export const stompConnectionSchema = z
     host: text('a virtual host name').optional().describe("STOMP `host` header; default: the URL's host."),
     'password-file': passwordFile,
     tls: tlsSchema.optional(),
+    pool: poolSetting('subscriptions and sends (on a peer that takes many per connection: ActiveMQ Classic; elsewhere each endpoint has a connection of its own)'),
   })
   .describe('A STOMP 1.1/1.2 broker (ActiveMQ Classic, ActiveMQ Artemis, RabbitMQ STOMP plugin).');
 

@@ -61,6 +61,8 @@ export class BridgeSupervisor {
   private readonly abort = new AbortController();
   private stopping = false;
   private current?: BridgeSession;
+  /** The endpoints of the latest session, for the connections status() names. */
+  private endpoints?: BridgeEndpoints;
   /** The latest attempt to open a session: the session it opened, or undefined if it failed (see stop()). */
   private opening?: Promise<BridgeSession | undefined>;
   private sessionNo = 0;
@@ -237,8 +239,16 @@ export class BridgeSupervisor {
       lastForwardAt: this.lastForwardAt !== undefined ? new Date(this.lastForwardAt).toISOString() : null,
       targetFullSince: fullSince !== undefined ? new Date(fullSince).toISOString() : null,
       cacheHorizon: this.horizon.value,
+      connections: this.connectionNames(session !== undefined),
     };
     if (depth === undefined) out.sourceDepthNote = depthNote(this.bridge, session !== undefined);
+    return out;
+  }
+
+  private connectionNames(connected: boolean): BridgeStatus['connections'] {
+    const e = connected ? this.endpoints : undefined;
+    const out: BridgeStatus['connections'] = { source: e?.source.connectionName ?? null, target: e?.target.connectionName ?? null };
+    if (this.bridge.deadLetter) out.deadLetter = e?.deadLetter?.connectionName ?? null;
     return out;
   }
 
@@ -400,6 +410,7 @@ export class BridgeSupervisor {
     this.deps.metrics.sessions.inc({ bridge: this.bridge.name });
     const log = this.log.child({ session: this.sessionNo });
     const endpoints = this.deps.createEndpoints(this.bridge, log);
+    this.endpoints = endpoints;
     return new BridgeSession({
       bridge: this.bridge,
       ...endpoints,

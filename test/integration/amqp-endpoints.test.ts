@@ -358,7 +358,7 @@ describe('AMQP target outcomes', () => {
     // Keep up to 300 sends in flight until the connection goes away.
     const { confirmed, failures, done } = sendUntilFailure((i) => t.send(msg(String(i))), 300);
     await until('some confirmed sends', () => confirmed.length > 500);
-    await closeFromBroker(t.connectionName);
+    await closeFromBroker(t.connectionName!);
     await done;
 
     await until('onLost', () => lost.length > 0);
@@ -429,7 +429,7 @@ describe('AMQP source', () => {
     const s = source(q);
     const { deliveries, lost } = await consume(s);
     await until('deliveries', () => deliveries.length === 2);
-    await closeFromBroker(s.connectionName);
+    await closeFromBroker(s.connectionName!);
     await until('onLost', () => lost.length > 0);
     expect(lost).toHaveLength(1);
     expect(lost[0]).toBeInstanceOf(TransientError);

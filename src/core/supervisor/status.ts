@@ -30,6 +30,11 @@ export interface BridgeStatus {
   targetFullSince: string | null;
   /** How far back the target address's duplicate-ID cache remembers (read every few seconds); null before the first read. */
   cacheHorizon: HorizonReading | null;
+  /**
+   * The connections the session's endpoints are on, by name (AMQP: the `connection_name` the broker lists), shared with
+   * other bridges; null while the endpoint is not connected. deadLetter only for a bridge that has one.
+   */
+  connections: { source: string | null; target: string | null; deadLetter?: string | null };
 }
 
 export function describeSource(bridge: BridgeConfig): string {

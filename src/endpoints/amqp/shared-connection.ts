@@ -94,6 +94,8 @@ export class SharedAmqpConnection {
     private readonly log: Logger,
     /** Told when the connection opened or went away (metrics), and when it holds nothing any more (the registry forgets it). */
     private readonly hooks: { changed(): void; idle(): void } = { changed: () => undefined, idle: () => undefined },
+    /** How one connection is made (the unit tests give a fake broker's). */
+    private readonly connectOne: typeof connectAmqp = connectAmqp,
   ) {}
 
   /** The open connection, for status; undefined while there is none. */
@@ -144,7 +146,7 @@ export class SharedAmqpConnection {
 
   private async connect(): Promise<Live> {
     const name = `broker-bridge ${this.conn.name} ${this.label} #${process.pid}.${++connectionsMade}`;
-    const session = await connectAmqp(this.conn, { connectionName: name, log: this.log });
+    const session = await this.connectOne(this.conn, { connectionName: name, log: this.log });
     const live: Live = { session, name, leases: new Set(), open: true, closing: false, blocked: false, channels: 0 };
     const { model, where } = session;
     model.on('error', (err: Error) => this.log.debug({ err, connection: name }, 'AMQP connection error'));

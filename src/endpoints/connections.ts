@@ -5,11 +5,12 @@
  * endpoint that needs it and closed when the last one let go; a changed connection setting (after a reload) is another
  * connection, used by the bridges started with it, while the old one closes when its last bridge drained.
  */
-import type { AmqpConnectionConfig, ConnectionConfig } from '../config/types.js';
+import type { AmqpConnectionConfig, ConnectionConfig, StompConnectionConfig } from '../config/types.js';
 import { poolOf, poolSlot, type ConnectionRole } from '../config/connection-plan.js';
 import type { OpenConnection } from '../core/metrics.js';
 import type { Logger } from '../shared/log.js';
 import { SharedAmqpConnection, type AmqpConnector } from './amqp/shared-connection.js';
+import { SharedStompConnection, type StompConnector } from './stomp/shared-session.js';
 
 interface Owner {
   readonly idle: boolean;
@@ -34,6 +35,22 @@ export class Connections {
         this.owner(conn, role, slot, () => {
           const made = new SharedAmqpConnection(conn, role, label(role, slot, pool), this.log.child({ connection: conn.name }), this.hooks(conn, role, slot));
           return { made, owner: amqpOwner(conn, role, made) };
+        }).acquire(events),
+    };
+  }
+
+  /**
+   * The connector of one bridge's STOMP endpoints on `conn`: the connections of its pair of the pool, shared where the
+   * peer allows it (StompPeerProfile.sharedConnection), else one per endpoint.
+   */
+  stomp(conn: StompConnectionConfig, bridgeName: string): StompConnector {
+    const pool = poolOf(conn);
+    const slot = poolSlot(bridgeName, pool);
+    return {
+      acquire: (role, events) =>
+        this.owner(conn, role, slot, () => {
+          const made = new SharedStompConnection(conn, role, label(role, slot, pool), this.log.child({ connection: conn.name }), this.hooks(conn, role, slot));
+          return { made, owner: made };
         }).acquire(events),
     };
   }

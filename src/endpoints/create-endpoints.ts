@@ -26,7 +26,7 @@ export function createEndpoints(bridge: BridgeConfig, log: Logger, connections?:
           deliveryWindow(bridge.maxInFlightBytes, bridge.prefetch),
           connections?.amqp(src.connection, bridge.name),
         )
-      : new StompSource(src.connection, src.queue, bridge.prefetch, log.child({ role: 'source' }), bridge.filter?.text);
+      : new StompSource(src.connection, src.queue, bridge.prefetch, log.child({ role: 'source' }), bridge.filter?.text, connections?.stomp(src.connection, bridge.name));
   const target = createTarget(bridge, bridge.target, log.child({ role: 'target' }), connections);
   const deadLetter = bridge.deadLetter ? createTarget(bridge, bridge.deadLetter, log.child({ role: 'dead-letter' }), connections) : undefined;
   return deadLetter ? { source, target, deadLetter } : { source, target };
@@ -42,5 +42,5 @@ function createTarget(bridge: BridgeConfig, cfg: TargetConfig, log: Logger, conn
       connections?.amqp(cfg.connection, bridge.name),
     );
   }
-  return new StompTarget(cfg.connection, cfg.queue ?? '', bridge.confirmTimeout, log);
+  return new StompTarget(cfg.connection, cfg.queue ?? '', bridge.confirmTimeout, log, connections?.stomp(cfg.connection, bridge.name));
 }

@@ -182,6 +182,7 @@ endpointContract('AMQP, connections shared with another bridge', () => {
   const connections = new Connections(silentLogger);
   const conn = (url: string | undefined): AmqpConnectionConfig => connection(url ? [url] : undefined);
   const n = new Neighbourhood({
+    shared: true,
     make: async (url) => {
       const [from, to] = [queueName(), queueName()];
       await client.queue(from);

@@ -2,7 +2,8 @@
  * The endpoint contract (./endpoint-contract.ts) run with the connections shared, as the process shares them
  * (src/endpoints/connections.ts): every source and target a test of the contract makes opens only once a neighbour —
  * another bridge's source and target, forwarding a queue of their own — is open on the same connections, and each one
- * must be on the neighbour's connection (same name). After the test, `check()` says what the test did to the
+ * must be on the neighbour's connection (same name), or, on a peer that takes one endpoint per connection, on one of
+ * its own (another name). After the test, `check()` says what the test did to the
  * neighbour: either nothing (its loss handlers never fired, and it still forwards a message end to end), or its
  * connection was lost (a proxy cut: every loss it heard is the connection's, never a channel's of another bridge).
  */
@@ -20,6 +21,8 @@ export interface NeighbourParts {
 }
 
 export interface NeighbourWorld {
+  /** The peer takes several endpoints on one connection (else each endpoint must have its own). */
+  shared: boolean;
   /** A neighbour on the connections of `url` (undefined: the broker's own URL), with queues of its own. */
   make(url: string | undefined): Promise<NeighbourParts>;
   /** Puts one message with this body into a queue. */
@@ -52,13 +55,13 @@ export class Neighbourhood {
 
   /** What the test did to the neighbours; closes them. Throws with every problem found. */
   async check(): Promise<void> {
-    const all = await Promise.all([...this.neighbours.entries()].map(async ([key, n]) => ({ direct: key === '', ...(await n) })));
+    const all = await Promise.all([...this.neighbours.entries()].map(async ([key, n]) => [key === '', await n] as const));
     this.neighbours.clear();
-    for (const n of all) {
+    for (const [direct, n] of all) {
       const foreign = n.lost.filter((e) => !this.world.isConnectionLoss(e));
       if (foreign.length > 0) this.problems.push(`the neighbour heard a loss that was not its connection's: ${foreign.map((e) => e.message).join('; ')}`);
       // On the broker's own URL no test breaks the connection (only a proxy in front of it does): nothing may reach it.
-      if (n.direct && n.lost.length > 0) this.problems.push(`the neighbour on the broker's URL lost its session: ${n.lost.map((e) => e.message).join('; ')}`);
+      if (direct && n.lost.length > 0) this.problems.push(`the neighbour on the broker's URL lost its session: ${n.lost.map((e) => e.message).join('; ')}`);
       if (n.lost.length === 0) {
         // Untouched: it must still forward, on the channels it had all along.
         await this.world.publish(n.from, 'neighbour-ping');
@@ -106,7 +109,8 @@ export class Neighbourhood {
       await (inner.open as (h: typeof handlers) => Promise<void>).call(inner, handlers);
       const mine = inner.connectionName;
       const theirs = peer(n).connectionName;
-      if (mine === undefined || mine !== theirs) this.problems.push(`${inner.description} opened on connection ${mine ?? '(none)'}, not on its neighbour's ${theirs ?? '(none)'}`);
+      if (this.world.shared && (mine === undefined || mine !== theirs)) this.problems.push(`${inner.description} opened on connection ${mine ?? '(none)'}, not on its neighbour's ${theirs ?? '(none)'}`);
+      if (!this.world.shared && (mine === undefined || mine === theirs)) this.problems.push(`${inner.description} opened on connection ${mine ?? '(none)'}, which its neighbour has too, on a peer that takes one endpoint per connection`);
     };
     return new Proxy(inner, {
       get(target, prop) {

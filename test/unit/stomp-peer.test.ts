@@ -4,18 +4,18 @@ import { fromStomp, toStomp } from '../../src/mapping/stomp-mapping.js';
 
 describe('stompPeerProfile (by the CONNECTED `server` header)', () => {
   it.each([
-    // server header as sent, kind, stable message-id, prefetch headers, body typing, NACK, SUBSCRIBE selector
-    ['ActiveMQ/5.17.2', 'activemq-classic', true, ['activemq.prefetchSize'], 'content-length', 'dead-letter', true],
-    ['ActiveMQ/6.1.0', 'activemq-classic', true, ['activemq.prefetchSize'], 'content-length', 'dead-letter', true],
-    ['RabbitMQ/3.10.8', 'rabbitmq', false, ['prefetch-count'], 'bytes', 'requeue', false],
-    ['rabbitmq/4.0.1', 'rabbitmq', false, ['prefetch-count'], 'bytes', 'requeue', false],
-    ['ActiveMQ-Artemis/2.31.2 ActiveMQ Artemis Messaging Engine', 'activemq-artemis', false, ['activemq.prefetchSize', 'prefetch-count'], 'content-length', 'unknown', false],
-    ['apache-apollo/1.7.1', 'unknown', false, ['activemq.prefetchSize', 'prefetch-count'], 'content-length', 'unknown', false],
-    ['', 'unknown', false, ['activemq.prefetchSize', 'prefetch-count'], 'content-length', 'unknown', false],
-    [undefined, 'unknown', false, ['activemq.prefetchSize', 'prefetch-count'], 'content-length', 'unknown', false],
-  ] as const)('%s → %s', (server, kind, stable, prefetch, bodyTyping, nack, selectors) => {
+    // server header as sent, kind, stable message-id, prefetch headers, body typing, NACK, SUBSCRIBE selector, shared connection
+    ['ActiveMQ/5.17.2', 'activemq-classic', true, ['activemq.prefetchSize'], 'content-length', 'dead-letter', true, true],
+    ['ActiveMQ/6.1.0', 'activemq-classic', true, ['activemq.prefetchSize'], 'content-length', 'dead-letter', true, true],
+    ['RabbitMQ/3.10.8', 'rabbitmq', false, ['prefetch-count'], 'bytes', 'requeue', false, false],
+    ['rabbitmq/4.0.1', 'rabbitmq', false, ['prefetch-count'], 'bytes', 'requeue', false, false],
+    ['ActiveMQ-Artemis/2.31.2 ActiveMQ Artemis Messaging Engine', 'activemq-artemis', false, ['activemq.prefetchSize', 'prefetch-count'], 'content-length', 'unknown', false, false],
+    ['apache-apollo/1.7.1', 'unknown', false, ['activemq.prefetchSize', 'prefetch-count'], 'content-length', 'unknown', false, false],
+    ['', 'unknown', false, ['activemq.prefetchSize', 'prefetch-count'], 'content-length', 'unknown', false, false],
+    [undefined, 'unknown', false, ['activemq.prefetchSize', 'prefetch-count'], 'content-length', 'unknown', false, false],
+  ] as const)('%s → %s', (server, kind, stable, prefetch, bodyTyping, nack, selectors, sharedConnection) => {
     const p = stompPeerProfile(server);
-    expect(p).toEqual({ kind, stableMessageId: stable, prefetchHeaders: prefetch, bodyTyping, nack, selectors });
+    expect(p).toEqual({ kind, stableMessageId: stable, prefetchHeaders: prefetch, bodyTyping, nack, selectors, sharedConnection });
     const headers = prefetchHeaders(p, 250);
     expect(Object.keys(headers).sort()).toEqual([...prefetch].sort());
     for (const v of Object.values(headers)) expect(v).toBe('250');

@@ -42,6 +42,17 @@ export interface StompPeerProfile {
    * none (RabbitMQ) or where that is not checked (Artemis, unknown servers): the bridge's filter alone decides there.
    */
   readonly selectors: boolean;
+  /**
+   * The bridges of a process may share one connection to this peer (src/endpoints/stomp/shared-session.ts): it takes
+   * many subscriptions on one connection, gives back a subscription's unacked messages on UNSUBSCRIBE, and answers a
+   * refused request with an ERROR that names its receipt and leaves the connection open, so that one bridge's refusal
+   * stays that bridge's (ActiveMQ Classic: checked, test/integration/stomp-endpoints.test.ts, the endpoint contract with
+   * the process's connections). False where a refusal closes the connection (RabbitMQ's STOMP plugin answers a SEND to a
+   * missing exchange with an ERROR naming no receipt and closes: checked there too; the same for an ACK of a subscription
+   * it no longer has, and an UNSUBSCRIBE leaves its messages unacked until the connection closes) or where that is not
+   * checked (Artemis, unknown servers): there each endpoint keeps a connection of its own.
+   */
+  readonly sharedConnection: boolean;
 }
 
 const ACTIVEMQ_CLASSIC: StompPeerProfile = {
@@ -51,6 +62,7 @@ const ACTIVEMQ_CLASSIC: StompPeerProfile = {
   bodyTyping: 'content-length',
   nack: 'dead-letter',
   selectors: true,
+  sharedConnection: true,
 };
 
 const ACTIVEMQ_ARTEMIS: StompPeerProfile = {
@@ -60,6 +72,7 @@ const ACTIVEMQ_ARTEMIS: StompPeerProfile = {
   bodyTyping: 'content-length',
   nack: 'unknown',
   selectors: false,
+  sharedConnection: false,
 };
 
 const RABBITMQ: StompPeerProfile = {
@@ -70,6 +83,7 @@ const RABBITMQ: StompPeerProfile = {
   bodyTyping: 'bytes',
   nack: 'requeue',
   selectors: false,
+  sharedConnection: false,
 };
 
 const UNKNOWN: StompPeerProfile = {
@@ -80,6 +94,7 @@ const UNKNOWN: StompPeerProfile = {
   bodyTyping: 'content-length',
   nack: 'unknown',
   selectors: false,
+  sharedConnection: false,
 };
 
 /**
@@ -110,5 +125,6 @@ export function profileFields(profile: StompPeerProfile): Record<string, unknown
     bodyTyping: profile.bodyTyping,
     nack: profile.nack,
     selectors: profile.selectors,
+    sharedConnection: profile.sharedConnection,
   };
 }

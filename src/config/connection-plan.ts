@@ -78,11 +78,6 @@ export function connectionPlan(bridges: readonly BridgeConfig[]): PlannedConnect
   return [...plan.values()];
 }
 
-/** `rabbit consume` or `rabbit publish 2/4`: a planned connection for sentences. */
-export function describePlanned(p: Pick<PlannedConnection, 'connection' | 'role' | 'slot' | 'pool'>): string {
-  return `${p.connection.name} ${p.role}${p.pool > 1 ? ` ${p.slot + 1}/${p.pool}` : ''}`;
-}
-
 /**
  * The smallest pool with which no connection of `conn` carries more than `channelMax` channels, for these bridges
  * (exact: the pairs are the ones poolSlot gives); undefined when even the largest pool would not do.

@@ -294,7 +294,7 @@ class Lease implements AmqpLease {
 }
 
 /** channel_max as negotiated with the broker (amqplib keeps it on the connection; 0 there means no limit). */
-function channelMaxOf(model: ChannelModel): number {
+export function channelMaxOf(model: ChannelModel): number {
   const max = (model.connection as unknown as { channelMax?: unknown }).channelMax;
   return typeof max === 'number' && max > 0 ? max : 0xffff;
 }

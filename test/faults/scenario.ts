@@ -8,7 +8,11 @@
  *   not the harness's, and cleanup is one vhost delete. The AMQP target is a headers exchange bound to the target
  *   queue for messages carrying `x-faults-route: ok`: a poison message without it is unroutable (basic.return).
  *   "Too large" = larger than a lowered global max_message_size (RabbitMQ reads it when a channel opens).
- * - The bridge reaches its target through a TCP proxy of ours (stalled for a while by one fault).
+ * - Two bridges run in the process, sharing its connections (src/endpoints/connections.ts): each reads a source queue
+ *   of its own (the stream is published to them in turns, chunk by chunk), both forward to the one target and dead-letter
+ *   destination. A kill, a broker-side connection close and a broker restart reach both; a reload changes the first
+ *   one only (the second must stay unchanged: its channels, its session).
+ * - The bridges reach their target through a TCP proxy of ours (stalled for a while by one fault).
  * - Redis is the suite's own, with AOF (restarted by one fault), or the local Redis Cluster or Sentinel setup
  *   (./suite-redis.ts): `redis-failover` kills the master holding the bridge's keys, `redis-data-loss` wipes the cache.
  * - Dead letters go to a destination on the other broker where it helps: a too-large message for RabbitMQ is
@@ -39,6 +43,9 @@ import { analyse, type FaultRunReport, type SentRecord } from './report.js';
 import { DUPLICATE_ID_HEADER, ROUTE_HEADER, ROUTE_VALUE, parseBody, planStream, poisonBody, type Outgoing, type PoisonKind } from './stream.js';
 import { sleep } from '../support/wait.js';
 import { RELOAD_PREFETCHES, ReloadFault, reloadPoints } from './reload-fault.js';
+
+/** The second bridge's prefetch: neither of RELOAD_PREFETCHES, which the reload fault toggles on the first bridge. */
+const SECOND_BRIDGE_PREFETCH = 400;
 
 const execFileP = promisify(execFile);
 const ACTIVEMQ_SCRIPT = resolve(import.meta.dirname, '../../scripts/activemq.sh');
@@ -213,6 +220,8 @@ export async function runScenario(o: ScenarioOptions): Promise<FaultRunReport> {
   const stompTargetUrl = targetIsStomp ? targetProxy.rewrite(stompSideUrl!) : undefined;
 
   const srcQueue = sourceOnRabbit ? 'src' : `faults-src-${runId}`;
+  // The second bridge's source, on the same connection as the first's.
+  const srcQueue2 = sourceOnRabbit ? 'src2' : `faults-src2-${runId}`;
   const tgtQueue = targetOnRabbit ? 'tgt' : `faults-tgt-${runId}`;
   const exchange = 'faults.target';
   // Dead letters: on ActiveMQ when the target is RabbitMQ and STOMP is available (too-large messages), else RabbitMQ.
@@ -224,6 +233,7 @@ export async function runScenario(o: ScenarioOptions): Promise<FaultRunReport> {
     const conn = await amqp.connect(rabbitUrl, { clientProperties: { connection_name: `${HARNESS_CONNECTION_PREFIX} setup` } });
     const ch = await conn.createChannel();
     if (sourceOnRabbit) await ch.assertQueue(srcQueue, { durable: true });
+    if (sourceOnRabbit) await ch.assertQueue(srcQueue2, { durable: true });
     // Durable and without arguments, as RabbitMQ's STOMP plugin declares a `/queue/` destination itself.
     if (targetIsStomp && rabbitStomp) await ch.assertQueue(tgtQueue, { durable: true });
     if (!targetIsStomp) {
@@ -236,9 +246,12 @@ export async function runScenario(o: ScenarioOptions): Promise<FaultRunReport> {
   }
 
   const publisher: Publisher = sourceOnRabbit ? new AmqpPublisher(rabbitUrl, srcQueue) : new StompPublisher(o.stompUrl!, srcQueue);
+  const publisher2: Publisher = sourceOnRabbit ? new AmqpPublisher(rabbitUrl, srcQueue2) : new StompPublisher(o.stompUrl!, srcQueue2);
+  const publishers = [publisher, publisher2];
   const target: Collector = targetOnRabbit ? new AmqpCollector(rabbitUrl, tgtQueue) : new StompCollector(o.stompUrl!, tgtQueue);
   const deadLetter: Collector = dlOnStomp ? new StompCollector(o.stompUrl!, dlQueue) : new AmqpCollector(rabbitUrl, dlQueue);
   await publisher.open();
+  await publisher2.open();
   await target.start();
   await deadLetter.start();
 
@@ -285,6 +298,13 @@ export async function runScenario(o: ScenarioOptions): Promise<FaultRunReport> {
         : sourceAddress({ name: 'rabbit', type: 'amqp', urls: [rabbitUrl], heartbeat: 10, connectTimeout: 10_000 }, srcQueue),
       'fingerprint',
     ),
+    stampKey(
+      keyPrefix,
+      sourceIsStomp
+        ? stompAddress({ name: 'stomp-source', type: 'stomp', urls: [stompSideUrl!], heartBeat: [10_000, 10_000], connectTimeout: 10_000, ...(rabbitStomp ? { host: vhost } : {}) }, stompDestination(srcQueue2))
+        : sourceAddress({ name: 'rabbit', type: 'amqp', urls: [rabbitUrl], heartbeat: 10, connectTimeout: 10_000 }, srcQueue2),
+      'fingerprint',
+    ),
   ];
 
   // The bridge's configuration.
@@ -292,6 +312,7 @@ export async function runScenario(o: ScenarioOptions): Promise<FaultRunReport> {
   const connUsed = new Set<string>();
   const srcConn = !sourceIsStomp ? 'rabbit' : rabbitStomp ? 'rabbitstomp' : 'activemq';
   const src = `{ connection: ${srcConn}, queue: "${srcQueue}" }`;
+  const src2 = `{ connection: ${srcConn}, queue: "${srcQueue2}" }`;
   connUsed.add(srcConn);
   const tgtConn = !targetIsStomp ? 'rabbit-target' : rabbitStomp ? 'rabbitstomp-target' : 'activemq-target';
   const tgt = targetIsStomp ? `{ connection: ${tgtConn}, queue: "${tgtQueue}" }` : `{ connection: ${tgtConn}, exchange: "${exchange}", routing-key: "" }`;
@@ -328,13 +349,23 @@ export async function runScenario(o: ScenarioOptions): Promise<FaultRunReport> {
     '    max-delivery-attempts: 3',
     '    retry-interval: 500',
     '    max-retry-interval: 2000',
+    // The second bridge: the same connections (so the same shared ones), its own source; a prefetch the reload fault
+    // never writes, so that a changed reload changes the first bridge only.
+    `  - name: faults-${o.path}-2`,
+    `    source: ${src2}`,
+    `    target: ${tgt}`,
+    `    dead-letter: ${dl}`,
+    `    prefetch: ${SECOND_BRIDGE_PREFETCH}`,
+    '    max-delivery-attempts: 3',
+    '    retry-interval: 500',
+    '    max-retry-interval: 2000',
     '',
   ].join('\n');
   const dir = mkdtempSync(join(tmpdir(), 'broker-bridge-faults-'));
   const configFile = join(dir, 'bridges.yaml');
   writeFileSync(configFile, yaml);
-  const bridge = new BridgeControl(configFile, log);
-  const reloads = new ReloadFault(configFile, `faults-${o.path}`, adminToken, bridge, o.seed, log);
+  const bridge = new BridgeControl(configFile, log, {}, 2);
+  const reloads = new ReloadFault(configFile, `faults-${o.path}`, adminToken, bridge, o.seed, log, [`faults-${o.path}-2`]);
 
   const record: SentRecord = { sent: new Map(), resends: new Map(), poison: new Map(), uncertain: new Set(), identical: { sent: 0, uncertain: 0 } };
   const injected: Record<string, number> = Object.fromEntries(Object.keys(faults).map((k) => [k, 0]));
@@ -358,10 +389,10 @@ export async function runScenario(o: ScenarioOptions): Promise<FaultRunReport> {
     const chunk = 100;
     const intervalMs = (o.publishSeconds * 1000 * chunk) / total;
 
-    const publishChunk = async (batch: Outgoing[]) => {
+    const publishChunk = async (batch: Outgoing[], to: Publisher = publisher) => {
       for (let attempt = 1; ; attempt++) {
         try {
-          await gate.hold(() => publisher.publish(batch));
+          await gate.hold(() => to.publish(batch));
           break;
         } catch (err) {
           if (attempt === 1) log(`publish failed (${(err as Error).message}); re-publishing the chunk`);
@@ -373,7 +404,7 @@ export async function runScenario(o: ScenarioOptions): Promise<FaultRunReport> {
           }
           if (attempt > 60) throw err;
           await sleep(1000);
-          await publisher.open().catch(() => undefined);
+          await to.open().catch(() => undefined);
         }
       }
       for (const m of batch) {
@@ -389,7 +420,8 @@ export async function runScenario(o: ScenarioOptions): Promise<FaultRunReport> {
       let next = Date.now();
       for (let i = 0; i < total; i += chunk) {
         const batch: Outgoing[] = [...poisonQueue.splice(0), ...plan.messages.slice(i, i + chunk).map((m) => ({ type: 'normal' as const, ...m }))];
-        await publishChunk(batch);
+        // In turns to the two bridges' sources (poison rides with whichever chunk it joins).
+        await publishChunk(batch, publishers[(i / chunk) % 2]);
         published = Math.min(total, i + chunk);
         next += intervalMs;
         const wait = next - Date.now();
@@ -470,7 +502,7 @@ export async function runScenario(o: ScenarioOptions): Promise<FaultRunReport> {
               await admin.restartBroker(downMs);
               if (lowered) await lowerLimit();
             }
-            await publisher.open().catch(() => undefined);
+            await Promise.all(publishers.map((p) => p.open().catch(() => undefined)));
           });
           return true;
         }
@@ -573,7 +605,7 @@ export async function runScenario(o: ScenarioOptions): Promise<FaultRunReport> {
     if (sourceOnRabbit) {
       const conn = await amqp.connect(rabbitUrl, { clientProperties: { connection_name: `${HARNESS_CONNECTION_PREFIX} check` } });
       const ch = await conn.createChannel();
-      leftAtSource = (await ch.checkQueue(srcQueue)).messageCount;
+      leftAtSource = (await ch.checkQueue(srcQueue)).messageCount + (await ch.checkQueue(srcQueue2)).messageCount;
       await conn.close();
     }
     await bridge.stop();
@@ -594,7 +626,7 @@ export async function runScenario(o: ScenarioOptions): Promise<FaultRunReport> {
     return report;
   } finally {
     await bridge.stop().catch(() => undefined);
-    await Promise.allSettled([publisher.close(), target.stop(), deadLetter.stop()]);
+    await Promise.allSettled([publisher.close(), publisher2.close(), target.stop(), deadLetter.stop()]);
     await targetProxy.stop().catch(() => undefined);
     if (lowered) {
       process.off('SIGINT', restoreOnSignal);

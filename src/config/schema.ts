@@ -108,16 +108,12 @@ const heartBeatError = 'expected "out,in" in milliseconds (e.g. "10000,10000") o
 export const MAX_POOL = 64;
 
 /**
- * `pool`: how many consuming/publishing pairs of this connection a process keeps. Optional, not defaulted here, so that
- * a resolved connection without it (every existing test literal) means the default; read through poolOf().
+ * `pool`: how many consuming/publishing pairs of this connection a process keeps (src/config/connection-plan.ts).
+ * Optional, not defaulted here, so that a resolved connection without it (every existing test literal) means the
+ * default; read through poolOf().
  */
-function poolSetting(channels: string) {
-  return intRange(1, MAX_POOL)
-    .optional()
-    .meta({
-      default: 1,
-      description: `Connection pairs the bridges of this process share: each bridge's ${channels} go on one consuming and one publishing connection of pair (hash of the bridge name) mod pool. Raise it when the bridges need more channels than one connection carries (RabbitMQ's channel_max, 2047 by default: \`broker-bridge check\` counts them) or for very busy processes.`,
-    });
+function poolSetting(description: string) {
+  return intRange(1, MAX_POOL).optional().meta({ default: 1, description });
 }
 
 export const amqpConnectionSchema = z
@@ -131,7 +127,9 @@ export const amqpConnectionSchema = z
     'connect-timeout': millis().default(10000).describe('TCP connect + AMQP handshake timeout, ms.'),
     'password-file': passwordFile,
     tls: tlsSchema.optional(),
-    pool: poolSetting('channels (its source, its target, its dead-letter destination)'),
+    pool: poolSetting(
+      "Connection pairs (one consuming, one publishing) the bridges of this process share on this connection; a bridge's channels go on pair hash(its name) mod pool. Raise it when the bridges need more channels than one connection carries (RabbitMQ's channel_max, 2047 by default: `broker-bridge check` counts them) or to spread a very busy process.",
+    ),
   })
   .describe('An AMQP 0-9-1 broker (RabbitMQ).');
 
@@ -156,7 +154,9 @@ export const stompConnectionSchema = z
     host: text('a virtual host name').optional().describe("STOMP `host` header; default: the URL's host."),
     'password-file': passwordFile,
     tls: tlsSchema.optional(),
-    pool: poolSetting('subscriptions and sends (on a peer that takes many per connection: ActiveMQ Classic; elsewhere each endpoint has a connection of its own)'),
+    pool: poolSetting(
+      "Connection pairs (one consuming, one publishing) the bridges of this process share on this connection, where the peer takes many subscriptions per connection (ActiveMQ Classic; elsewhere each endpoint has a connection of its own); a bridge goes to pair hash(its name) mod pool.",
+    ),
   })
   .describe('A STOMP 1.1/1.2 broker (ActiveMQ Classic, ActiveMQ Artemis, RabbitMQ STOMP plugin).');
 

@@ -74,7 +74,7 @@ function countConnections(bridges: readonly BridgeConfig[], learnt: ReadonlyMap<
     const known = learnt.get(conn.name);
     if (conn.type === 'amqp') {
       total += mine.length;
-      parts.push(`${conn.name}: ${mine.length} (${mine.map((p) => `${describeRole(p)} with ${p.channels} channels`).join(', ')})`);
+      parts.push(`${conn.name}: ${mine.length} (${mine.map((p) => `${describeRole(p)} with ${p.channels} channel${p.channels === 1 ? '' : 's'}`).join(', ')})`);
       const max = known?.channelMax;
       for (const p of mine) {
         if (max === undefined || p.channels <= max) continue;

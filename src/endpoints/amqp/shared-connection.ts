@@ -181,8 +181,9 @@ export class SharedAmqpConnection {
   private onBlocked(live: Live, blocked: boolean, reason?: string): void {
     if (!live.open || live.blocked === blocked) return;
     live.blocked = blocked;
-    if (blocked) this.log.warn({ connection: live.name, reason }, `the broker blocked publishing on ${live.name} (connection.blocked): ${reason ?? ''}`);
-    else this.log.info({ connection: live.name }, `the broker unblocked publishing on ${live.name}`);
+    // Once per connection, for all its bridges (each one's session logs that it holds, src/core/session.ts).
+    if (blocked) this.log.warn({ connection: live.name, reason, bridges: live.leases.size }, 'the broker blocked publishing (connection.blocked)');
+    else this.log.info({ connection: live.name, bridges: live.leases.size }, 'the broker unblocked publishing');
     for (const lease of [...live.leases]) lease.blockedChanged(blocked, reason);
   }
 

@@ -160,6 +160,7 @@ async function main(): Promise<void> {
     };
     await running(N, 300_000);
     const runningMs = Date.now() - started;
+    const peakAtAllRunning = rssMiB(bridge.child.pid!, 'VmHWM');
     // Where the start-up time goes: the process's first log line, its connections, the first and last bridge running.
     const at = (pred: (l: { msg: string }) => boolean, last = false): number | undefined => {
       const hits = bridge!.logs.filter(pred);
@@ -247,6 +248,7 @@ async function main(): Promise<void> {
           connectionNames: bridgeConnections.length <= 8 ? bridgeConnections.map((c) => c.clientName) : `${bridgeConnections.length} (not listed)`,
           channels: status.connections?.map((c) => ({ name: c.name, channels: c.channels })),
           peakRssMiB: rss,
+          peakRssAtAllRunningMiB: peakAtAllRunning,
           peakRssBeforeReloadMiB: peakAfterRun,
           idleRssMiB: idleRss,
           idleMemoryMiB: idleMemory,

@@ -16,9 +16,9 @@ export type ConnectionRole = 'consume' | 'publish';
 /** RabbitMQ's default channel_max (channels per connection), what a plan is held against before anything connected. */
 export const RABBITMQ_DEFAULT_CHANNEL_MAX = 2047;
 
-/** `pool` of a connection (1 when not set). */
+/** `pool` of a connection (1 when not set, or for a connection type without one). */
 export function poolOf(conn: ConnectionConfig): number {
-  return conn.pool ?? 1;
+  return ('pool' in conn ? conn.pool : undefined) ?? 1;
 }
 
 /**

@@ -12,13 +12,18 @@ import type { Logger } from '../shared/log.js';
 import { SharedAmqpConnection, type AmqpConnector } from './amqp/shared-connection.js';
 import { SharedStompConnection, type StompConnector } from './stomp/shared-session.js';
 
-interface Owner {
+/** What the registry needs of a connection of any protocol. */
+interface Owner<E, L> {
   readonly idle: boolean;
   report(): OpenConnection[];
+  acquire(events: E): Promise<L>;
 }
 
+type Hooks = { changed(): void; idle(): void };
+
 export class Connections {
-  private readonly owners = new Map<string, { made: unknown; owner: Owner }>();
+  private readonly amqpOwners = new Map<string, SharedAmqpConnection>();
+  private readonly stompOwners = new Map<string, SharedStompConnection>();
 
   constructor(
     private readonly log: Logger,
@@ -28,15 +33,7 @@ export class Connections {
 
   /** The connector of one bridge's AMQP endpoints on `conn`: the connections of its pair of the pool. */
   amqp(conn: AmqpConnectionConfig, bridgeName: string): AmqpConnector {
-    const pool = poolOf(conn);
-    const slot = poolSlot(bridgeName, pool);
-    return {
-      acquire: (role, events) =>
-        this.owner(conn, role, slot, () => {
-          const made = new SharedAmqpConnection(conn, role, label(role, slot, pool), this.log.child({ connection: conn.name }), this.hooks(conn, role, slot));
-          return { made, owner: amqpOwner(conn, role, made) };
-        }).acquire(events),
-    };
+    return this.connector(this.amqpOwners, conn, bridgeName, (role, label, hooks) => new SharedAmqpConnection(conn, role, label, this.log.child({ connection: conn.name }), hooks));
   }
 
   /**
@@ -44,40 +41,42 @@ export class Connections {
    * peer allows it (StompPeerProfile.sharedConnection), else one per endpoint.
    */
   stomp(conn: StompConnectionConfig, bridgeName: string): StompConnector {
-    const pool = poolOf(conn);
-    const slot = poolSlot(bridgeName, pool);
-    return {
-      acquire: (role, events) =>
-        this.owner(conn, role, slot, () => {
-          const made = new SharedStompConnection(conn, role, label(role, slot, pool), this.log.child({ connection: conn.name }), this.hooks(conn, role, slot));
-          return { made, owner: made };
-        }).acquire(events),
-    };
+    return this.connector(this.stompOwners, conn, bridgeName, (role, label, hooks) => new SharedStompConnection(conn, role, label, this.log.child({ connection: conn.name }), hooks));
   }
 
   /** Every connection open now, for GET /bridges and the bridge_connections gauge. */
   open(): OpenConnection[] {
-    return [...this.owners.values()].flatMap((o) => o.owner.report());
+    return [...this.amqpOwners.values(), ...this.stompOwners.values()].flatMap((o) => o.report());
   }
 
-  /** The owner of a connection, made on first use; `make` gives the connection and how the registry reads it. */
-  private owner<T>(conn: ConnectionConfig, role: ConnectionRole, slot: number, make: () => { made: T; owner: Owner }): T {
-    const key = keyOf(conn, role, slot);
-    const existing = this.owners.get(key);
-    if (existing !== undefined) return existing.made as T;
-    const entry = make();
-    this.owners.set(key, entry);
-    return entry.made;
-  }
-
-  private hooks(conn: ConnectionConfig, role: ConnectionRole, slot: number): { changed(): void; idle(): void } {
-    const key = keyOf(conn, role, slot);
+  /**
+   * A bridge's connector on `conn`: each acquire looks up the connection of its role and pool pair, made on first use,
+   * and takes a lease there. A connection with nothing open, nothing opening and nobody holding it is forgotten, so
+   * that a setting changed by a reload leaves nothing behind; the next acquire makes a new one.
+   */
+  private connector<E, L, T extends Owner<E, L>>(
+    owners: Map<string, T>,
+    conn: ConnectionConfig,
+    bridgeName: string,
+    make: (role: ConnectionRole, label: string, hooks: Hooks) => T,
+  ): { acquire(role: ConnectionRole, events: E): Promise<L> } {
+    const pool = poolOf(conn);
+    const slot = poolSlot(bridgeName, pool);
     return {
-      changed: () => this.changed(),
-      // Nothing open and nobody waiting: forgotten, so that a setting changed by a reload leaves no owner behind. The
-      // next acquire looks the key up again and makes a new one.
-      idle: () => {
-        if (this.owners.get(key)?.owner.idle) this.owners.delete(key);
+      acquire: (role, events) => {
+        const key = keyOf(conn, role, slot);
+        let owner = owners.get(key);
+        if (owner === undefined) {
+          const hooks: Hooks = {
+            changed: () => this.changed(),
+            idle: () => {
+              if (owners.get(key)?.idle) owners.delete(key);
+            },
+          };
+          owner = make(role, pool > 1 ? `${role} ${slot + 1}/${pool}` : role, hooks);
+          owners.set(key, owner);
+        }
+        return owner.acquire(events);
       },
     };
   }
@@ -86,22 +85,4 @@ export class Connections {
 /** The settings as resolved, secrets included (the key never leaves the process): another setting, another connection. */
 function keyOf(conn: ConnectionConfig, role: ConnectionRole, slot: number): string {
   return `${role}\u0000${slot}\u0000${JSON.stringify(conn)}`;
-}
-
-/** `consume`, or `consume 2/4` in a pool of 4: part of the connection's name. */
-function label(role: ConnectionRole, slot: number, pool: number): string {
-  return pool > 1 ? `${role} ${slot + 1}/${pool}` : role;
-}
-
-function amqpOwner(conn: AmqpConnectionConfig, role: ConnectionRole, c: SharedAmqpConnection): Owner {
-  return {
-    get idle() {
-      return c.idle;
-    },
-    report() {
-      const s = c.state;
-      if (s === undefined) return [];
-      return [{ name: s.name, connection: conn.name, protocol: 'amqp', role, broker: s.broker, endpoints: s.leases, channels: s.channels, channelMax: s.channelMax, blocked: s.blocked }];
-    },
-  };
 }

@@ -11,12 +11,13 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import type { AmqpConnectionConfig } from '../../src/config/types.js';
 import { ConfigError, MessageRejectedError, TransientError } from '../../src/shared/errors.js';
 import type { BridgeMessage, SourceDelivery } from '../../src/core/message.js';
+import type { TargetEndpoint } from '../../src/core/ports.js';
 import { AmqpSource } from '../../src/endpoints/amqp/amqp-source.js';
 import { AmqpTarget } from '../../src/endpoints/amqp/amqp-target.js';
 import { silentLogger } from '../../src/shared/log.js';
 import { ORIGINAL_USER_ID_HEADER } from '../../src/mapping/amqp-mapping.js';
 import { AmqpTestClient } from '../support/amqp.js';
-import { endpointContract } from '../support/endpoint-contract.js';
+import { endpointContract, type QueuedMessage, type Refusal } from '../support/endpoint-contract.js';
 import { Neighbourhood } from '../support/neighbour.js';
 import { Connections } from '../../src/endpoints/connections.js';
 import { services, uniqueName } from '../support/services.js';
@@ -137,22 +138,18 @@ afterAll(async () => {
   await client.close();
 });
 
-endpointContract('AMQP', () => ({
+/** What both runs of the contract share: the queues, and how the test client fills and reads them. */
+const contractQueues = {
   url: services.amqpUrl,
   pipelined: 5000,
-  queue: async () => {
+  queue: async (): Promise<string> => {
     const q = queueName();
     await client.queue(q);
     return q;
   },
-  source: (queue, o = {}) => {
-    const s = new AmqpSource(connection(o.url ? [o.url] : undefined), queue, o.prefetch ?? 100, silentLogger);
-    endpoints.push(s);
-    return s;
-  },
-  target: (queue, o = {}) => target({ queue }, o.confirmTimeout, connection(o.url ? [o.url] : undefined)),
-  publish: (queue, messages) => client.publish(queue, messages.map((m) => ({ body: Buffer.from(m.body), options: { headers: m.headers } }))),
-  take: async (queue, atLeast) => {
+  publish: (queue: string, messages: readonly QueuedMessage[]): Promise<void> =>
+    client.publish(queue, messages.map((m) => ({ body: Buffer.from(m.body), options: { headers: m.headers } }))),
+  take: async (queue: string, atLeast: number): Promise<QueuedMessage[]> => {
     await client.waitForCount(queue, (n) => n >= atLeast, 20_000);
     await client.settledCount(queue, 200);
     return (await client.drain(queue)).map((m) => ({
@@ -160,12 +157,24 @@ endpointContract('AMQP', () => ({
       headers: Object.fromEntries(Object.entries(m.headers).map(([k, v]) => [k, text(v)])),
     }));
   },
-  // A headers exchange routes by a header of each message: `route: no` is unroutable, returned by the broker.
-  refusal: async () => {
-    const { exchange, queue } = await routeByHeader();
-    const route = (value: string) => (m: BridgeMessage): BridgeMessage => ({ ...m, headers: { ...m.headers, route: value } });
-    return { queue, target: target({ exchange, routingKey: '' }), accepted: route('yes'), refused: route('no'), reason: 'unroutable' };
+};
+
+/** A headers exchange routes by a header of each message: `route: no` is unroutable, returned by the broker. */
+async function refusalVia(makeTarget: (exchange: string) => TargetEndpoint): Promise<Refusal> {
+  const { exchange, queue } = await routeByHeader();
+  const route = (value: string) => (m: BridgeMessage): BridgeMessage => ({ ...m, headers: { ...m.headers, route: value } });
+  return { queue, target: makeTarget(exchange), accepted: route('yes'), refused: route('no'), reason: 'unroutable' };
+}
+
+endpointContract('AMQP', () => ({
+  ...contractQueues,
+  source: (queue, o = {}) => {
+    const s = new AmqpSource(connection(o.url ? [o.url] : undefined), queue, o.prefetch ?? 100, silentLogger);
+    endpoints.push(s);
+    return s;
   },
+  target: (queue, o = {}) => target({ queue }, o.confirmTimeout, connection(o.url ? [o.url] : undefined)),
+  refusal: () => refusalVia((exchange) => target({ exchange, routingKey: '' })),
 }));
 
 // The same contract with the connections shared as `run` shares them: each endpoint on the process's consuming or
@@ -204,13 +213,7 @@ endpointContract('AMQP, connections shared with another bridge', () => {
   });
   neighbourhood = n;
   return {
-    url: services.amqpUrl,
-    pipelined: 5000,
-    queue: async () => {
-      const q = queueName();
-      await client.queue(q);
-      return q;
-    },
+    ...contractQueues,
     source: (queue, o = {}) => {
       const c = conn(o.url);
       const s = new AmqpSource(c, queue, o.prefetch ?? 100, silentLogger, undefined, connections.amqp(c, 'under-test'));
@@ -223,22 +226,12 @@ endpointContract('AMQP, connections shared with another bridge', () => {
       endpoints.push(t);
       return n.target(t, o.url);
     },
-    publish: (queue, messages) => client.publish(queue, messages.map((m) => ({ body: Buffer.from(m.body), options: { headers: m.headers } }))),
-    take: async (queue, atLeast) => {
-      await client.waitForCount(queue, (k) => k >= atLeast, 20_000);
-      await client.settledCount(queue, 200);
-      return (await client.drain(queue)).map((m) => ({
-        body: m.body.toString(),
-        headers: Object.fromEntries(Object.entries(m.headers).map(([k, v]) => [k, text(v)])),
-      }));
-    },
-    refusal: async () => {
-      const { exchange, queue } = await routeByHeader();
-      const route = (value: string) => (m: BridgeMessage): BridgeMessage => ({ ...m, headers: { ...m.headers, route: value } });
-      const t = new AmqpTarget(connection(), { exchange, routingKey: '' }, 15_000, silentLogger, connections.amqp(connection(), 'under-test'));
-      endpoints.push(t);
-      return { queue, target: n.target(t, undefined), accepted: route('yes'), refused: route('no'), reason: 'unroutable' };
-    },
+    refusal: () =>
+      refusalVia((exchange) => {
+        const t = new AmqpTarget(connection(), { exchange, routingKey: '' }, 15_000, silentLogger, connections.amqp(connection(), 'under-test'));
+        endpoints.push(t);
+        return n.target(t, undefined);
+      }),
   };
 });
 

@@ -16,11 +16,12 @@ import amqplib from 'amqplib';
 import type { StompConnectionConfig } from '../../src/config/types.js';
 import { ConfigError, MessageRejectedError, TransientError } from '../../src/shared/errors.js';
 import type { BridgeMessage, SourceDelivery } from '../../src/core/message.js';
+import type { TargetEndpoint } from '../../src/core/ports.js';
 import { connectStomp, type StompMessage } from '../../src/endpoints/stomp/stomp-client.js';
 import { StompSource } from '../../src/endpoints/stomp/stomp-source.js';
 import { StompTarget } from '../../src/endpoints/stomp/stomp-target.js';
 import { silentLogger as log } from '../../src/shared/log.js';
-import { endpointContract } from '../support/endpoint-contract.js';
+import { endpointContract, type QueuedMessage, type Refusal } from '../support/endpoint-contract.js';
 import { Neighbourhood } from '../support/neighbour.js';
 import { Connections } from '../../src/endpoints/connections.js';
 import { services, uniqueName } from '../support/services.js';
@@ -184,14 +185,30 @@ beforeAll(() => {
   peer = p;
 });
 
-endpointContract(`STOMP (${p.name})`, () => ({
+/** What both runs of the contract share: the queues, and how the test client fills and reads them. */
+const contractQueues = {
   url: p.url,
   headers: { [RUN_HEADER]: RUN },
-  queue: () => {
+  queue: (): Promise<string> => {
     const q = uniqueName('stomp-contract');
     track(q);
     return Promise.resolve(q);
   },
+  publish: (queue: string, messages: readonly QueuedMessage[]): Promise<void> => publishStomp(queue, messages, { url: p.url }),
+  take: async (queue: string, atLeast: number): Promise<QueuedMessage[]> =>
+    (await readStomp(queue, { url: p.url, atLeast, quietMs: 200, timeoutMs: 30_000 })).map((m) => ({ body: m.body.toString(), headers: m.headers })),
+};
+
+/** ActiveMQ closes the connection on a frame this large; the target refuses it before it is written. */
+function refusalVia(makeTarget: (queue: string) => TargetEndpoint): Promise<Refusal> {
+  const queue = uniqueName('stomp-contract-refusal');
+  track(queue);
+  const refused = (m: BridgeMessage): BridgeMessage => ({ ...m, headers: { ...m.headers, huge: 'a'.repeat(20_000) } });
+  return Promise.resolve({ queue, target: makeTarget(queue), accepted: (m) => m, refused, reason: 'too-large' });
+}
+
+endpointContract(`STOMP (${p.name})`, () => ({
+  ...contractQueues,
   source: (queue, o = {}) => {
     const s = new StompSource(conn(o.url ?? p.url), queue, o.prefetch ?? 100, log);
     endpoints.push(s);
@@ -202,19 +219,14 @@ endpointContract(`STOMP (${p.name})`, () => ({
     endpoints.push(t);
     return t;
   },
-  publish: (queue, messages) => publishStomp(queue, messages, { url: p.url }),
-  take: async (queue, atLeast) =>
-    (await readStomp(queue, { url: p.url, atLeast, quietMs: 200, timeoutMs: 30_000 })).map((m) => ({ body: m.body.toString(), headers: m.headers })),
-  refusal: () => {
-    const queue = uniqueName('stomp-contract-refusal');
-    track(queue);
-    const target = new StompTarget(conn(), queue, 15_000, log);
-    endpoints.push(target);
-    // ActiveMQ closes the connection on a frame this large; the target refuses it before it is written.
-    const refused = (m: BridgeMessage): BridgeMessage => ({ ...m, headers: { ...m.headers, huge: 'a'.repeat(20_000) } });
-    return Promise.resolve({ queue, target, accepted: (m) => m, refused, reason: 'too-large' });
-  },
+  refusal: () =>
+    refusalVia((queue) => {
+      const target = new StompTarget(conn(), queue, 15_000, log);
+      endpoints.push(target);
+      return target;
+    }),
 }));
+
 
 // The same contract with the process's connections (src/endpoints/connections.ts): each endpoint beside another bridge's
 // source and target (test/support/neighbour.ts), on their connection where the peer takes many endpoints on one
@@ -242,13 +254,7 @@ endpointContract(`STOMP (${p.name}), with the process's connections`, () => {
   });
   neighbourhood = n;
   return {
-    url: p.url,
-    headers: { [RUN_HEADER]: RUN },
-    queue: () => {
-      const q = uniqueName('stomp-contract');
-      track(q);
-      return Promise.resolve(q);
-    },
+    ...contractQueues,
     source: (queue, o = {}) => {
       const c = conn(o.url ?? p.url);
       const s = new StompSource(c, queue, o.prefetch ?? 100, log, undefined, connections.stomp(c, 'under-test'));
@@ -261,17 +267,12 @@ endpointContract(`STOMP (${p.name}), with the process's connections`, () => {
       endpoints.push(t);
       return n.target(t, o.url);
     },
-    publish: (queue, messages) => publishStomp(queue, messages, { url: p.url }),
-    take: async (queue, atLeast) =>
-      (await readStomp(queue, { url: p.url, atLeast, quietMs: 200, timeoutMs: 30_000 })).map((m) => ({ body: m.body.toString(), headers: m.headers })),
-    refusal: () => {
-      const queue = uniqueName('stomp-contract-refusal');
-      track(queue);
-      const target = new StompTarget(conn(), queue, 15_000, log, connections.stomp(conn(), 'under-test'));
-      endpoints.push(target);
-      const refused = (m: BridgeMessage): BridgeMessage => ({ ...m, headers: { ...m.headers, huge: 'a'.repeat(20_000) } });
-      return Promise.resolve({ queue, target: n.target(target, undefined), accepted: (m) => m, refused, reason: 'too-large' });
-    },
+    refusal: () =>
+      refusalVia((queue) => {
+        const target = new StompTarget(conn(), queue, 15_000, log, connections.stomp(conn(), 'under-test'));
+        endpoints.push(target);
+        return n.target(target, undefined);
+      }),
   };
 });
 

@@ -16,10 +16,12 @@
 import type { Channel, ChannelModel, ConfirmChannel } from 'amqplib';
 import type { AmqpConnectionConfig } from '../../config/types.js';
 import type { ConnectionRole } from '../../config/connection-plan.js';
+import type { OpenConnection } from '../../core/metrics.js';
 import { describeBroker } from '../../config/amqp-address.js';
 import { TransientError } from '../../shared/errors.js';
 import type { Logger } from '../../shared/log.js';
 import { closeModel, connectAmqp, lostError, replyText, type AmqpSession } from './connect.js';
+import { connectionName, ownConnector, SharedAttempt } from '../connection-share.js';
 
 /** What a lease hears of its connection. Called from amqplib's events: they must not throw (tellLost guards the core). */
 export interface AmqpLeaseEvents {
@@ -79,12 +81,9 @@ interface Live {
   probe?: Promise<Channel>;
 }
 
-/** Process-wide counter for the connection names' suffix, so that a name is never given twice in one process. */
-let connectionsMade = 0;
-
 export class SharedAmqpConnection {
   private live?: Live;
-  private opening?: Promise<Live>;
+  private readonly attempt = new SharedAttempt<Live>();
 
   constructor(
     private readonly conn: AmqpConnectionConfig,
@@ -112,9 +111,16 @@ export class SharedAmqpConnection {
     };
   }
 
+  /** The open connection as GET /bridges and the bridge_connections gauge show it (none, or one). */
+  report(): OpenConnection[] {
+    const s = this.state;
+    if (s === undefined) return [];
+    return [{ name: s.name, connection: this.conn.name, protocol: 'amqp', role: this.role, broker: s.broker, endpoints: s.leases, channels: s.channels, channelMax: s.channelMax, blocked: s.blocked }];
+  }
+
   /** Nothing open, nothing opening, nobody holding it: the registry may forget it. */
   get idle(): boolean {
-    return this.live === undefined && this.opening === undefined;
+    return this.live === undefined && !this.attempt.running;
   }
 
   /**
@@ -132,20 +138,16 @@ export class SharedAmqpConnection {
 
   private connected(): Promise<Live> {
     if (this.live?.open) return Promise.resolve(this.live);
-    if (this.opening === undefined) {
-      const attempt = this.connect();
-      this.opening = attempt;
-      const done = (): void => {
-        if (this.opening === attempt) this.opening = undefined;
+    return this.attempt.join(
+      () => this.connect(),
+      () => {
         if (this.idle) this.hooks.idle();
-      };
-      attempt.then(done, done);
-    }
-    return this.opening;
+      },
+    );
   }
 
   private async connect(): Promise<Live> {
-    const name = `broker-bridge ${this.conn.name} ${this.label} #${process.pid}.${++connectionsMade}`;
+    const name = connectionName(this.conn.name, this.label);
     const session = await this.connectOne(this.conn, { connectionName: name, log: this.log });
     const live: Live = { session, name, leases: new Set(), open: true, closing: false, blocked: false, channels: 0 };
     const { model, where } = session;
@@ -300,20 +302,7 @@ export function channelMaxOf(model: ChannelModel): number {
   return typeof max === 'number' && max > 0 ? max : 0xffff;
 }
 
-/**
- * A connector of one endpoint's own: one connection per role, made for it and closed with it (what every endpoint had
- * before connections were shared; tests build endpoints this way).
- */
+/** A connector of one endpoint's own: a connection per role, made for it and closed with it. */
 export function ownAmqpConnector(conn: AmqpConnectionConfig, log: Logger): AmqpConnector {
-  const made = new Map<ConnectionRole, SharedAmqpConnection>();
-  return {
-    acquire(role, events) {
-      let c = made.get(role);
-      if (c === undefined) {
-        c = new SharedAmqpConnection(conn, role, role, log);
-        made.set(role, c);
-      }
-      return c.acquire(events);
-    },
-  };
+  return ownConnector((role) => new SharedAmqpConnection(conn, role, role, log));
 }

@@ -22,6 +22,7 @@ import { TransientError } from '../../shared/errors.js';
 import type { Logger } from '../../shared/log.js';
 import { connectStomp, type StompSession } from './stomp-client.js';
 import { stompPeerProfile, type StompPeerProfile } from './stomp-peer.js';
+import { connectionName, ownConnector, SharedAttempt } from '../connection-share.js';
 
 export interface StompLeaseEvents {
   /** The connection was lost; every subscription and transaction on it is gone. At most once, never after release(). */
@@ -52,11 +53,9 @@ interface Live {
   open: boolean;
 }
 
-let connectionsMade = 0;
-
 export class SharedStompConnection {
   private live?: Live;
-  private opening?: Promise<Live>;
+  private readonly attempt = new SharedAttempt<Live>();
   /** The last connection showed a peer that takes no second endpoint: callers connect each on their own. */
   private exclusivePeer = false;
   /** Open connections, shared or each one endpoint's. */
@@ -72,7 +71,7 @@ export class SharedStompConnection {
   ) {}
 
   get idle(): boolean {
-    return this.all.size === 0 && this.opening === undefined;
+    return this.all.size === 0 && !this.attempt.running;
   }
 
   /** The open connections, for status and metrics. */
@@ -99,22 +98,18 @@ export class SharedStompConnection {
 
   private connected(): Promise<Live> {
     if (this.live?.open) return Promise.resolve(this.live);
-    if (this.opening === undefined) {
-      const attempt = this.connect();
-      this.opening = attempt;
-      const done = (): void => {
-        if (this.opening === attempt) this.opening = undefined;
+    return this.attempt.join(
+      () => this.connect(),
+      () => {
         if (this.idle) this.hooks.idle();
-      };
-      attempt.then(done, done);
-    }
-    return this.opening;
+      },
+    );
   }
 
   private async connect(): Promise<Live> {
     const session = await this.connectOne(this.conn, this.log);
     const profile = stompPeerProfile(session.server);
-    const name = `broker-bridge ${this.conn.name} ${this.label} #${process.pid}.${++connectionsMade}`;
+    const name = connectionName(this.conn.name, this.label);
     const live: Live = { session, profile, name, leases: new Set(), shared: profile.sharedConnection, open: true };
     this.all.add(live);
     this.exclusivePeer = !live.shared;
@@ -191,15 +186,5 @@ class Lease implements StompLease {
 
 /** A connector of one endpoint's own: a connection per role, made for it and closed with it. */
 export function ownStompConnector(conn: StompConnectionConfig, log: Logger): StompConnector {
-  const made = new Map<ConnectionRole, SharedStompConnection>();
-  return {
-    acquire(role, events) {
-      let c = made.get(role);
-      if (c === undefined) {
-        c = new SharedStompConnection(conn, role, role, log);
-        made.set(role, c);
-      }
-      return c.acquire(events);
-    },
-  };
+  return ownConnector((role) => new SharedStompConnection(conn, role, role, log));
 }

@@ -3,7 +3,7 @@
  * protocol, told apart by `type`, and the `tls:` block they share.
  */
 import { z } from 'zod';
-import { AMQP_SCHEMES, NATS_SCHEMES, STOMP_SCHEMES, bool, intAtLeast, millis, text, urlList, urlOf } from './schema-leaves.js';
+import { AMQP_SCHEMES, NATS_SCHEMES, STOMP_SCHEMES, bool, intAtLeast, intRange, millis, text, urlList, urlOf } from './schema-leaves.js';
 
 const amqpUrl = urlOf(AMQP_SCHEMES, 'amqp://guest:guest@localhost:5672');
 const stompUrl = urlOf(STOMP_SCHEMES, 'stomp://localhost:61613');
@@ -47,6 +47,18 @@ export const passwordFile = filePath('a file holding the password')
   .optional()
   .describe("File whose content (one trailing newline trimmed) is the password, e.g. a Docker secret; not with a password in the URL.");
 
+/** The most connection pairs `pool` may ask for: a process with more would be many processes' worth. */
+export const MAX_POOL = 64;
+
+/**
+ * `pool`: how many consuming/publishing pairs of this connection a process keeps (src/config/connection-plan.ts).
+ * Optional, not defaulted here, so that a resolved connection without it (every existing test literal) means the
+ * default; read through poolOf().
+ */
+function poolSetting(description: string) {
+  return intRange(1, MAX_POOL).optional().meta({ default: 1, description });
+}
+
 const heartBeatError = 'expected "out,in" in milliseconds (e.g. "10000,10000") or a list [out, in] of integers >= 0';
 
 export const amqpConnectionSchema = z
@@ -60,6 +72,9 @@ export const amqpConnectionSchema = z
     'connect-timeout': millis().default(10000).describe('TCP connect + AMQP handshake timeout, ms.'),
     'password-file': passwordFile,
     tls: tlsSchema.optional(),
+    pool: poolSetting(
+      "Connection pairs (one consuming, one publishing) the bridges of this process share on this connection; a bridge's channels go on pair hash(its name) mod pool. Raise it when the bridges need more channels than one connection carries (RabbitMQ's channel_max, 2047 by default: `broker-bridge check` counts them) or to spread a very busy process.",
+    ),
   })
   .describe('An AMQP 0-9-1 broker (RabbitMQ).');
 
@@ -84,6 +99,9 @@ export const stompConnectionSchema = z
     host: text('a virtual host name').optional().describe("STOMP `host` header; default: the URL's host."),
     'password-file': passwordFile,
     tls: tlsSchema.optional(),
+    pool: poolSetting(
+      "Connection pairs (one consuming, one publishing) the bridges of this process share on this connection, where the peer takes many subscriptions per connection (ActiveMQ Classic; elsewhere each endpoint has a connection of its own); a bridge goes to pair hash(its name) mod pool.",
+    ),
   })
   .describe('A STOMP 1.1/1.2 broker (ActiveMQ Classic, ActiveMQ Artemis, RabbitMQ STOMP plugin).');
 

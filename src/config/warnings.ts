@@ -2,6 +2,7 @@
  * Non-fatal findings about a valid configuration, printed by `validate` and logged by `run` at start.
  */
 import { cacheAddress, targetTemplate } from './target-address.js';
+import { channelBudgetProblems } from './connection-plan.js';
 import type { Config } from './types.js';
 
 export function warnings(config: Config): string[] {
@@ -66,5 +67,8 @@ export function warnings(config: Config): string[] {
       );
     }
   }
+  // Channels are the bridges' and connections the process's (./connection-plan.ts): one connection carries at most the
+  // broker's channel_max of them.
+  out.push(...channelBudgetProblems(config.bridges));
   return out;
 }

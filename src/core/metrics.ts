@@ -49,6 +49,29 @@ const LATENCY_BUCKETS = [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5
 /** Seconds; a cache call is a Redis round trip (sub-millisecond) up to the 3 s command timeout. */
 const CACHE_BUCKETS = [0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 3];
 
+/**
+ * A broker connection the process holds open, shared by the endpoints of the bridges on it (src/endpoints/connections.ts):
+ * what the `bridge_connections` gauge counts and GET /bridges lists.
+ */
+export interface OpenConnection {
+  /** The name the broker shows (AMQP `connection_name`), unique in the process. */
+  name: string;
+  /** Its key under `connections:`. */
+  connection: string;
+  protocol: string;
+  /** consume: sources; publish: targets and dead-letter destinations. */
+  role: 'consume' | 'publish';
+  /** host:port (and vhost) of the broker it reached, without credentials. */
+  broker: string;
+  /** Endpoints on it now (a bridge's source, target, dead-letter destination). */
+  endpoints: number;
+  /** AMQP: channels open on it, and how many the broker allows (channel_max). */
+  channels?: number;
+  channelMax?: number;
+  /** AMQP: the broker has it blocked (connection.blocked). */
+  blocked?: boolean;
+}
+
 /** The per-bridge counters shown by GET /bridges/{name}. */
 export interface BridgeCounters {
   forwarded: number;
@@ -92,13 +115,32 @@ export class Metrics {
   readonly forwardLatency = new LightHistogram({ name: 'bridge_forward_latency_seconds', help: 'From the delivery of a message by the source to the target confirmation', labelNames: ['bridge'], buckets: LATENCY_BUCKETS, registers: [this.registry] });
   readonly cacheLatency = new LightHistogram({ name: 'bridge_cache_call_duration_seconds', help: 'Duration of each duplicate-ID cache call (each attempt), by operation and outcome', labelNames: ['bridge', 'op', 'outcome'], buckets: CACHE_BUCKETS, registers: [this.registry] });
   readonly info = new Gauge({ name: 'bridge_info', help: 'Always 1; the version of broker-bridge in its label', labelNames: ['version'], registers: [this.registry] });
+  /** Read at each scrape from what connectionsFrom() gave: connections open and close without the bridges' calls. */
+  readonly connections = new Gauge({
+    name: 'bridge_connections',
+    help: 'Broker connections the process holds open, by broker, configured connection and role (consume: sources; publish: targets and dead-letter destinations); the bridges share them',
+    labelNames: ['broker', 'connection', 'role'],
+    registers: [this.registry],
+    collect: () => this.collectConnections(),
+  });
 
   private readonly states = new Map<string, BridgeState>();
+  private openConnections: () => readonly OpenConnection[] = () => [];
 
   constructor(version = 'unknown', options: { defaultMetrics?: boolean } = {}) {
     this.info.set({ version }, 1);
     // process_* and nodejs_* (CPU, memory, event-loop lag, handles, GC) from prom-client itself.
     if (options.defaultMetrics ?? true) collectDefaultMetrics({ register: this.registry });
+  }
+
+  /** Where the bridge_connections gauge reads the open connections (the service's registry). */
+  connectionsFrom(read: () => readonly OpenConnection[]): void {
+    this.openConnections = read;
+  }
+
+  private collectConnections(): void {
+    this.connections.reset();
+    for (const c of this.openConnections()) this.connections.inc({ broker: c.broker, connection: c.connection, role: c.role });
   }
 
   setState(bridge: string, state: BridgeState): void {

@@ -6,6 +6,10 @@
  * One endpoint object lives for one session: `open` once (a second call throws TypeError), `close` once. After a
  * loss, the supervisor builds new endpoint objects. A handler that throws is logged by the adapter and goes no further
  * (a delivery whose handler threw stays unacked).
+ *
+ * A session may be on a connection the endpoints of other bridges share (src/endpoints/connections.ts): `onLost` then
+ * comes for a loss of the endpoint's own (its channel closed by the broker, its consumer cancelled, a confirm that never
+ * came) and for a loss of the connection, which every endpoint on it hears; `close` ends the endpoint's part only.
  */
 import type { BridgeMessage, SourceDelivery } from './message.js';
 import type { TransientError } from '../shared/errors.js';
@@ -76,7 +80,15 @@ export interface SourceEndpoint {
    * the bridge disagree (logged). Absent or false: every message is delivered, and the session's filter-miss applies.
    */
   readonly brokerSelects?: boolean;
-  /** Closes the connection. Whatever was not acked is redelivered by the broker. Never throws. */
+  /**
+   * Optional: the name of the connection this endpoint's session is on (AMQP: its `connection_name`, as the broker lists
+   * it), shared with the endpoints of other bridges on it; undefined before open() resolved. Read for GET /bridges.
+   */
+  readonly connectionName?: string;
+  /**
+   * Ends the session: whatever was not acked is redelivered by the broker. Its channel or subscription goes; the
+   * connection goes too unless other bridges' endpoints are on it. Never throws.
+   */
   close(): Promise<void>;
 }
 
@@ -119,6 +131,8 @@ export interface TargetEndpoint {
    * one by one. `routes`: each member's `route`, as for send; members of one batch may go to different addresses.
    */
   sendBatch?(messages: BridgeMessage[], routes?: readonly (string | undefined)[]): Promise<BatchMemberResult[]>;
-  /** Closes the connection. Never throws. */
+  /** Optional: as SourceEndpoint.connectionName. */
+  readonly connectionName?: string;
+  /** Ends the session (its channel; the connection too unless other bridges' endpoints are on it). Never throws. */
   close(): Promise<void>;
 }

@@ -21,7 +21,7 @@ import { DRAINED, type End } from './end.js';
 import { CacheHorizonWatch } from './cache-horizon-watch.js';
 import { cacheAddress, targetTemplate } from '../config/target-address.js';
 import { computeState, readinessOf, type Phase, type Readiness } from './supervisor/state.js';
-import { describeSource, describeTarget, depthNote, type BridgeStatus } from './supervisor/status.js';
+import { connectionNames, describeSource, describeTarget, depthNote, type BridgeStatus } from './supervisor/status.js';
 import { abortableWait, connectWithRetry } from './supervisor/reconnect.js';
 import { StallWatchdog } from './supervisor/stall-watchdog.js';
 import { CacheProbe, DepthProbe, errorText } from './supervisor/probes.js';
@@ -60,6 +60,8 @@ export class BridgeSupervisor {
   private readonly abort = new AbortController();
   private stopping = false;
   private current?: BridgeSession;
+  /** The endpoints of the latest session, for the connections status() names. */
+  private endpoints?: BridgeEndpoints;
   /** The latest attempt to open a session: the session it opened, or undefined if it failed (see stop()). */
   private opening?: Promise<BridgeSession | undefined>;
   private sessionNo = 0;
@@ -238,6 +240,7 @@ export class BridgeSupervisor {
       lastForwardAt: this.lastForwardAt !== undefined ? new Date(this.lastForwardAt).toISOString() : null,
       targetFullSince: fullSince !== undefined ? new Date(fullSince).toISOString() : null,
       cacheHorizon: this.horizon.value,
+      connections: connectionNames(this.bridge, session !== undefined ? this.endpoints : undefined),
     };
     if (depth === undefined) out.sourceDepthNote = depthNote(this.bridge, session !== undefined);
     return out;
@@ -425,6 +428,7 @@ export class BridgeSupervisor {
     this.deps.metrics.sessions.inc({ bridge: this.bridge.name });
     const log = this.log.child({ session: this.sessionNo });
     const endpoints = this.deps.createEndpoints(this.bridge, log);
+    this.endpoints = endpoints;
     return new BridgeSession({
       bridge: this.bridge,
       ...endpoints,

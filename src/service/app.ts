@@ -1,5 +1,6 @@
 /**
- * The service: one supervisor per bridge, one shared duplicate-ID cache, metrics, and signal handling.
+ * The service: one supervisor per bridge, one shared duplicate-ID cache, the broker connections every bridge shares
+ * (src/endpoints/connections.ts), metrics, and signal handling.
  * SIGTERM/SIGINT: every bridge stops consuming and drains within shutdown-timeout; a second signal exits at once
  * (unacked messages are redelivered by the brokers either way). SIGHUP (and POST /reload) reloads the configuration
  * (./reload.ts).
@@ -15,6 +16,7 @@ import { ConfigError, isTransient } from '../shared/errors.js';
 import { warnings } from '../config/load.js';
 import { cacheAddress } from '../config/target-address.js';
 import { createEndpoints } from '../endpoints/create-endpoints.js';
+import { Connections } from '../endpoints/connections.js';
 import { startHttpServer } from './http-server.js';
 import { Metrics } from '../core/metrics.js';
 import type { End } from '../core/end.js';
@@ -45,7 +47,20 @@ export async function runService(config: Config, log: Logger, env: Readonly<Reco
   log.info({ instanceId, bridges: config.bridges.map((b) => b.name), cache: cache.kind }, 'broker-bridge starting');
   if (cache instanceof RedisIdCache) void reportDurability(cache, log.child({ component: 'id-cache' }));
 
-  const set = new BridgeSet({ cache, log, metrics, instanceId, createEndpoints, cacheSize: config.idCache.idCacheSize }, config.shutdownTimeout);
+  // The process's connections: made by the first bridge that needs one, closed when the last one on it let go.
+  const connections = new Connections(log.child({ component: 'connections' }));
+  metrics.connectionsFrom(() => connections.open());
+  const set = new BridgeSet(
+    {
+      cache,
+      log,
+      metrics,
+      instanceId,
+      createEndpoints: (bridge, bridgeLog) => createEndpoints(bridge, bridgeLog, connections),
+      cacheSize: config.idCache.idCacheSize,
+    },
+    config.shutdownTimeout,
+  );
   const reloader = new Reloader(config, { set, metrics, log, env: () => process.env });
 
   // A bridge whose target address's cache was lost (or may have been) shows `cache-untrusted` (still ready) for as long
@@ -72,6 +87,7 @@ export async function runService(config: Config, log: Logger, env: Readonly<Reco
           return set.supervisors;
         },
         adminToken,
+        connections: () => connections.open(),
         log: httpLog,
         generation: () => reloader.generation,
         reload: () => reloader.reload('POST /reload'),

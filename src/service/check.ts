@@ -3,8 +3,10 @@
  * that), it connects once to every connection the bridges use and to the cache's Redis, and reports one finding per
  * thing it looked at: reachable or not (with the sentence the bridge itself would log), each AMQP source queue and
  * target exchange or queue present (passive declares), the STOMP peer's profile, the NATS JetStream streams and
- * consumers (./check-nats.ts), the Redis start-up checks
- * (persistence, eviction). It never consumes or publishes a message: passive declares and a PING only.
+ * consumers (./check-nats.ts), the Redis start-up checks (persistence, eviction), and the connections the configuration
+ * opens (src/config/connection-plan.ts): how many, and whether each AMQP one stays within the channels its broker allows
+ * (channel_max). It never consumes or publishes a message: passive declares and a PING only (`--declare`: it declares
+ * the AMQP queues and exchanges the configuration names that do not exist).
  *
  * With `declare` (`check --declare`), an AMQP queue or exchange a bridge names that does not exist is declared — a
  * queue durable, with no arguments (the configuration has none to give); an exchange durable, of type topic, which
@@ -20,6 +22,8 @@ import type { AmqpConnectionConfig, BridgeConfig, Config, ConnectionConfig, Stom
 import { warnings } from '../config/load.js';
 import { silentLogger } from '../shared/log.js';
 import { closeModel, connectAmqp, replyCode, replyText, NOT_FOUND, type AmqpSession } from '../endpoints/amqp/connect.js';
+import { channelMaxOf } from '../endpoints/amqp/shared-connection.js';
+import { connectionPlan, poolNeeded, type PlannedConnection } from '../config/connection-plan.js';
 import { connectStomp, type StompSession } from '../endpoints/stomp/stomp-client.js';
 import { stompPeerProfile } from '../endpoints/stomp/stomp-peer.js';
 import { RedisIdCache } from '../cache/redis-id-cache.js';
@@ -49,14 +53,67 @@ export async function checkConfig(config: Config, options: CheckOptions = {}): P
   const findings: Finding[] = warnings(config).map((message) => ({ level: 'warning', subject: 'config', message }));
   const connections = usedConnections(config.bridges);
   const declare = options.declare ?? false;
+  const learnt = new Map<string, Learnt>();
   const results = await Promise.all([
     ...connections.map((conn) =>
-      conn.type === 'amqp' ? checkAmqp(conn, config.bridges, declare) : conn.type === 'nats' ? checkNats(conn, config) : checkStomp(conn, config.bridges),
+      conn.type === 'amqp'
+        ? checkAmqp(conn, config.bridges, declare, learnt)
+        : conn.type === 'nats'
+          ? checkNats(conn, config)
+          : checkStomp(conn, config.bridges, learnt),
     ),
     checkRedis(config),
   ]);
   for (const r of results) findings.push(...r);
+  findings.push(...countConnections(config.bridges, learnt));
   return findings;
+}
+
+/** What connecting told about a connection: the AMQP broker's channel_max, whether the STOMP peer shares a connection. */
+interface Learnt {
+  channelMax?: number;
+  shared?: boolean;
+}
+
+/**
+ * The connections `run` opens (src/config/connection-plan.ts), as findings: one line saying how many in all and where,
+ * and an error for each AMQP connection that would carry more channels than its broker allows. A STOMP peer that
+ * takes one endpoint per connection (or that could not be reached, so is not known to share) counts one per endpoint.
+ */
+function countConnections(bridges: readonly BridgeConfig[], learnt: ReadonlyMap<string, Learnt>): Finding[] {
+  const plan = connectionPlan(bridges);
+  const findings: Finding[] = [];
+  const parts: string[] = [];
+  let total = 0;
+  for (const conn of usedConnections(bridges)) {
+    const mine = plan.filter((p) => p.connection.name === conn.name);
+    const known = learnt.get(conn.name);
+    if (conn.type === 'amqp') {
+      total += mine.length;
+      parts.push(`${conn.name}: ${mine.length} (${mine.map((p) => `${describeRole(p)} with ${p.channels} channel${p.channels === 1 ? '' : 's'}`).join(', ')})`);
+      const max = known?.channelMax;
+      for (const p of mine) {
+        if (max === undefined || p.channels <= max) continue;
+        const pool = poolNeeded(conn, bridges, max);
+        findings.push({
+          level: 'error',
+          subject: `connection ${conn.name}`,
+          message: `its ${describeRole(p)} connection would carry ${p.channels} channels (${p.bridges.length} bridges), more than the broker allows (channel_max ${max}): the bridges past it cannot open their channels; ${pool === undefined ? 'split the bridges over several processes' : `set pool: ${pool} on connection '${conn.name}'`}`,
+        });
+      }
+    } else {
+      const shared = known?.shared === true;
+      const count = shared ? mine.length : mine.reduce((n, p) => n + p.endpoints, 0);
+      total += count;
+      parts.push(`${conn.name}: ${count} (${shared ? 'shared: the peer takes many subscriptions per connection' : known?.shared === false ? 'one per endpoint: the peer does not share a connection' : 'one per endpoint: the peer was not reached, so is not known to share one'})`);
+    }
+  }
+  findings.unshift({ level: 'info', subject: 'connections', message: `this configuration opens ${total} broker connection${total === 1 ? '' : 's'} for ${bridges.length} bridge${bridges.length === 1 ? '' : 's'}: ${parts.join('; ')}` });
+  return findings;
+}
+
+function describeRole(p: PlannedConnection): string {
+  return `${p.role === 'consume' ? 'consuming' : 'publishing'}${p.pool > 1 ? ` ${p.slot + 1}/${p.pool}` : ''}`;
 }
 
 /** Every connection a bridge uses (source, target, dead-letter), once each, in the order of first use. */
@@ -81,7 +138,7 @@ function usesOf(conn: ConnectionConfig, bridges: readonly BridgeConfig[]): { bri
   return uses;
 }
 
-async function checkAmqp(conn: AmqpConnectionConfig, bridges: readonly BridgeConfig[], declare: boolean): Promise<Finding[]> {
+async function checkAmqp(conn: AmqpConnectionConfig, bridges: readonly BridgeConfig[], declare: boolean, learnt: Map<string, Learnt>): Promise<Finding[]> {
   const subject = `connection ${conn.name}`;
   let session: AmqpSession;
   try {
@@ -89,6 +146,7 @@ async function checkAmqp(conn: AmqpConnectionConfig, bridges: readonly BridgeCon
   } catch (err) {
     return [{ level: 'error', subject, message: (err as Error).message }];
   }
+  learnt.set(conn.name, { channelMax: channelMaxOf(session.model) });
   const findings: Finding[] = [{ level: 'ok', subject, message: `reachable: ${session.where}, logged in as ${session.user}` }];
   try {
     // One use per destination: a queue that two bridges name is declared once, and the second use finds it.
@@ -167,7 +225,7 @@ async function declareMissing(session: AmqpSession, subject: string, what: { kin
   }
 }
 
-async function checkStomp(conn: StompConnectionConfig, bridges: readonly BridgeConfig[]): Promise<Finding[]> {
+async function checkStomp(conn: StompConnectionConfig, bridges: readonly BridgeConfig[], learnt: Map<string, Learnt>): Promise<Finding[]> {
   const subject = `connection ${conn.name}`;
   let session: StompSession;
   try {
@@ -177,6 +235,7 @@ async function checkStomp(conn: StompConnectionConfig, bridges: readonly BridgeC
   }
   try {
     const profile = stompPeerProfile(session.server);
+    learnt.set(conn.name, { shared: profile.sharedConnection });
     const findings: Finding[] = [
       { level: 'ok', subject, message: `reachable: ${conn.name} (${session.peer}), STOMP ${session.version}, server ${session.server ?? '(not named)'}` },
       {
@@ -185,7 +244,7 @@ async function checkStomp(conn: StompConnectionConfig, bridges: readonly BridgeC
         message:
           profile.kind === 'unknown'
             ? `peer profile unknown (server ${session.server ?? 'not named'}): the bridge gives it the cautious answers (stamps by fingerprint, both prefetch headers)`
-            : `peer profile ${profile.kind}: message-id ${profile.stableMessageId ? 'stable across redeliveries' : 'not trusted as an identity (stamps by fingerprint)'}, prefetch by ${profile.prefetchHeaders.join(' and ')}`,
+            : `peer profile ${profile.kind}: message-id ${profile.stableMessageId ? 'stable across redeliveries' : 'not trusted as an identity (stamps by fingerprint)'}, prefetch by ${profile.prefetchHeaders.join(' and ')}, ${profile.sharedConnection ? 'one connection per role shared by the bridges' : 'a connection per endpoint (not shared)'}`,
       },
     ];
     for (const use of usesOf(conn, bridges)) {

@@ -4,7 +4,8 @@
  * - GET /readyz: 200 when every bridge that is not paused has its source, target and cache connected and is not
  *   stalled; 503 with the reasons as JSON otherwise (the compose healthcheck). GET /health is kept as an alias. Both
  *   also say what a Redis cache detected: `cache.losses` (by event) and `cache.flagging` (addresses, until when).
- * - GET /bridges, GET /bridges/{name}: state, since, last error, counters, in flight, rate, source depth.
+ * - GET /bridges, GET /bridges/{name}: state, since, last error, counters, in flight, rate, source depth, the connections
+ *   its endpoints are on; GET /bridges also lists every connection the process holds open (shared by the bridges).
  * - POST /reload (admin, like the next): re-reads the configuration (400 with the located errors when it does not validate; nothing changes).
  * - POST /bridges/{name}/pause|resume|restart: only when an admin token is configured (absent, 404, otherwise), with
  *   `Authorization: Bearer <token>` (compared in constant time; missing or wrong → 401).
@@ -13,7 +14,7 @@
 import { createHash, timingSafeEqual } from 'node:crypto';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import type { BridgeCounters, Metrics } from '../core/metrics.js';
+import type { BridgeCounters, Metrics, OpenConnection } from '../core/metrics.js';
 import type { BridgeStatus, BridgeSupervisor } from '../core/supervisor.js';
 import type { Logger } from '../shared/log.js';
 import type { Generation, ReloadOutcome } from './reload.js';
@@ -29,6 +30,8 @@ export interface HttpApiDeps {
   generation?: () => Generation;
   /** POST /reload (admin): re-reads the configuration; refused as a whole when it does not validate. */
   reload?: () => Promise<ReloadOutcome>;
+  /** The broker connections open now, shown by GET /bridges. */
+  connections?: () => readonly OpenConnection[];
   log: Logger;
 }
 
@@ -90,6 +93,7 @@ async function handle(req: IncomingMessage, res: ServerResponse, deps: HttpApiDe
     return json(res, 200, {
       ...(deps.generation ? { config: deps.generation() } : {}),
       bridges: await Promise.all(deps.supervisors.map((s) => report(s, deps.metrics))),
+      ...(deps.connections ? { connections: deps.connections() } : {}),
     });
   }
   if (path === '/reload') {

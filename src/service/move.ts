@@ -22,6 +22,7 @@ import type { SourceEndpoint, SourceHandlers } from '../core/ports.js';
 import { randomBytes } from 'node:crypto';
 import { createIdCache } from '../cache/create-id-cache.js';
 import { createEndpoints } from '../endpoints/create-endpoints.js';
+import { Connections } from '../endpoints/connections.js';
 import { Metrics, type BridgeCounters } from '../core/metrics.js';
 import { BridgeSupervisor, type BridgeEndpoints } from '../core/supervisor.js';
 import { decorateSource } from '../core/decorate-source.js';
@@ -138,8 +139,10 @@ export async function moveBridge(config: Config, given: BridgeConfig, o: MoveOpt
   const cache = createIdCache(config.idCache, o.log.child({ component: 'id-cache' }), undefined, instanceId);
   const shared: MoveCounts = { acked: 0, lastDeliveryAt: Date.now(), limit: o.until.kind === 'count' ? o.until.count : undefined };
   let current: CountedSource | undefined;
+  // As `run` does: a consuming and a publishing connection, the target's and the dead-letter's channels on the latter.
+  const connections = new Connections(o.log.child({ component: 'connections' }));
   const endpoints = (b: BridgeConfig, log: Logger): BridgeEndpoints => {
-    const e = createEndpoints(b, log);
+    const e = createEndpoints(b, log, connections);
     current = new CountedSource(e.source, shared);
     return { ...e, source: current.endpoint };
   };

@@ -28,6 +28,8 @@ export class BridgeControl {
     private readonly configFile: string,
     private readonly log: (line: string) => void,
     private readonly env: Record<string, string> = {},
+    /** Bridges in the configuration: start() waits until each one runs. */
+    private readonly bridges = 1,
   ) {}
 
   get pid(): number | undefined {
@@ -38,7 +40,7 @@ export class BridgeControl {
     return this.proc;
   }
 
-  /** Starts the bridge and waits for 'bridge running' (up to `timeoutMs`; a broker may be away, so a timeout only logs). */
+  /** Starts the process and waits for 'bridge running' of each bridge (up to `timeoutMs`; a broker may be away, so a timeout only logs). */
   async start(timeoutMs = 60_000): Promise<boolean> {
     return this.startWith({}, timeoutMs);
   }
@@ -83,7 +85,7 @@ export class BridgeControl {
       }
     });
     try {
-      await p.waitForLog((l) => l.msg === 'bridge running', timeoutMs);
+      await p.waitForLog((l) => l.msg === 'bridge running', timeoutMs, this.bridges);
       return true;
     } catch (err) {
       this.log(`bridge did not report 'bridge running' within ${timeoutMs} ms: ${(err as Error).message.slice(0, 300)}`);

@@ -45,6 +45,8 @@ export class ReloadFault {
     private readonly bridge: BridgeControl,
     seed: number,
     private readonly log: (line: string) => void,
+    /** Bridges of the file no reload changes: each must come out of every reload unchanged (its session kept). */
+    private readonly others: readonly string[] = [],
   ) {
     this.prng = new Prng((seed ^ 0x5eed_1234) >>> 0);
   }
@@ -137,6 +139,9 @@ export class ReloadFault {
       // Not a harness hiccup: the bridge read the file and did something else with it.
       throw new Error(`reload (${how}, file ${outcome}) was not applied as ${outcome}: ${JSON.stringify(line)}`);
     }
+    const kept = line.unchanged;
+    const touched = this.others.filter((name) => !Array.isArray(kept) || !kept.includes(name));
+    if (touched.length > 0) throw new Error(`reload (${how}, file ${outcome}) touched ${touched.join(', ')}, whose settings did not change: ${JSON.stringify(line)}`);
     this.done[outcome] += 1;
     this.done[viaHttp ? 'http' : 'sighup'] += 1;
     this.log(`reload by ${how}, file ${change ? `changed (prefetch ${this.prefetch})` : 'unchanged'}: applied as ${outcome}`);

@@ -8,7 +8,11 @@
  *   not the harness's, and cleanup is one vhost delete. The AMQP target is a headers exchange bound to the target
  *   queue for messages carrying `x-faults-route: ok`: a poison message without it is unroutable (basic.return).
  *   "Too large" = larger than a lowered global max_message_size (RabbitMQ reads it when a channel opens).
- * - The bridge reaches its target through a TCP proxy of ours (stalled for a while by one fault).
+ * - Two bridges run in the process, sharing its connections (src/endpoints/connections.ts): each reads a source queue
+ *   of its own (the stream is published to them in turns, chunk by chunk), both forward to the one target and dead-letter
+ *   destination. A kill, a broker-side connection close and a broker restart reach both; a reload changes the first
+ *   one only (the second must stay unchanged: its channels, its session).
+ * - The bridges reach their target through a TCP proxy of ours (stalled for a while by one fault).
  * - Redis is the suite's own, with AOF (restarted by one fault), or the local Redis Cluster or Sentinel setup
  *   (./suite-redis.ts): `redis-failover` kills the master holding the bridge's keys, `redis-data-loss` wipes the cache.
  * - Dead letters go to a destination on the other broker where it helps: a too-large message for RabbitMQ is
@@ -38,6 +42,9 @@ import { ROUTE_HEADER, ROUTE_VALUE, planStream, poisonBody, type Outgoing, type 
 import { StreamPublisher, drainUntilComplete, runFaultSchedule } from './stream-run.js';
 import { sleep } from '../support/wait.js';
 import { RELOAD_PREFETCHES, ReloadFault, reloadPoints } from './reload-fault.js';
+
+/** The second bridge's prefetch: neither of RELOAD_PREFETCHES, which the reload fault toggles on the first bridge. */
+const SECOND_BRIDGE_PREFETCH = 400;
 
 const execFileP = promisify(execFile);
 const ACTIVEMQ_SCRIPT = resolve(import.meta.dirname, '../../scripts/activemq.sh');
@@ -212,6 +219,8 @@ export async function runScenario(o: ScenarioOptions): Promise<FaultRunReport> {
   const stompTargetUrl = targetIsStomp ? targetProxy.rewrite(stompSideUrl!) : undefined;
 
   const srcQueue = sourceOnRabbit ? 'src' : `faults-src-${runId}`;
+  // The second bridge's source, on the same connection as the first's.
+  const srcQueue2 = sourceOnRabbit ? 'src2' : `faults-src2-${runId}`;
   const tgtQueue = targetOnRabbit ? 'tgt' : `faults-tgt-${runId}`;
   const exchange = 'faults.target';
   // Dead letters: on ActiveMQ when the target is RabbitMQ and STOMP is available (too-large messages), else RabbitMQ.
@@ -223,6 +232,7 @@ export async function runScenario(o: ScenarioOptions): Promise<FaultRunReport> {
     const conn = await amqp.connect(rabbitUrl, { clientProperties: { connection_name: `${HARNESS_CONNECTION_PREFIX} setup` } });
     const ch = await conn.createChannel();
     if (sourceOnRabbit) await ch.assertQueue(srcQueue, { durable: true });
+    if (sourceOnRabbit) await ch.assertQueue(srcQueue2, { durable: true });
     // Durable and without arguments, as RabbitMQ's STOMP plugin declares a `/queue/` destination itself.
     if (targetIsStomp && rabbitStomp) await ch.assertQueue(tgtQueue, { durable: true });
     if (!targetIsStomp) {
@@ -235,9 +245,12 @@ export async function runScenario(o: ScenarioOptions): Promise<FaultRunReport> {
   }
 
   const publisher: Publisher = sourceOnRabbit ? new AmqpPublisher(rabbitUrl, srcQueue) : new StompPublisher(o.stompUrl!, srcQueue);
+  const publisher2: Publisher = sourceOnRabbit ? new AmqpPublisher(rabbitUrl, srcQueue2) : new StompPublisher(o.stompUrl!, srcQueue2);
+  const publishers = [publisher, publisher2];
   const target: Collector = targetOnRabbit ? new AmqpCollector(rabbitUrl, tgtQueue) : new StompCollector(o.stompUrl!, tgtQueue);
   const deadLetter: Collector = dlOnStomp ? new StompCollector(o.stompUrl!, dlQueue) : new AmqpCollector(rabbitUrl, dlQueue);
   await publisher.open();
+  await publisher2.open();
   await target.start();
   await deadLetter.start();
 
@@ -284,6 +297,13 @@ export async function runScenario(o: ScenarioOptions): Promise<FaultRunReport> {
         : sourceAddress({ name: 'rabbit', type: 'amqp', urls: [rabbitUrl], heartbeat: 10, connectTimeout: 10_000 }, srcQueue),
       'fingerprint',
     ),
+    stampKey(
+      keyPrefix,
+      sourceIsStomp
+        ? stompAddress({ name: 'stomp-source', type: 'stomp', urls: [stompSideUrl!], heartBeat: [10_000, 10_000], connectTimeout: 10_000, ...(rabbitStomp ? { host: vhost } : {}) }, stompDestination(srcQueue2))
+        : sourceAddress({ name: 'rabbit', type: 'amqp', urls: [rabbitUrl], heartbeat: 10, connectTimeout: 10_000 }, srcQueue2),
+      'fingerprint',
+    ),
   ];
 
   // The bridge's configuration.
@@ -291,6 +311,7 @@ export async function runScenario(o: ScenarioOptions): Promise<FaultRunReport> {
   const connUsed = new Set<string>();
   const srcConn = !sourceIsStomp ? 'rabbit' : rabbitStomp ? 'rabbitstomp' : 'activemq';
   const src = `{ connection: ${srcConn}, queue: "${srcQueue}" }`;
+  const src2 = `{ connection: ${srcConn}, queue: "${srcQueue2}" }`;
   connUsed.add(srcConn);
   const tgtConn = !targetIsStomp ? 'rabbit-target' : rabbitStomp ? 'rabbitstomp-target' : 'activemq-target';
   const tgt = targetIsStomp ? `{ connection: ${tgtConn}, queue: "${tgtQueue}" }` : `{ connection: ${tgtConn}, exchange: "${exchange}", routing-key: "" }`;
@@ -325,11 +346,19 @@ export async function runScenario(o: ScenarioOptions): Promise<FaultRunReport> {
     `    dead-letter: ${dl}`,
     `    prefetch: ${RELOAD_PREFETCHES[0]}`,
     ...FAULT_BRIDGE_SETTINGS,
+    // The second bridge: the same connections (so the same shared ones), its own source; a prefetch the reload fault
+    // never writes, so that a changed reload changes the first bridge only.
+    `  - name: faults-${o.path}-2`,
+    `    source: ${src2}`,
+    `    target: ${tgt}`,
+    `    dead-letter: ${dl}`,
+    `    prefetch: ${SECOND_BRIDGE_PREFETCH}`,
+    ...FAULT_BRIDGE_SETTINGS,
     '',
   ].join('\n');
   const { configFile } = writeRunConfig(yaml);
-  const bridge = new BridgeControl(configFile, log);
-  const reloads = new ReloadFault(configFile, `faults-${o.path}`, adminToken, bridge, o.seed, log);
+  const bridge = new BridgeControl(configFile, log, {}, 2);
+  const reloads = new ReloadFault(configFile, `faults-${o.path}`, adminToken, bridge, o.seed, log, [`faults-${o.path}-2`]);
 
   const record: SentRecord = { sent: new Map(), resends: new Map(), poison: new Map(), uncertain: new Set(), identical: { sent: 0, uncertain: 0 } };
   const injected: Record<string, number> = Object.fromEntries(Object.keys(faults).map((k) => [k, 0]));
@@ -347,7 +376,15 @@ export async function runScenario(o: ScenarioOptions): Promise<FaultRunReport> {
     log(`faults planned: ${events.map((e) => `${e.kind}@${Math.round(e.at * 100)}%`).join(', ')}`);
     let poisonNo = 0;
     const total = plan.messages.length;
-    const stream = new StreamPublisher(plan.messages, record, o.publishSeconds, (batch) => gate.hold(() => publisher.publish(batch)), () => publisher.open(), log);
+    // In turns to the two bridges' sources, chunk by chunk (a chunk that failed goes again where it went; poison rides
+    // with whichever chunk it joins).
+    let turn = 0;
+    const sendChunk = async (batch: Outgoing[]): Promise<void> => {
+      await gate.hold(() => publishers[turn % 2]!.publish(batch));
+      turn += 1;
+    };
+    const reopen = () => Promise.all(publishers.map((p) => p.open())).then(() => undefined);
+    const stream = new StreamPublisher(plan.messages, record, o.publishSeconds, sendChunk, reopen, log);
     const poisonQueue = stream.poisonQueue;
     const publishChunk = (batch: Outgoing[]) => stream.publishChunk(batch);
     const publishLoop = stream.start();
@@ -424,7 +461,7 @@ export async function runScenario(o: ScenarioOptions): Promise<FaultRunReport> {
               await admin.restartBroker(downMs);
               if (lowered) await lowerLimit();
             }
-            await publisher.open().catch(() => undefined);
+            await Promise.all(publishers.map((p) => p.open().catch(() => undefined)));
           });
           return true;
         }
@@ -484,7 +521,7 @@ export async function runScenario(o: ScenarioOptions): Promise<FaultRunReport> {
     if (sourceOnRabbit) {
       const conn = await amqp.connect(rabbitUrl, { clientProperties: { connection_name: `${HARNESS_CONNECTION_PREFIX} check` } });
       const ch = await conn.createChannel();
-      leftAtSource = (await ch.checkQueue(srcQueue)).messageCount;
+      leftAtSource = (await ch.checkQueue(srcQueue)).messageCount + (await ch.checkQueue(srcQueue2)).messageCount;
       await conn.close();
     }
     await bridge.stop();
@@ -505,7 +542,7 @@ export async function runScenario(o: ScenarioOptions): Promise<FaultRunReport> {
     return report;
   } finally {
     await bridge.stop().catch(() => undefined);
-    await Promise.allSettled([publisher.close(), target.stop(), deadLetter.stop()]);
+    await Promise.allSettled([publisher.close(), publisher2.close(), target.stop(), deadLetter.stop()]);
     await targetProxy.stop().catch(() => undefined);
     if (lowered) {
       process.off('SIGINT', restoreOnSignal);

@@ -11,12 +11,15 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import type { AmqpConnectionConfig } from '../../src/config/types.js';
 import { ConfigError, MessageRejectedError, TransientError } from '../../src/shared/errors.js';
 import type { BridgeMessage, SourceDelivery } from '../../src/core/message.js';
+import type { TargetEndpoint } from '../../src/core/ports.js';
 import { AmqpSource } from '../../src/endpoints/amqp/amqp-source.js';
 import { AmqpTarget } from '../../src/endpoints/amqp/amqp-target.js';
 import { silentLogger } from '../../src/shared/log.js';
 import { ORIGINAL_USER_ID_HEADER } from '../../src/mapping/amqp-mapping.js';
 import { AmqpTestClient } from '../support/amqp.js';
-import { endpointContract } from '../support/endpoint-contract.js';
+import { endpointContract, type QueuedMessage, type Refusal } from '../support/endpoint-contract.js';
+import { Neighbourhood } from '../support/neighbour.js';
+import { Connections } from '../../src/endpoints/connections.js';
 import { services, uniqueName } from '../support/services.js';
 import { AmqpFrameScanner, BASIC_ACK, BASIC_PUBLISH, CONNECTION_CLOSE, ackOf, isMethod } from '../support/amqp-frames.js';
 import { TcpProxy } from '../support/tcp-proxy.js';
@@ -183,22 +186,18 @@ afterAll(async () => {
   await client.close();
 });
 
-endpointContract('AMQP', () => ({
+/** What both runs of the contract share: the queues, and how the test client fills and reads them. */
+const contractQueues = {
   url: services.amqpUrl,
   pipelined: 5000,
-  queue: async () => {
+  queue: async (): Promise<string> => {
     const q = queueName();
     await client.queue(q);
     return q;
   },
-  source: (queue, o = {}) => {
-    const s = new AmqpSource(connection(o.url ? [o.url] : undefined), queue, o.prefetch ?? 100, silentLogger);
-    endpoints.push(s);
-    return s;
-  },
-  target: (queue, o = {}) => target({ queue }, o.confirmTimeout, connection(o.url ? [o.url] : undefined)),
-  publish: (queue, messages) => client.publish(queue, messages.map((m) => ({ body: Buffer.from(m.body), options: { headers: m.headers } }))),
-  take: async (queue, atLeast) => {
+  publish: (queue: string, messages: readonly QueuedMessage[]): Promise<void> =>
+    client.publish(queue, messages.map((m) => ({ body: Buffer.from(m.body), options: { headers: m.headers } }))),
+  take: async (queue: string, atLeast: number): Promise<QueuedMessage[]> => {
     await client.waitForCount(queue, (n) => n >= atLeast, 20_000);
     await client.settledCount(queue, 200);
     return (await client.drain(queue)).map((m) => ({
@@ -206,13 +205,83 @@ endpointContract('AMQP', () => ({
       headers: Object.fromEntries(Object.entries(m.headers).map(([k, v]) => [k, text(v)])),
     }));
   },
-  // A headers exchange routes by a header of each message: `route: no` is unroutable, returned by the broker.
-  refusal: async () => {
-    const { exchange, queue } = await routeByHeader();
-    const route = (value: string) => (m: BridgeMessage): BridgeMessage => ({ ...m, headers: { ...m.headers, route: value } });
-    return { queue, target: target({ exchange, routingKey: '' }), accepted: route('yes'), refused: route('no'), reason: 'unroutable' };
+};
+
+/** A headers exchange routes by a header of each message: `route: no` is unroutable, returned by the broker. */
+async function refusalVia(makeTarget: (exchange: string) => TargetEndpoint): Promise<Refusal> {
+  const { exchange, queue } = await routeByHeader();
+  const route = (value: string) => (m: BridgeMessage): BridgeMessage => ({ ...m, headers: { ...m.headers, route: value } });
+  return { queue, target: makeTarget(exchange), accepted: route('yes'), refused: route('no'), reason: 'unroutable' };
+}
+
+endpointContract('AMQP', () => ({
+  ...contractQueues,
+  source: (queue, o = {}) => {
+    const s = new AmqpSource(connection(o.url ? [o.url] : undefined), queue, o.prefetch ?? 100, silentLogger);
+    endpoints.push(s);
+    return s;
   },
+  target: (queue, o = {}) => target({ queue }, o.confirmTimeout, connection(o.url ? [o.url] : undefined)),
+  refusal: () => refusalVia((exchange) => target({ exchange, routingKey: '' })),
 }));
+
+// The same contract with the connections shared as `run` shares them: each endpoint on the process's consuming or
+// publishing connection beside another bridge's source and target (test/support/neighbour.ts), which nothing the
+// endpoint under test does may disturb, short of losing the connection itself.
+let neighbourhood: Neighbourhood | undefined;
+afterEach(async () => {
+  const n = neighbourhood;
+  neighbourhood = undefined;
+  await n?.check();
+});
+
+endpointContract('AMQP, connections shared with another bridge', () => {
+  const connections = new Connections(silentLogger);
+  const conn = (url: string | undefined): AmqpConnectionConfig => connection(url ? [url] : undefined);
+  const n = new Neighbourhood({
+    shared: true,
+    make: async (url) => {
+      const [from, to] = [queueName(), queueName()];
+      await client.queue(from);
+      await client.queue(to);
+      const c = conn(url);
+      return {
+        from,
+        to,
+        source: new AmqpSource(c, from, 10, silentLogger, 10, false, connections.amqp(c, 'neighbour')),
+        target: new AmqpTarget(c, { queue: to }, 15_000, silentLogger, connections.amqp(c, 'neighbour')),
+      };
+    },
+    publish: (queue, body) => client.publish(queue, [{ body: Buffer.from(body) }]),
+    take: async (queue, atLeast) => {
+      await client.waitForCount(queue, (k) => k >= atLeast, 20_000);
+      return (await client.drain(queue)).map((m) => m.body.toString());
+    },
+    isConnectionLoss: (e) => e.message.startsWith('connection to '),
+  });
+  neighbourhood = n;
+  return {
+    ...contractQueues,
+    source: (queue, o = {}) => {
+      const c = conn(o.url);
+      const s = new AmqpSource(c, queue, o.prefetch ?? 100, silentLogger, undefined, false, connections.amqp(c, 'under-test'));
+      endpoints.push(s);
+      return n.source(s, o.url);
+    },
+    target: (queue, o = {}) => {
+      const c = conn(o.url);
+      const t = new AmqpTarget(c, { queue }, o.confirmTimeout ?? 15_000, silentLogger, connections.amqp(c, 'under-test'));
+      endpoints.push(t);
+      return n.target(t, o.url);
+    },
+    refusal: () =>
+      refusalVia((exchange) => {
+        const t = new AmqpTarget(connection(), { exchange, routingKey: '' }, 15_000, silentLogger, connections.amqp(connection(), 'under-test'));
+        endpoints.push(t);
+        return n.target(t, undefined);
+      }),
+  };
+});
 
 describe('AMQP source → AMQP target', () => {
   it('forwards bodies, properties and headers byte for byte (NUL bytes, a 1 MiB body, nested tables)', async () => {
@@ -406,7 +475,7 @@ describe('AMQP target outcomes', () => {
       const before = Array.from({ length: 100 }, (_, i) => `before ${i}`);
       await Promise.all(before.map((b) => t.send(msg(b))));
 
-      const close = await brokerSideClose(t.connectionName);
+      const close = await brokerSideClose(t.connectionName!);
       proxy.holdReplies();
       await close();
       await until("the broker's connection.close, held in the network", () => wire.closed);
@@ -440,7 +509,7 @@ describe('AMQP target outcomes', () => {
     try {
       await Promise.all(Array.from({ length: 100 }, (_, i) => t.send(msg(`m ${i}`))));
 
-      const close = await brokerSideClose(t.connectionName);
+      const close = await brokerSideClose(t.connectionName!);
       proxy.holdReplies();
       const inFlight = Array.from({ length: 200 }, (_, i) => t.send(msg(`m ${100 + i}`)).then(() => 'confirmed' as const, (e: unknown) => e));
       await until('300 sends on the wire, every one acked by the broker (the acks held)', () => wire.publishes === 300 && wire.ackedThrough === 300);
@@ -515,7 +584,7 @@ describe('AMQP source', () => {
     const s = source(q);
     const { deliveries, lost } = await consume(s);
     await until('deliveries', () => deliveries.length === 2);
-    await closeFromBroker(s.connectionName);
+    await closeFromBroker(s.connectionName!);
     await until('onLost', () => lost.length > 0);
     expect(lost).toHaveLength(1);
     expect(lost[0]).toBeInstanceOf(TransientError);
@@ -531,6 +600,67 @@ describe('AMQP source', () => {
     const err = await s.open({ onDelivery: () => undefined, onLost: () => undefined }).catch((e: unknown) => e);
     expect(err).toBeInstanceOf(TransientError);
     expect((err as Error).message).toContain(`source queue '${q}' does not exist`);
+  });
+});
+
+describe('AMQP endpoints of several bridges on the process connections', () => {
+  it("a consumer the broker cancels (its queue deleted) is that source's loss alone: another source on the connection goes on, and the connection stays", async () => {
+    const connections = new Connections(silentLogger);
+    const c = connection();
+    const [qa, qb] = [queueName(), queueName()];
+    await client.queue(qa);
+    await client.queue(qb);
+    const a = new AmqpSource(c, qa, 10, silentLogger, undefined, false, connections.amqp(c, 'bridge-a'));
+    const b = new AmqpSource(c, qb, 10, silentLogger, undefined, false, connections.amqp(c, 'bridge-b'));
+    endpoints.push(a, b);
+    const ca = await consume(a);
+    const cb = await consume(b);
+    expect(a.connectionName).toBe(b.connectionName);
+    await client.publish(qb, [{ body: Buffer.from('b1') }]);
+    await until('b1', () => cb.deliveries.length === 1);
+    await client.ch.deleteQueue(qa);
+    await until("a's loss", () => ca.lost.length > 0);
+    expect(ca.lost[0]!.message).toMatch(/cancelled the consumer/);
+    await client.publish(qb, [{ body: Buffer.from('b2') }]);
+    await until('b2', () => cb.deliveries.length === 2);
+    for (const d of cb.deliveries) b.ack(d);
+    await b.ackBarrier();
+    expect(cb.lost).toEqual([]);
+    expect(cb.deliveries.map((d) => [d.message.body.toString(), d.redelivered])).toEqual([
+      ['b1', false],
+      ['b2', false],
+    ]);
+    expect(connections.open()).toMatchObject([{ name: b.connectionName, role: 'consume', endpoints: 1 }]);
+    await b.close();
+    expect(connections.open()).toEqual([]);
+    expect(await client.count(qb)).toBe(0);
+  });
+
+  it("a target whose channel the broker closes (a publish to a missing exchange, 404) keeps its refusals to itself: another target's sends on the connection are all confirmed", async () => {
+    const connections = new Connections(silentLogger);
+    const c = connection();
+    const q = queueName();
+    await client.queue(q);
+    const missing = uniqueName('amqp-ep-missing');
+    const bad = new AmqpTarget(c, { exchange: missing, routingKey: 'rk' }, 15_000, silentLogger, connections.amqp(c, 'bridge-a'));
+    const good = new AmqpTarget(c, { queue: q }, 15_000, silentLogger, connections.amqp(c, 'bridge-b'));
+    endpoints.push(bad, good);
+    const lostBad: TransientError[] = [];
+    const lostGood: TransientError[] = [];
+    await bad.open({ onLost: (e) => lostBad.push(e) });
+    await good.open({ onLost: (e) => lostGood.push(e) });
+    expect(bad.connectionName).toBe(good.connectionName);
+    const n = 2000;
+    const goodSends = Array.from({ length: n }, (_, i) => good.send(msg(`g${i}`)));
+    const badSends = await Promise.allSettled(Array.from({ length: 20 }, (_, i) => bad.send(msg(`x${i}`))));
+    await Promise.all(goodSends);
+    for (const r of badSends) {
+      expect(r.status).toBe('rejected');
+      expect(((r as PromiseRejectedResult).reason as MessageRejectedError).reason).toBe('not-found');
+    }
+    expect(lostGood).toEqual([]);
+    expect(lostBad).toEqual([]);
+    expect((await client.drain(q)).map((m) => m.body.toString())).toEqual(Array.from({ length: n }, (_, i) => `g${i}`));
   });
 });
 

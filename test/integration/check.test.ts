@@ -106,6 +106,12 @@ describe('broker-bridge check', () => {
     expect(lines).toContainEqual(expect.stringMatching(/^info +connection activemq: peer profile activemq-classic/));
     expect(lines).toContainEqual(expect.stringMatching(new RegExp(`^info +bridge amqp-to-activemq: target '${target}' on activemq: not checkable over STOMP`)));
     expect(lines).toContainEqual(expect.stringMatching(/^ok +id-cache: Redis at 127\.0\.0\.1:\d+ keeps its data across a restart/));
+    // The connections `run` opens: RabbitMQ's shared by both bridges (two sources and their depth reads; a target and
+    // two dead-letter destinations), ActiveMQ's one publishing connection shared (its profile allows it).
+    expect(lines).toContainEqual(
+      'info    connections: this configuration opens 3 broker connections for 2 bridges: rabbit: 2 (consuming with 3 channels, publishing with 3 channels); activemq: 1 (shared: the peer takes many subscriptions per connection)',
+    );
+    expect(lines).toContainEqual(expect.stringMatching(/^info +connection activemq: peer profile activemq-classic: .*, one connection per role shared by the bridges$/));
     expect(lines.at(-1)).toMatch(/: all checks passed$/);
     // Nothing consumed, nothing published, nothing of the cache written.
     expect(await amqp.count(source)).toBe(3);

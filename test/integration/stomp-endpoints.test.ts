@@ -16,11 +16,14 @@ import amqplib from 'amqplib';
 import type { StompConnectionConfig } from '../../src/config/types.js';
 import { ConfigError, MessageRejectedError, TransientError } from '../../src/shared/errors.js';
 import type { BridgeMessage, SourceDelivery } from '../../src/core/message.js';
+import type { TargetEndpoint } from '../../src/core/ports.js';
 import { connectStomp, type StompMessage } from '../../src/endpoints/stomp/stomp-client.js';
 import { StompSource } from '../../src/endpoints/stomp/stomp-source.js';
 import { StompTarget } from '../../src/endpoints/stomp/stomp-target.js';
 import { silentLogger as log } from '../../src/shared/log.js';
-import { endpointContract } from '../support/endpoint-contract.js';
+import { endpointContract, type QueuedMessage, type Refusal } from '../support/endpoint-contract.js';
+import { Neighbourhood } from '../support/neighbour.js';
+import { Connections } from '../../src/endpoints/connections.js';
 import { services, uniqueName } from '../support/services.js';
 import { publishStomp, readStomp } from '../support/stomp.js';
 import { ACTIVEMQ_PEER, STOMP_PEERS, type StompPeer } from '../support/stomp-peers.js';
@@ -156,8 +159,13 @@ class CuttingProxy {
 
 /** Endpoints the contract suite opened, closed after each test even when it failed. */
 const endpoints: { close(): Promise<void> }[] = [];
+/** The neighbours of the contract run with the process's connections (test/support/neighbour.ts), checked after each test. */
+let neighbourhood: Neighbourhood | undefined;
 afterEach(async () => {
   await Promise.all(endpoints.splice(0).map((e) => e.close()));
+  const n = neighbourhood;
+  neighbourhood = undefined;
+  await n?.check();
 });
 
 afterAll(async () => {
@@ -177,14 +185,30 @@ beforeAll(() => {
   peer = p;
 });
 
-endpointContract(`STOMP (${p.name})`, () => ({
+/** What both runs of the contract share: the queues, and how the test client fills and reads them. */
+const contractQueues = {
   url: p.url,
   headers: { [RUN_HEADER]: RUN },
-  queue: () => {
+  queue: (): Promise<string> => {
     const q = uniqueName('stomp-contract');
     track(q);
     return Promise.resolve(q);
   },
+  publish: (queue: string, messages: readonly QueuedMessage[]): Promise<void> => publishStomp(queue, messages, { url: p.url }),
+  take: async (queue: string, atLeast: number): Promise<QueuedMessage[]> =>
+    (await readStomp(queue, { url: p.url, atLeast, quietMs: 200, timeoutMs: 30_000 })).map((m) => ({ body: m.body.toString(), headers: m.headers })),
+};
+
+/** ActiveMQ closes the connection on a frame this large; the target refuses it before it is written. */
+function refusalVia(makeTarget: (queue: string) => TargetEndpoint): Promise<Refusal> {
+  const queue = uniqueName('stomp-contract-refusal');
+  track(queue);
+  const refused = (m: BridgeMessage): BridgeMessage => ({ ...m, headers: { ...m.headers, huge: 'a'.repeat(20_000) } });
+  return Promise.resolve({ queue, target: makeTarget(queue), accepted: (m) => m, refused, reason: 'too-large' });
+}
+
+endpointContract(`STOMP (${p.name})`, () => ({
+  ...contractQueues,
   source: (queue, o = {}) => {
     const s = new StompSource(conn(o.url ?? p.url), queue, o.prefetch ?? 100, log);
     endpoints.push(s);
@@ -195,19 +219,62 @@ endpointContract(`STOMP (${p.name})`, () => ({
     endpoints.push(t);
     return t;
   },
-  publish: (queue, messages) => publishStomp(queue, messages, { url: p.url }),
-  take: async (queue, atLeast) =>
-    (await readStomp(queue, { url: p.url, atLeast, quietMs: 200, timeoutMs: 30_000 })).map((m) => ({ body: m.body.toString(), headers: m.headers })),
-  refusal: () => {
-    const queue = uniqueName('stomp-contract-refusal');
-    track(queue);
-    const target = new StompTarget(conn(), queue, 15_000, log);
-    endpoints.push(target);
-    // ActiveMQ closes the connection on a frame this large; the target refuses it before it is written.
-    const refused = (m: BridgeMessage): BridgeMessage => ({ ...m, headers: { ...m.headers, huge: 'a'.repeat(20_000) } });
-    return Promise.resolve({ queue, target, accepted: (m) => m, refused, reason: 'too-large' });
-  },
+  refusal: () =>
+    refusalVia((queue) => {
+      const target = new StompTarget(conn(), queue, 15_000, log);
+      endpoints.push(target);
+      return target;
+    }),
 }));
+
+
+// The same contract with the process's connections (src/endpoints/connections.ts): each endpoint beside another bridge's
+// source and target (test/support/neighbour.ts), on their connection where the peer takes many endpoints on one
+// (ActiveMQ Classic), on one of its own where it does not (RabbitMQ's STOMP plugin: StompPeerProfile.sharedConnection).
+endpointContract(`STOMP (${p.name}), with the process's connections`, () => {
+  const connections = new Connections(log);
+  const n = new Neighbourhood({
+    shared: p.name === 'activemq',
+    make: (url) => {
+      const [from, to] = [uniqueName('stomp-neighbour'), uniqueName('stomp-neighbour')];
+      track(from);
+      track(to);
+      const c = conn(url ?? p.url);
+      return Promise.resolve({
+        from,
+        to,
+        source: new StompSource(c, from, 10, log, undefined, false, connections.stomp(c, 'neighbour')),
+        target: new StompTarget(c, to, 15_000, log, connections.stomp(c, 'neighbour')),
+      });
+    },
+    publish: (queue, body) => publishStomp(queue, [{ body, headers: { [RUN_HEADER]: RUN } }], { url: p.url }),
+    take: async (queue, atLeast) => (await readStomp(queue, { url: p.url, atLeast, quietMs: 200, timeoutMs: 20_000 })).map((m) => m.body.toString()),
+    // A STOMP endpoint has no loss of its own: a missing receipt fails the connection (src/endpoints/stomp/stomp-target.ts), for all on it.
+    isConnectionLoss: () => true,
+  });
+  neighbourhood = n;
+  return {
+    ...contractQueues,
+    source: (queue, o = {}) => {
+      const c = conn(o.url ?? p.url);
+      const s = new StompSource(c, queue, o.prefetch ?? 100, log, undefined, false, connections.stomp(c, 'under-test'));
+      endpoints.push(s);
+      return n.source(s, o.url);
+    },
+    target: (queue, o = {}) => {
+      const c = conn(o.url ?? p.url);
+      const t = new StompTarget(c, queue, o.confirmTimeout ?? 15_000, log, connections.stomp(c, 'under-test'));
+      endpoints.push(t);
+      return n.target(t, o.url);
+    },
+    refusal: () =>
+      refusalVia((queue) => {
+        const target = new StompTarget(conn(), queue, 15_000, log, connections.stomp(conn(), 'under-test'));
+        endpoints.push(target);
+        return n.target(target, undefined);
+      }),
+  };
+});
 
 describe('StompTarget → StompSource', () => {
   it('per-message destinations (a templated target): send and one transaction whose SENDs go to several queues', async () => {
@@ -587,6 +654,20 @@ describe('connectStomp', () => {
       for (const s of sockets) s.destroy();
       await new Promise<void>((r) => server.close(() => r()));
     }
+  });
+
+  it("RabbitMQ: a SEND it refuses (a missing exchange) is answered by an ERROR without its receipt, and the connection closes: why its connections are not shared (StompPeerProfile.sharedConnection)", async () => {
+    const session = await connectStomp({ ...conn(services.rabbitStompUrl), host: '/' }, log);
+    const lost: TransientError[] = [];
+    session.onLost((e) => lost.push(e));
+    const err = await session.send({ destination: `/exchange/${uniqueName('no-such-exchange')}/rk` }, Buffer.from('x')).then(
+      () => undefined,
+      (e: unknown) => e,
+    );
+    expect(err).toBeInstanceOf(TransientError);
+    expect((err as Error).message).toMatch(/NOT_FOUND - no exchange/);
+    expect(session.isOpen).toBe(false);
+    expect(lost).toHaveLength(1);
   });
 
   it('rejects one request answered by an ERROR frame and keeps the session', async () => {

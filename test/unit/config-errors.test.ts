@@ -82,6 +82,13 @@ describe('configuration errors: file:line:col, key path, what is wrong, what is 
     ]);
   });
 
+  it('a connection pool out of range, on either protocol', () => {
+    expect(load('bad-pool.yaml')).toEqual([
+      `${fixture('bad-pool.yaml')}:2:61 connections.rabbit.pool: expected an integer from 1 to 64, got 0`,
+      `${fixture('bad-pool.yaml')}:3:66 connections.activemq.pool: expected an integer from 1 to 64, got 100`,
+    ]);
+  });
+
   it('a filter that is not a JMS selector: at its value, with the column inside the expression', () => {
     expect(load('bad-filter.yaml')).toEqual([
       `${fixture('bad-filter.yaml')}:7:13 bridges[0].filter: invalid JMS message selector at column 26 of the expression: expected an operator or the end of the selector, but found '100'`,

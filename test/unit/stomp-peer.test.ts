@@ -4,18 +4,18 @@ import { fromStomp, toStomp } from '../../src/mapping/stomp-mapping.js';
 
 describe('stompPeerProfile (by the CONNECTED `server` header)', () => {
   it.each([
-    // server header as sent, kind, stable message-id, prefetch headers, body typing, NACK, SUBSCRIBE selector, exclusive
-    ['ActiveMQ/5.17.2', 'activemq-classic', true, ['activemq.prefetchSize'], 'content-length', 'dead-letter', true, 'activemq.exclusive'],
-    ['ActiveMQ/6.1.0', 'activemq-classic', true, ['activemq.prefetchSize'], 'content-length', 'dead-letter', true, 'activemq.exclusive'],
-    ['RabbitMQ/3.10.8', 'rabbitmq', false, ['prefetch-count'], 'bytes', 'requeue', false, undefined],
-    ['rabbitmq/4.0.1', 'rabbitmq', false, ['prefetch-count'], 'bytes', 'requeue', false, undefined],
-    ['ActiveMQ-Artemis/2.31.2 ActiveMQ Artemis Messaging Engine', 'activemq-artemis', false, ['activemq.prefetchSize', 'prefetch-count'], 'content-length', 'unknown', false, undefined],
-    ['apache-apollo/1.7.1', 'unknown', false, ['activemq.prefetchSize', 'prefetch-count'], 'content-length', 'unknown', false, undefined],
-    ['', 'unknown', false, ['activemq.prefetchSize', 'prefetch-count'], 'content-length', 'unknown', false, undefined],
-    [undefined, 'unknown', false, ['activemq.prefetchSize', 'prefetch-count'], 'content-length', 'unknown', false, undefined],
-  ] as const)('%s → %s', (server, kind, stable, prefetch, bodyTyping, nack, selectors, exclusiveHeader) => {
+    // server header as sent, kind, stable message-id, prefetch headers, body typing, NACK, SUBSCRIBE selector, exclusive, shared connection
+    ['ActiveMQ/5.17.2', 'activemq-classic', true, ['activemq.prefetchSize'], 'content-length', 'dead-letter', true, 'activemq.exclusive', true],
+    ['ActiveMQ/6.1.0', 'activemq-classic', true, ['activemq.prefetchSize'], 'content-length', 'dead-letter', true, 'activemq.exclusive', true],
+    ['RabbitMQ/3.10.8', 'rabbitmq', false, ['prefetch-count'], 'bytes', 'requeue', false, undefined, false],
+    ['rabbitmq/4.0.1', 'rabbitmq', false, ['prefetch-count'], 'bytes', 'requeue', false, undefined, false],
+    ['ActiveMQ-Artemis/2.31.2 ActiveMQ Artemis Messaging Engine', 'activemq-artemis', false, ['activemq.prefetchSize', 'prefetch-count'], 'content-length', 'unknown', false, undefined, false],
+    ['apache-apollo/1.7.1', 'unknown', false, ['activemq.prefetchSize', 'prefetch-count'], 'content-length', 'unknown', false, undefined, false],
+    ['', 'unknown', false, ['activemq.prefetchSize', 'prefetch-count'], 'content-length', 'unknown', false, undefined, false],
+    [undefined, 'unknown', false, ['activemq.prefetchSize', 'prefetch-count'], 'content-length', 'unknown', false, undefined, false],
+  ] as const)('%s → %s', (server, kind, stable, prefetch, bodyTyping, nack, selectors, exclusiveHeader, sharedConnection) => {
     const p = stompPeerProfile(server);
-    expect(p).toStrictEqual({ kind, stableMessageId: stable, prefetchHeaders: prefetch, bodyTyping, nack, selectors, exclusiveHeader });
+    expect(p).toStrictEqual({ kind, stableMessageId: stable, prefetchHeaders: prefetch, bodyTyping, nack, selectors, exclusiveHeader, sharedConnection });
     const headers = prefetchHeaders(p, 250);
     expect(Object.keys(headers).sort()).toEqual([...prefetch].sort());
     for (const v of Object.values(headers)) expect(v).toBe('250');

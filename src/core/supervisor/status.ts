@@ -30,6 +30,11 @@ export interface BridgeStatus {
   targetFullSince: string | null;
   /** How far back the target address's duplicate-ID cache remembers (read every few seconds); null before the first read. */
   cacheHorizon: HorizonReading | null;
+  /**
+   * The connections the session's endpoints are on, by name (AMQP: the `connection_name` the broker lists), shared with
+   * other bridges; null while the endpoint is not connected. deadLetter only for a bridge that has one.
+   */
+  connections: { source: string | null; target: string | null; deadLetter?: string | null };
 }
 
 export function describeSource(bridge: BridgeConfig): string {
@@ -46,4 +51,14 @@ export function describeTarget(bridge: BridgeConfig): string {
 export function depthNote(bridge: BridgeConfig, connected: boolean): string {
   if (bridge.source.connection.type === 'stomp') return 'not available over STOMP';
   return connected ? 'not read yet' : 'not connected';
+}
+
+/** The shared connections the open session's endpoints use (null while none is open, or for an endpoint that has none). */
+export function connectionNames(
+  bridge: BridgeConfig,
+  endpoints: { source: { connectionName?: string }; target: { connectionName?: string }; deadLetter?: { connectionName?: string } } | undefined,
+): BridgeStatus['connections'] {
+  const out: BridgeStatus['connections'] = { source: endpoints?.source.connectionName ?? null, target: endpoints?.target.connectionName ?? null };
+  if (bridge.deadLetter) out.deadLetter = endpoints?.deadLetter?.connectionName ?? null;
+  return out;
 }

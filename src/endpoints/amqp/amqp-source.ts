@@ -21,7 +21,8 @@ import { AckCoalescer, type OutstandingDelivery } from './ack-coalescer.js';
 import { describeSource, sourceAddress } from '../../config/amqp-address.js';
 import { deliver } from '../endpoint-handlers.js';
 import { AmqpEndpoint } from './amqp-endpoint.js';
-import { ACCESS_REFUSED, NOT_FOUND, replyCode, replyText, type AmqpSession } from './connect.js';
+import { ACCESS_REFUSED, NOT_FOUND, replyCode, replyText } from './connect.js';
+import type { AmqpConnector, AmqpLease } from './shared-connection.js';
 
 export class AmqpSource extends AmqpEndpoint<SourceHandlers> implements SourceEndpoint {
   protected readonly setUpWhat = 'start consuming';
@@ -31,8 +32,6 @@ export class AmqpSource extends AmqpEndpoint<SourceHandlers> implements SourceEn
   private channelOpen = false;
   private channelError?: Error;
   private consumerTag?: string;
-  /** For depth(): passive declares on a channel apart from the consuming one. */
-  private depthChannel?: Channel;
   private seq = 0;
   /** Unacked deliveries of this session. Acking a tag twice (or a foreign one) would make RabbitMQ close the channel. */
   private readonly unacked = new WeakMap<SourceDelivery, OutstandingDelivery<ConsumeMessage>>();
@@ -49,13 +48,16 @@ export class AmqpSource extends AmqpEndpoint<SourceHandlers> implements SourceEn
     private window = prefetch,
     /** The only consumer of the queue (source.exclusive). */
     private readonly exclusive = false,
+    /** The process's consuming connection for this bridge (../connections.ts); default: one of its own. */
+    connector?: AmqpConnector,
   ) {
-    super(conn, describeSource(conn, queue), sourceAddress(conn, queue), 'source', queue, log);
+    super(conn, describeSource(conn, queue), sourceAddress(conn, queue), 'consume', log, connector);
     this.resumeConsuming = exclusive ? undefined : () => this.consumeAgain();
   }
 
-  protected async setUp({ model, where }: AmqpSession): Promise<void> {
-    const ch = await model.createChannel();
+  protected async setUp(lease: AmqpLease): Promise<void> {
+    const where = lease.session.where;
+    const ch = await lease.createChannel();
     this.channel = ch;
     this.channelOpen = true;
     ch.on('error', (err: Error) => {
@@ -89,6 +91,10 @@ export class AmqpSource extends AmqpEndpoint<SourceHandlers> implements SourceEn
 
   protected settleOnLoss(): void {
     // Nothing waits on a source: unacked messages go back to the queue with the connection.
+  }
+
+  protected channels(): (Channel | undefined)[] {
+    return [this.channel];
   }
 
   protected settleOnClose(): void {
@@ -173,19 +179,13 @@ export class AmqpSource extends AmqpEndpoint<SourceHandlers> implements SourceEn
   }
 
   async depth(): Promise<number> {
-    const model = this.session?.model;
-    if (model === undefined || this.state !== 'open') throw this.notConnected();
-    // A channel of its own: a failed passive declare closes its channel, and that must never be the consuming one.
-    if (this.depthChannel === undefined) {
-      const ch = await model.createChannel();
-      ch.on('error', () => undefined);
-      ch.on('close', () => {
-        if (this.depthChannel === ch) this.depthChannel = undefined;
-      });
-      this.depthChannel = ch;
-    }
+    const lease = this.lease;
+    if (lease === undefined || this.state !== 'open') throw this.notConnected();
+    // Not on the consuming channel: a failed passive declare closes its channel, and that must never be the consuming
+    // one. The connection keeps one channel for these reads, for every source on it (a channel per source would double
+    // the channels a bridge needs: src/config/connection-plan.ts).
     try {
-      return (await this.depthChannel.checkQueue(this.queue)).messageCount;
+      return await lease.queueDepth(this.queue);
     } catch (err) {
       throw new TransientError(`${this.description}: the queue depth could not be read: ${replyText(err)}`, { cause: err });
     }

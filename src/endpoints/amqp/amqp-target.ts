@@ -21,7 +21,7 @@
  * Sends keep their call order on the wire: a send that cannot be written now (channel write buffer full, channel
  * being reopened) waits in a FIFO, and later sends queue behind it.
  */
-import type { ConfirmChannel, Message, MessageProperties as AmqpProperties, Options } from 'amqplib';
+import type { Channel, ConfirmChannel, Message, MessageProperties as AmqpProperties, Options } from 'amqplib';
 import type { AmqpConnectionConfig } from '../../config/types.js';
 import { MessageRejectedError, TransientError } from '../../shared/errors.js';
 import type { BridgeMessage } from '../../core/message.js';
@@ -33,7 +33,8 @@ import { isTypedValue, toAmqp, type AmqpPublish } from '../../mapping/amqp-mappi
 import { describeTarget, resolveTarget, targetAddress, type AmqpTargetSpec } from '../../config/amqp-address.js';
 import { publishConfirmed } from './publish-confirmed.js';
 import { AmqpEndpoint } from './amqp-endpoint.js';
-import { ACCESS_REFUSED, NOT_FOUND, PRECONDITION_FAILED, replyCode, replyText, type AmqpSession } from './connect.js';
+import { ACCESS_REFUSED, NOT_FOUND, PRECONDITION_FAILED, replyCode, replyText } from './connect.js';
+import type { AmqpConnector, AmqpLease } from './shared-connection.js';
 
 interface Outcome {
   resolve: () => void;
@@ -87,9 +88,11 @@ export class AmqpTarget extends AmqpEndpoint<TargetHandlers> implements TargetEn
     target: AmqpTargetSpec,
     private readonly confirmTimeout: number,
     log: Logger,
+    /** The process's publishing connection for this bridge (../connections.ts); default: one of its own. */
+    connector?: AmqpConnector,
   ) {
     const { exchange, routingKey } = resolveTarget(target);
-    super(conn, describeTarget(conn, target), targetAddress(conn, target), 'target', `${exchange}/${routingKey}`, log);
+    super(conn, describeTarget(conn, target), targetAddress(conn, target), 'publish', log, connector);
     this.exchange = exchange;
     this.routingKey = routingKey;
   }
@@ -100,21 +103,26 @@ export class AmqpTarget extends AmqpEndpoint<TargetHandlers> implements TargetEn
     return `${this.description} [${this.state}${this.blocked ? ', blocked' : ''}; ${unconfirmed} unconfirmed, ${this.waiting.length} waiting]`;
   }
 
-  protected async setUp({ model }: AmqpSession): Promise<void> {
-    model.on('blocked', (reason: string) => {
-      this.blocked = true;
-      this.log.warn({ reason }, 'the broker blocked publishing (connection.blocked)');
-      this.handlers?.onBlocked?.(true, reason);
-    });
-    model.on('unblocked', () => {
-      this.blocked = false;
+  protected async setUp(lease: AmqpLease): Promise<void> {
+    // A connection the broker blocked before this session took it stays blocked until it says otherwise.
+    if (lease.blocked) this.onBlocked(true, 'blocked already when the session opened');
+    this.channel = await this.openChannel();
+  }
+
+  /** `connection.blocked` on the shared publishing connection (./shared-connection.ts logs it once for all its bridges). */
+  protected override onBlocked(blocked: boolean, reason?: string): void {
+    if (this.blocked === blocked) return;
+    this.blocked = blocked;
+    if (!blocked) {
       // The confirm timer restarts: nothing could be confirmed while the broker was not reading.
       const now = Date.now();
       for (const p of this.channel?.pending.values() ?? []) p.publishedAt = now;
-      this.log.info('the broker unblocked publishing');
-      this.handlers?.onBlocked?.(false);
-    });
-    this.channel = await this.openChannel();
+    }
+    this.handlers?.onBlocked?.(blocked, reason);
+  }
+
+  protected channels(): (Channel | undefined)[] {
+    return [this.channel?.ch];
   }
 
   protected opened(): void {
@@ -169,7 +177,7 @@ export class AmqpTarget extends AmqpEndpoint<TargetHandlers> implements TargetEn
   }
 
   private async openChannel(): Promise<PublishChannel> {
-    const ch = await this.session!.model.createConfirmChannel();
+    const ch = await this.lease!.createConfirmChannel();
     const chan: PublishChannel = { ch, pending: new Map(), closed: false };
     ch.on('error', (err: Error) => {
       chan.error = err;

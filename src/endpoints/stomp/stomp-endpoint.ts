@@ -1,68 +1,101 @@
 /**
  * What the STOMP source and target share: one session per endpoint object, opened once, reported lost once, closed
- * with a DISCONNECT. The subclasses add what they do with the session (SUBSCRIBE and ACK, or SEND and COMMIT).
+ * once. The session is the endpoint's part of a connection it holds a lease on (./shared-session.ts): the process's
+ * connection for its role where the peer takes many endpoints on one, else one of its own. The subclasses add what they
+ * do there (SUBSCRIBE and ACK, or SEND and COMMIT).
  */
 import type { StompConnectionConfig } from '../../config/types.js';
+import type { ConnectionRole } from '../../config/connection-plan.js';
 import { TransientError } from '../../shared/errors.js';
 import type { Logger } from '../../shared/log.js';
 import { stompAddress, stompDestination } from '../../config/stomp-address.js';
-import { connectStomp, type StompSession } from './stomp-client.js';
+import type { StompSession } from './stomp-client.js';
 import { profileFields, stompPeerProfile, type StompPeerProfile } from './stomp-peer.js';
 import { openedTwice, tellLost } from '../endpoint-handlers.js';
+import { ownStompConnector, type StompConnector, type StompLease } from './shared-session.js';
 
 export abstract class StompEndpoint {
   readonly description: string;
   readonly address: string;
   protected readonly destination: string;
-  protected session: StompSession | undefined;
+  protected lease: StompLease | undefined;
   /** What the connected server is (by its CONNECTED `server` header); set by connect(). */
   protected profile: StompPeerProfile = stompPeerProfile(undefined);
   /** Set by close() and by a loss: nothing more is done on the session. */
   protected closed = false;
   private openCalled = false;
+  private readonly connector: StompConnector;
 
   protected constructor(
     protected readonly conn: StompConnectionConfig,
     queue: string,
-    role: 'source' | 'target',
+    private readonly role: 'source' | 'target',
     protected readonly log: Logger,
+    /** Where the connection comes from; default: one of this endpoint's own. */
+    connector?: StompConnector,
   ) {
     this.destination = stompDestination(queue);
     this.description = `stomp ${conn.name} ${role} '${this.destination}'`;
     this.address = stompAddress(conn, this.destination);
+    this.connector = connector ?? ownStompConnector(conn, log);
+  }
+
+  /** The name of the connection the session is on (shared with other bridges' endpoints where the peer allows it). */
+  get connectionName(): string | undefined {
+    return this.lease?.connectionName;
+  }
+
+  protected get session(): StompSession | undefined {
+    return this.lease?.session;
   }
 
   /**
-   * Connects (once per object). `onLost` fires at most once, for a loss that close() did not cause. Rejects with
-   * TransientError when close() came while connecting.
+   * Takes a lease on a connection (once per object). `onLost` fires at most once, for a loss that close() did not cause.
+   * Rejects with TransientError when close() came while connecting.
    */
   protected async connect(onLost: (error: TransientError) => void): Promise<StompSession> {
     if (this.openCalled || this.closed) throw openedTwice(this.description);
     this.openCalled = true;
-    const session = await connectStomp(this.conn, this.log);
-    this.session = session;
-    this.profile = stompPeerProfile(session.server);
+    const role: ConnectionRole = this.role === 'source' ? 'consume' : 'publish';
+    const lease = await this.connector.acquire(role, {
+      lost: (error) => {
+        if (this.closed) return;
+        this.closed = true;
+        tellLost(onLost, error, this.log);
+      },
+    });
+    this.lease = lease;
+    this.profile = lease.profile;
     if (this.closed) {
-      session.destroy();
+      await lease.release();
       throw new TransientError(`${this.description} was closed while opening`);
     }
-    session.onLost((error) => {
-      if (this.closed) return;
-      this.closed = true;
-      tellLost(onLost, error, this.log);
-    });
-    return session;
+    return lease.session;
   }
 
   /** Log fields of the open connection: where, which STOMP version, which server and what the bridge relies on there. */
   protected connectionFields(session: StompSession): Record<string, unknown> {
-    return { peer: session.peer, version: session.version, server: session.server, ...profileFields(this.profile) };
+    return { peer: session.peer, version: session.version, server: session.server, connection: this.lease?.connectionName, ...profileFields(this.profile) };
   }
 
-  /** DISCONNECT (bounded wait) and close. Never throws. */
+  /** What the endpoint holds on a shared connection that it must give back itself before letting go (a subscription). */
+  protected giveBack(): Promise<void> {
+    return Promise.resolve();
+  }
+
+  /** Ends the session: its part of a shared connection goes, a connection of its own closes (DISCONNECT). Never throws. */
   async close(): Promise<void> {
-    if (this.closed && !this.session?.isOpen) return;
+    const lease = this.lease;
+    const wasClosed = this.closed;
     this.closed = true;
-    await this.session?.disconnect();
+    if (lease === undefined) return;
+    if (!wasClosed && lease.shared && lease.session.isOpen) await this.giveBack().catch((err: unknown) => this.log.debug({ err }, `${this.description}: giving back on close failed`));
+    await lease.release();
+  }
+
+  /** Lets go of the connection when open() fails after connect(); the session is over. */
+  protected async abandon(): Promise<void> {
+    this.closed = true;
+    await this.lease?.release();
   }
 }

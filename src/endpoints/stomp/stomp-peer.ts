@@ -49,6 +49,17 @@ export interface StompPeerProfile {
    * plugin reads `exclusive` as the queue's exclusivity, not the consumer's; Artemis and unknown servers are not checked.
    */
   readonly exclusiveHeader: string | undefined;
+  /**
+   * The bridges of a process may share one connection to this peer (src/endpoints/stomp/shared-session.ts): it takes
+   * many subscriptions on one connection, gives back a subscription's unacked messages on UNSUBSCRIBE, and answers a
+   * refused request with an ERROR that names its receipt and leaves the connection open, so that one bridge's refusal
+   * stays that bridge's (ActiveMQ Classic: checked, test/integration/stomp-endpoints.test.ts, the endpoint contract with
+   * the process's connections). False where a refusal closes the connection (RabbitMQ's STOMP plugin answers a SEND to a
+   * missing exchange with an ERROR naming no receipt and closes: checked there too; the same for an ACK of a subscription
+   * it no longer has, and an UNSUBSCRIBE leaves its messages unacked until the connection closes) or where that is not
+   * checked (Artemis, unknown servers): there each endpoint keeps a connection of its own.
+   */
+  readonly sharedConnection: boolean;
 }
 
 const ACTIVEMQ_CLASSIC: StompPeerProfile = {
@@ -59,6 +70,7 @@ const ACTIVEMQ_CLASSIC: StompPeerProfile = {
   nack: 'dead-letter',
   selectors: true,
   exclusiveHeader: 'activemq.exclusive',
+  sharedConnection: true,
 };
 
 const ACTIVEMQ_ARTEMIS: StompPeerProfile = {
@@ -69,6 +81,7 @@ const ACTIVEMQ_ARTEMIS: StompPeerProfile = {
   nack: 'unknown',
   selectors: false,
   exclusiveHeader: undefined,
+  sharedConnection: false,
 };
 
 const RABBITMQ: StompPeerProfile = {
@@ -80,6 +93,7 @@ const RABBITMQ: StompPeerProfile = {
   nack: 'requeue',
   selectors: false,
   exclusiveHeader: undefined,
+  sharedConnection: false,
 };
 
 const UNKNOWN: StompPeerProfile = {
@@ -91,6 +105,7 @@ const UNKNOWN: StompPeerProfile = {
   nack: 'unknown',
   selectors: false,
   exclusiveHeader: undefined,
+  sharedConnection: false,
 };
 
 /**
@@ -122,5 +137,6 @@ export function profileFields(profile: StompPeerProfile): Record<string, unknown
     nack: profile.nack,
     selectors: profile.selectors,
     exclusive: profile.exclusiveHeader !== undefined,
+    sharedConnection: profile.sharedConnection,
   };
 }

@@ -74,15 +74,24 @@ export class Session implements StompSession {
     this.write('SEND', withSafeLength(headers, body), body);
   }
 
-  subscribe(headers: StompHeaders, onMessage: (message: StompMessage) => void): Promise<void> {
+  subscribe(headers: StompHeaders, onMessage: (message: StompMessage) => void): Promise<string> {
     if (this.state !== 'open') return Promise.reject(this.closedError('SUBSCRIBE'));
     const id = headers.id ?? `sub-${++this.nextSubscription}`;
     // Before the SUBSCRIBE leaves: its first MESSAGE frames may come before its RECEIPT.
     this.subscriptions.set(id, onMessage);
-    return this.request('SUBSCRIBE', { ...headers, id }).catch((err: unknown) => {
-      this.subscriptions.delete(id);
-      throw err;
-    });
+    return this.request('SUBSCRIBE', { ...headers, id }).then(
+      () => id,
+      (err: unknown) => {
+        this.subscriptions.delete(id);
+        throw err;
+      },
+    );
+  }
+
+  unsubscribe(id: string): Promise<void> {
+    // MESSAGE frames for it that are still on their way are dropped from now on (unacked: the broker has them back).
+    this.subscriptions.delete(id);
+    return this.request('UNSUBSCRIBE', { id });
   }
 
   ack(message: StompMessage): void {

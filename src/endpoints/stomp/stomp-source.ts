@@ -24,6 +24,10 @@ import type { StompMessage } from './stomp-client.js';
 import { StompEndpoint } from './stomp-endpoint.js';
 import { prefetchHeaders } from './stomp-peer.js';
 import { deliver } from '../endpoint-handlers.js';
+import type { StompConnector } from './shared-session.js';
+
+/** How long closing waits for the receipt of an UNSUBSCRIBE on a shared connection before letting go anyway. */
+const UNSUBSCRIBE_TIMEOUT_MS = 2000;
 
 export class StompSource extends StompEndpoint implements SourceEndpoint {
   private consuming = true;
@@ -34,6 +38,7 @@ export class StompSource extends StompEndpoint implements SourceEndpoint {
   private lastBarrier: Promise<void> = Promise.resolve();
   private dropped = 0;
   private selecting = false;
+  private subscription?: string;
 
   constructor(
     conn: StompConnectionConfig,
@@ -44,8 +49,10 @@ export class StompSource extends StompEndpoint implements SourceEndpoint {
     private readonly selector?: string,
     /** The only active consumer of the queue (source.exclusive), where the peer has such consumers. */
     private readonly exclusive = false,
+    /** The process's consuming connection for this bridge (../connections.ts); default: one of its own. */
+    connector?: StompConnector,
   ) {
-    super(conn, queue, 'source', log);
+    super(conn, queue, 'source', log, connector);
   }
 
   get brokerSelects(): boolean {
@@ -57,13 +64,14 @@ export class StompSource extends StompEndpoint implements SourceEndpoint {
     const selects = this.selector !== undefined && this.profile.selectors;
     const exclusiveHeader = this.profile.exclusiveHeader;
     if (this.exclusive && exclusiveHeader === undefined) {
-      session.destroy();
+      // Given back, not destroyed: the connection may be shared with other bridges of the process.
+      await this.abandon();
       throw new ConfigError(
         `${this.description}: source.exclusive is not supported on this peer (${this.profile.kind}): it has no exclusive consumers the bridge can use (RabbitMQ's STOMP plugin reads 'exclusive' as the queue's exclusivity). Use an AMQP source with exclusive: true, or a queue with x-single-active-consumer, or remove exclusive`,
       );
     }
     try {
-      await session.subscribe(
+      this.subscription = await session.subscribe(
         {
           destination: this.destination,
           ack: 'client-individual',
@@ -74,7 +82,7 @@ export class StompSource extends StompEndpoint implements SourceEndpoint {
         (message) => this.onMessage(message, handlers),
       );
     } catch (err) {
-      session.destroy();
+      await this.abandon();
       if (err instanceof TransientError || isProgrammerError(err)) throw err;
       // An ERROR frame answering SUBSCRIBE. Retried, not fatal: ActiveMQ also refuses subscriptions while it starts or
       // stops, and a bridge that stopped for good over that would need an operator. A lasting refusal (bad
@@ -120,6 +128,24 @@ export class StompSource extends StompEndpoint implements SourceEndpoint {
   override async close(): Promise<void> {
     if (!this.closed && this.dropped > 0) this.log.debug({ dropped: this.dropped }, `${this.description}: ${this.dropped} message(s) left for redelivery`);
     await super.close();
+  }
+
+  /**
+   * On a connection other bridges share, closing it is not how the unacked messages go back: UNSUBSCRIBE gives them
+   * back (ActiveMQ puts them on the queue again at once). Nothing is acked for it after: the session is closed.
+   */
+  protected override async giveBack(): Promise<void> {
+    const id = this.subscription;
+    const session = this.session;
+    if (id === undefined || session === undefined) return;
+    this.subscription = undefined;
+    let timer: NodeJS.Timeout | undefined;
+    await Promise.race([
+      session.unsubscribe(id),
+      new Promise<void>((resolve) => {
+        timer = setTimeout(resolve, UNSUBSCRIBE_TIMEOUT_MS);
+      }),
+    ]).finally(() => clearTimeout(timer));
   }
 
   private onMessage(message: StompMessage, handlers: SourceHandlers): void {

@@ -17,6 +17,10 @@ import type { Logger } from '../../shared/log.js';
 import { toStomp, type StompHeaders } from '../../mapping/stomp-mapping.js';
 import { escapeHeader, type StompSession } from './stomp-client.js';
 import { StompEndpoint } from './stomp-endpoint.js';
+import type { StompConnector } from './shared-session.js';
+
+/** Numbers the targets of the process: a transaction id names its target, so that two on one connection never mix. */
+let targetsMade = 0;
 
 /** ActiveMQ 5.x STOMP limits (StompWireFormat): exceeding one closes the connection. */
 export const STOMP_FRAME_LIMITS = {
@@ -27,14 +31,17 @@ export const STOMP_FRAME_LIMITS = {
 
 export class StompTarget extends StompEndpoint implements TargetEndpoint {
   private nextTx = 0;
+  private readonly serial = ++targetsMade;
 
   constructor(
     conn: StompConnectionConfig,
     destination: string,
     private readonly confirmTimeout: number,
     log: Logger,
+    /** The process's publishing connection for this bridge (../connections.ts); default: one of its own. */
+    connector?: StompConnector,
   ) {
-    super(conn, destination, 'target', log);
+    super(conn, destination, 'target', log, connector);
   }
 
   async open(handlers: TargetHandlers): Promise<void> {
@@ -81,7 +88,7 @@ export class StompTarget extends StompEndpoint implements TargetEndpoint {
     const all = (r: BatchMemberResult): BatchMemberResult[] => messages.map(() => r);
     const session = this.openSession();
     if (!session) return all({ outcome: 'not-sent', error: this.notOpen() });
-    const tx = `bb-tx-${++this.nextTx}`;
+    const tx = `bb-tx-${this.serial}-${++this.nextTx}`;
     let committing = false; // set once the COMMIT may have been written
     try {
       // SENDs carry no receipt (see StompSession.sendInTransaction): a refused one ends the session before the
@@ -131,7 +138,10 @@ export class StompTarget extends StompEndpoint implements TargetEndpoint {
     return { headers, body: out.body };
   }
 
-  /** Waits for a receipt, at most confirmTimeout; past it the connection is treated as broken. */
+  /**
+   * Waits for a receipt, at most confirmTimeout; past it the connection is treated as broken — for every endpoint on it:
+   * the peer answers one connection's frames in order, so one that does not answer is stuck for all of them.
+   */
   private confirmed<T>(session: StompSession, promise: Promise<T>, what: string): Promise<T> {
     return new Promise<T>((resolve, reject) => {
       const timer = setTimeout(() => {

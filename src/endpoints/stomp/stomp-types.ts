@@ -40,8 +40,17 @@ export interface StompSession {
    * then fails instead of committing the rest. A no-op once closed (the COMMIT fails then too).
    */
   sendInTransaction(headers: StompHeaders, body: Buffer): void;
-  /** SUBSCRIBE with a receipt; every MESSAGE for it goes to onMessage, in order, with its full body. */
-  subscribe(headers: StompHeaders, onMessage: (message: StompMessage) => void): Promise<void>;
+  /**
+   * SUBSCRIBE with a receipt; every MESSAGE for it goes to onMessage, in order, with its full body. Resolves with the
+   * subscription's id (`headers.id`, or one unique on this connection).
+   */
+  subscribe(headers: StompHeaders, onMessage: (message: StompMessage) => void): Promise<string>;
+  /**
+   * UNSUBSCRIBE with a receipt: no more MESSAGE frames reach its handler (those on their way are dropped unacked), and
+   * the broker has its unacked messages back (ActiveMQ Classic; see StompPeerProfile.sharedConnection for RabbitMQ).
+   * No ACK for it may follow. Rejects like `send` would.
+   */
+  unsubscribe(id: string): Promise<void>;
   /** ACK (no receipt): `id` in STOMP 1.2, `message-id` + `subscription` in 1.1. A no-op once closed. */
   ack(message: StompMessage): void;
   /**

@@ -11,7 +11,11 @@ import type { IdCache } from '../core/id-cache.js';
 import { MemoryIdCache } from './memory-id-cache.js';
 import { RedisIdCache } from './redis-id-cache.js';
 
-export function createIdCache(config: IdCacheConfig, log: Logger, onLoss?: (report: EpochReport) => void): IdCache {
+/**
+ * `addressIdleTimeout`: how long the cache's per-address state of the process (not its data) outlives the address's
+ * last use, ms; the longest address-idle-timeout of the bridges (default 10 min).
+ */
+export function createIdCache(config: IdCacheConfig, log: Logger, onLoss?: (report: EpochReport) => void, addressIdleTimeout?: number): IdCache {
   const common = {
     size: config.idCacheSize,
     lease: config.reservationLease,
@@ -34,6 +38,7 @@ export function createIdCache(config: IdCacheConfig, log: Logger, onLoss?: (repo
     keyPrefix: config.keyPrefix,
     minReplicasAcked: config.minReplicasAcked,
     minReplicasTimeout: config.minReplicasTimeout,
+    ...(addressIdleTimeout !== undefined ? { addressIdleTimeout } : {}),
     lossWindow: config.lossWindow,
     ...(onLoss !== undefined ? { onLoss } : {}),
     log,

@@ -13,7 +13,7 @@
  * and the writes of one tick share a system call (shared/coalesce-writes.ts).
  */
 import type { RedisTopology } from '../config/types.js';
-import type { CacheHorizon, ClaimRequest, ClaimResult, IdCache, IdCacheSemantics, ReserveResult } from '../core/id-cache.js';
+import { idCacheKey, type CacheHorizon, type ClaimRequest, type ClaimResult, type IdCache, type IdCacheSemantics, type ReserveResult } from '../core/id-cache.js';
 import { addressKeys, epochKey, hashSlot, stampKey } from './keys.js';
 import { readHorizon } from './horizon.js';
 import { ScriptStatus, ScriptReplyError, decodeRecordedReply, decodeReserveReply, decodeScriptReply } from './script-status.js';
@@ -62,6 +62,11 @@ export interface RedisIdCacheOptions extends IdCacheSemantics {
   minReplicasAcked?: number;
   /** Longest that wait lasts, ms (default 1000). */
   minReplicasTimeout?: number;
+  /**
+   * How long the process keeps what it learnt of an address (or source) no call used (its epoch, ./epochs.ts), ms.
+   * Default 10 min; the service passes the longest address-idle-timeout of the bridges.
+   */
+  addressIdleTimeout?: number;
   /** Told of every detected (or suspected) cache loss, after it is logged: for metrics. */
   onLoss?: (report: EpochReport) => void;
   log?: Logger;
@@ -81,7 +86,7 @@ export class RedisIdCache implements IdCache {
   private readonly topology: RedisTopology;
   private readonly where: string;
   private readonly log: Logger;
-  private readonly o: Required<Omit<RedisIdCacheOptions, 'ttl' | 'log' | 'url' | 'topology' | 'onLoss' | 'password' | 'tls'>> & { ttl: number };
+  private readonly o: Required<Omit<RedisIdCacheOptions, 'ttl' | 'log' | 'url' | 'topology' | 'onLoss' | 'password' | 'tls' | 'addressIdleTimeout'>> & { ttl: number };
   private readonly epochs: Epochs;
   private readonly onLoss: ((report: EpochReport) => void) | undefined;
   /** Losses detected or suspected since start, by event. */
@@ -117,8 +122,12 @@ export class RedisIdCache implements IdCache {
     if (!(this.o.size >= 1 && this.o.lease > 0 && this.o.ttl >= 0 && this.o.lossWindow >= 0 && this.o.minReplicasAcked >= 0)) {
       throw new TypeError('RedisIdCache needs size >= 1, lease > 0, ttl >= 0, lossWindow >= 0 and minReplicasAcked >= 0');
     }
-    this.epochs = new Epochs(this.o.lossWindow, this.o.noHistoryWindow, (name, generation, window, extend) => this.markEpoch(name, generation, window, extend), (r) =>
-      this.reportLoss(r),
+    this.epochs = new Epochs(
+      this.o.lossWindow,
+      this.o.noHistoryWindow,
+      (name, generation, window, extend) => this.markEpoch(name, generation, window, extend),
+      (r) => this.reportLoss(r),
+      options.addressIdleTimeout,
     );
     const tls = topologyUrls(topology).some((u) => /^rediss:/i.test(u));
     this.connection = new RedisConnectionState(this.where, this.o.commandTimeout, this.log, () => this.closed);
@@ -149,12 +158,15 @@ export class RedisIdCache implements IdCache {
   /**
    * What /health reports: losses since start by event, and the addresses whose redelivered copies are flagged now,
    * until when and why (`data-lost`, `server-changed`, `no-history` on a first contact, `after-loss` from a marker
-   * another process extended).
+   * another process extended). `max`: list at most this many addresses (the HTTP API's answer stays bounded whatever
+   * the messages made of the templated addresses); `flaggingAddresses` counts them all.
    */
-  trust(): { losses: Record<string, number>; flagging: { address: string; until: string; reason: string }[] } {
+  trust(max = Number.POSITIVE_INFINITY): { losses: Record<string, number>; flagging: { address: string; until: string; reason: string }[]; flaggingAddresses: number } {
+    const flagging = this.epochs.untrusted();
     return {
       losses: Object.fromEntries(this.lossCounts),
-      flagging: this.epochs.untrusted().map((u) => ({ address: u.name, until: new Date(u.flagUntil).toISOString(), reason: u.reason })),
+      flagging: flagging.slice(0, max).map((u) => ({ address: u.name, until: new Date(u.flagUntil).toISOString(), reason: u.reason })),
+      flaggingAddresses: flagging.length,
     };
   }
 
@@ -218,16 +230,18 @@ export class RedisIdCache implements IdCache {
 
   reserve(address: string, id: string, token: string): Promise<ReserveResult> {
     if (token === '') return Promise.reject(new ScriptReplyError('reserve', 'bad argument: empty token'));
-    return this.reserves.add(address, { id, token });
+    return this.reserves.add(address, { id: idCacheKey(id), token });
   }
 
   commit(address: string, id: string, token: string): Promise<void> {
     if (token === '') return Promise.reject(new ScriptReplyError('commit', 'bad argument: empty token'));
-    return this.commits.add(address, { id, token });
+    return this.commits.add(address, { id: idCacheKey(id), token });
   }
 
   commitMany(address: string, pairs: readonly { id: string; token: string }[]): Promise<void> {
     if (pairs.some((p) => p.token === '')) return Promise.reject(new ScriptReplyError('commit', 'bad argument: empty token'));
+    // The pairs are this call's own (IdCache.commitMany): a long ID's is replaced by its cache key in place.
+    for (const p of pairs) if (p.id.length > 42) (p as { id: string }).id = idCacheKey(p.id);
     return this.commits.addAll(address, pairs);
   }
 
@@ -291,7 +305,7 @@ export class RedisIdCache implements IdCache {
       'release',
       address,
       [k.res, k.resExp, k.uncertain],
-      [id, token, uncertain ? 1 : 0, this.o.markerRetention, this.o.maxMarkers],
+      [idCacheKey(id), token, uncertain ? 1 : 0, this.o.markerRetention, this.o.maxMarkers],
     );
     decodeScriptReply('release', reply, [ScriptStatus.Ok, ScriptStatus.NotOwner] as const);
   }
@@ -325,7 +339,7 @@ export class RedisIdCache implements IdCache {
   async recorded(address: string, ids: readonly string[]): Promise<boolean[]> {
     if (ids.length === 0) return [];
     const k = addressKeys(this.o.keyPrefix, address);
-    const reply = await this.run('recorded', address, [k.ids, k.at], [this.o.ttl, ...ids]);
+    const reply = await this.run('recorded', address, [k.ids, k.at], [this.o.ttl, ...ids.map(idCacheKey)]);
     return decodeRecordedReply(reply, ids.length);
   }
 

@@ -7,6 +7,7 @@
  * because they must run even when an unrelated field is wrong, and zod skips refinements after a failed field.
  */
 import { z } from 'zod';
+import { DEFAULT_TEMPLATE_VALUES, MAX_VALUE_BYTES } from '../routing/address-values.js';
 
 // ---- leaf helpers: every message says what would be valid ----
 
@@ -54,6 +55,8 @@ export const AMQP_SCHEMES = ['amqp', 'amqps'] as const;
 /** The schemes that connect over TLS, per protocol (a `tls:` block needs one of them). */
 export const TLS_SCHEMES = ['amqps', 'stomp+ssl', 'rediss'] as const;
 export const STOMP_SCHEMES = ['stomp', 'stomp+ssl', 'tcp'] as const;
+/** max-frame-size and max-header-bytes of a STOMP connection by default (for connections built in code too). */
+export const STOMP_READ_LIMITS = { maxFrameSize: 64 * 1024 * 1024, maxHeaderBytes: 64 * 1024 } as const;
 export const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace'] as const;
 /** What a bridge does with a message its filter does not select (`filter-miss`). */
 export const FILTER_MISS_POLICIES = ['skip', 'dead-letter'] as const;
@@ -137,6 +140,16 @@ export const stompConnectionSchema = z
       .describe('STOMP heart-beat "outgoing,incoming" in ms, or [outgoing, incoming].'),
     'connect-timeout': millis().default(10000).describe('TCP connect + STOMP CONNECTED timeout, ms.'),
     host: text('a virtual host name').optional().describe("STOMP `host` header; default: the URL's host."),
+    'max-frame-size': intAtLeast(1024, 'a size in bytes, an integer')
+      .default(STOMP_READ_LIMITS.maxFrameSize)
+      .describe(
+        'Largest frame the broker may send on this connection (command, headers and body), bytes; default 64 MiB. A content-length over it, or a body without one that grows past it, closes the connection with a sentence naming the limit, and the bridge reconnects (docs/security.md).',
+      ),
+    'max-header-bytes': intAtLeast(1024, 'a size in bytes, an integer')
+      .default(STOMP_READ_LIMITS.maxHeaderBytes)
+      .describe(
+        "Most bytes of one frame's command and header lines the broker may send, EOLs and repeated headers included, bytes; default 64 KiB. Over it the connection is closed with a sentence naming the limit, and the bridge reconnects (docs/security.md).",
+      ),
     'password-file': passwordFile,
     tls: tlsSchema.optional(),
   })
@@ -304,6 +317,21 @@ const bridgeSettings = {
     millis(0),
     0,
     'Warn (once per crossing; state cache-horizon-short, still ready) when the target address cache is full and its oldest remembered ID is younger than this: a re-send older than the horizon passes as new, ms; 0 = no check.',
+  ),
+  'template-values': setting(
+    text('a regular expression for one character of a template value'),
+    DEFAULT_TEMPLATE_VALUES,
+    `The characters a value taken from a message may have in a templated target address: a JavaScript regular expression that one character must match (e.g. "[A-Za-z0-9._:@-]"). A value with another character, over ${MAX_VALUE_BYTES} bytes, or made of dots alone is dead-lettered with reason unsafe-address. A pattern that admits a separator of the target's protocol (STOMP: , / * > #; AMQP: * #), a control or a white-space character is refused (docs/security.md).`,
+  ),
+  'max-addresses': setting(
+    intAtLeast(1),
+    10_000,
+    'Most resolved target addresses a templated bridge keeps in use at once; a message that would take one more is dead-lettered with reason too-many-addresses. An address unused for address-idle-timeout no longer counts.',
+  ),
+  'address-idle-timeout': setting(
+    millis(),
+    600_000,
+    "How long a resolved target address may go unused before the process forgets what it keeps for it (the bridge's count against max-addresses, the cache's per-address state); the duplicate-ID cache itself keeps its IDs, ms.",
   ),
   'add-forward-headers': setting(
     bool(),

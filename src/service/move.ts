@@ -146,7 +146,7 @@ export async function moveBridge(config: Config, given: BridgeConfig, o: MoveOpt
   // With --count, no more than N deliveries need be in flight: fewer come back unacked (and redelivered) at the end.
   const bridge = o.until.kind === 'count' ? { ...given, prefetch: Math.min(given.prefetch, o.until.count) } : given;
   const metrics = new Metrics('move', { defaultMetrics: false });
-  const cache = createIdCache(config.idCache, o.log.child({ component: 'id-cache' }));
+  const cache = createIdCache(config.idCache, o.log.child({ component: 'id-cache' }), undefined, bridge.addressIdleTimeout);
   const shared = { acked: 0, lastDeliveryAt: Date.now(), limit: o.until.kind === 'count' ? o.until.count : undefined };
   let current: CountingSource | undefined;
   const endpoints = (b: BridgeConfig, log: Logger): BridgeEndpoints => {

@@ -16,6 +16,7 @@ import { CacheRetry } from './cache-retry.js';
 import type { CommitGroup } from './commit-group.js';
 import { targetTemplate } from '../../config/target-address.js';
 import type { AddressTemplate } from '../../routing/address-template.js';
+import { AddressTable } from '../address-table.js';
 
 export class SessionContext {
   readonly cfg: BridgeConfig;
@@ -27,6 +28,8 @@ export class SessionContext {
   readonly claims: StampClaims;
   /** The target's address template (./route.ts); undefined for a fixed target. */
   readonly template: AddressTemplate | undefined;
+  /** The resolved addresses of a templated target in use, bounded by max-addresses (./route.ts); undefined if fixed. */
+  readonly addresses: AddressTable | undefined;
 
   /** Set once, by fail(): from then on nothing is acked, every loop stops and teardown runs. */
   failure: BridgeError | undefined = undefined;
@@ -101,6 +104,7 @@ export class SessionContext {
     this.log = deps.log;
     this.dedupe = deps.bridge.useDuplicateDetection;
     this.template = targetTemplate(deps.bridge.target);
+    this.addresses = this.template === undefined ? undefined : new AddressTable(deps.bridge.maxAddresses, deps.bridge.addressIdleTimeout);
     this.cacheRetry = new CacheRetry({
       bridge: deps.bridge.name,
       log: deps.log,

@@ -18,8 +18,8 @@ import { addressOf, routeJob } from './route.js';
 export async function prepare(ctx: SessionContext, job: Job): Promise<Prepared> {
   const msg = job.delivery.message;
   if (job.state.stage === 'received' && !selected(ctx, msg)) return enter(job, FILTERED);
-  const unresolved = routeJob(ctx, job);
-  if (unresolved !== undefined) return enter(job, { stage: 'unresolved', reason: unresolved });
+  const unrouted = routeJob(ctx, job);
+  if (unrouted !== undefined) return enter(job, { stage: 'unresolved', why: unrouted });
   if (!ctx.dedupe) return enter(job, { stage: 'forwarding', job, id: undefined, outgoing: forwardCopy(ctx, msg), attempts: 0, sent: false });
   const { cache, source } = ctx.deps;
   const address = addressOf(ctx, job);

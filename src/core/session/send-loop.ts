@@ -52,7 +52,7 @@ export async function sendLoop(ctx: SessionContext): Promise<void> {
         continue;
       }
       if (prepared.stage === 'unresolved') {
-        void deadLetterUnresolved(ctx, job, prepared.reason).catch((e: unknown) => ctx.fail(e));
+        void deadLetterUnresolved(ctx, job, prepared.why).catch((e: unknown) => ctx.fail(e));
         continue;
       }
       await untilSendable(ctx);

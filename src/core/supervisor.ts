@@ -15,7 +15,7 @@ import type { IdCache } from './id-cache.js';
 import type { Logger } from '../shared/log.js';
 import type { Metrics, BridgeState } from './metrics.js';
 import type { SourceEndpoint, TargetEndpoint } from './ports.js';
-import { BridgeError, FatalBridgeError, TransientError, isProgrammerError, isTransient, redactUrl } from '../shared/errors.js';
+import { BridgeError, FatalBridgeError, PeerProtocolError, TransientError, isProgrammerError, isTransient, redactUrl } from '../shared/errors.js';
 import { BridgeSession, type SessionEnd, type SessionObserver } from './session.js';
 import { CacheHorizonWatch } from './cache-horizon-watch.js';
 import { cacheAddress, targetTemplate } from '../config/target-address.js';
@@ -352,6 +352,7 @@ export class BridgeSupervisor {
       }
       this.restartRequested = false;
       if (!isTransient(end.error)) return this.failed(end.error);
+      if (end.error instanceof PeerProtocolError) this.deps.metrics.protocolErrors.inc({ bridge: this.bridge.name, reason: end.error.reason });
       this.noteError(end.error.message);
       this.setState('reconnecting');
       this.log.warn({ err: end.error }, `connection lost, reconnecting: ${end.error.message}`);

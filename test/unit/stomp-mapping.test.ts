@@ -3,6 +3,7 @@ import type { BridgeMessage } from '../../src/core/message.js';
 import { fromStomp, isTextContentType, sendAsText, toStomp } from '../../src/mapping/stomp-mapping.js';
 import { parseStompUrl, stompAddress, stompDestination } from '../../src/config/stomp-address.js';
 import type { StompConnectionConfig } from '../../src/config/types.js';
+import { STOMP_READ_LIMITS } from '../../src/config/schema.js';
 
 const NOW = 1_700_000_000_000;
 
@@ -237,6 +238,7 @@ describe('STOMP addresses', () => {
     urls,
     heartBeat: [0, 0],
     connectTimeout: 1000,
+    ...STOMP_READ_LIMITS,
     ...(host ? { host } : {}),
   });
 

@@ -173,7 +173,7 @@ function checkLimits(headers: StompHeaders, body: Buffer): void {
     throw new MessageRejectedError('too-large', `the message has ${entries.length} headers; a STOMP frame may carry at most ${STOMP_FRAME_LIMITS.maxHeaders}`);
   }
   for (const [name, value] of entries) {
-    const bytes = Buffer.byteLength(escapeHeader(name, '1.2')) + 1 + Buffer.byteLength(escapeHeader(value, '1.2'));
+    const bytes = Buffer.byteLength(escapeHeader(name)) + 1 + Buffer.byteLength(escapeHeader(value));
     if (bytes > STOMP_FRAME_LIMITS.maxHeaderLineBytes) {
       throw new MessageRejectedError(
         'too-large',

@@ -162,6 +162,11 @@ describe('toStomp / fromStomp', () => {
     expect(out.headers).toEqual({ ok: 'kept', 'content-length': '5' });
   });
 
+  it('NaN and ±Infinity (which RabbitMQ refuses in a header, but a STOMP or another source may carry) are written as Java writes them', () => {
+    const out = toStomp(msg({ headers: { nan: Number.NaN, inf: Number.POSITIVE_INFINITY, ninf: Number.NEGATIVE_INFINITY, nested: { n: Number.NaN } } }));
+    expect(out.headers).toMatchObject({ nan: 'NaN', inf: 'Infinity', ninf: '-Infinity', nested: '{"n":null}' });
+  });
+
   it('does not crash on odd values', () => {
     const circularFree = { deep: { deeper: { deepest: [new Date(NaN)] } } };
     expect(() => toStomp(msg({ headers: { bad: new Date(NaN), odd: circularFree } }))).not.toThrow();

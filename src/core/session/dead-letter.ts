@@ -7,10 +7,14 @@ import type { SessionContext } from './context.js';
 import type { BridgeMessage } from '../message.js';
 import type { Forwarding } from './job.js';
 import { FatalBridgeError, MessageRejectedError } from '../../shared/errors.js';
+import { SHORTENED_HEADERS, shortenHeaders } from '../shortened-headers.js';
 import { settle } from './settle.js';
 import { forwardCopy } from './forward-copy.js';
 import { addressOf, TOO_MANY_ADDRESSES, UNRESOLVED_ADDRESS, UNSAFE_ADDRESS, type Unrouted } from './route.js';
 import type { Job } from './job.js';
+
+/** Refusals of a dead-letter copy that shortening its oversized headers may cure (AMQP, STOMP targets). */
+const SHORTENABLE: ReadonlySet<string> = new Set(['unencodable', 'too-large']);
 
 /** The reasons of ./route.ts: the message had no address it may go to, the target never saw it. */
 const ROUTING_REASONS: ReadonlySet<string> = new Set([UNRESOLVED_ADDRESS, UNSAFE_ADDRESS, TOO_MANY_ADDRESSES]);
@@ -68,11 +72,23 @@ export async function sendToDeadLetter(
   };
   try {
     await deadLetter.send(message);
-  } catch (err) {
-    if (err instanceof MessageRejectedError) {
-      throw new FatalBridgeError(`${what}, and the dead-letter destination ${deadLetter.description} refused it too (${err.message}): stopping the bridge instead of dropping it`, { cause: err });
+  } catch (first) {
+    if (!(first instanceof MessageRejectedError)) throw first;
+    let err: MessageRejectedError = first;
+    // A header too large for the destination (a publisher's choice) must not stop the bridge: once more with the
+    // oversized headers shortened (../shortened-headers.ts).
+    const short = SHORTENABLE.has(err.reason) ? shortenHeaders(message.headers) : undefined;
+    if (short !== undefined && short.shortened.length > 0) {
+      try {
+        await deadLetter.send({ ...message, headers: { ...short.headers, [SHORTENED_HEADERS]: short.shortened.join(',') } });
+        ctx.log.warn({ shortened: short.shortened, reason: err.reason }, `the dead-letter destination ${deadLetter.description} refused a message (${err.reason}); it was sent with ${short.shortened.length} oversized header(s) shortened`);
+        return;
+      } catch (again) {
+        if (!(again instanceof MessageRejectedError)) throw again;
+        err = again;
+      }
     }
-    throw err;
+    throw new FatalBridgeError(`${what}, and the dead-letter destination ${deadLetter.description} refused it too (${err.message}): stopping the bridge instead of dropping it`, { cause: err });
   }
 }
 

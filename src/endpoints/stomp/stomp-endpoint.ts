@@ -3,7 +3,7 @@
  * with a DISCONNECT. The subclasses add what they do with the session (SUBSCRIBE and ACK, or SEND and COMMIT).
  */
 import type { StompConnectionConfig } from '../../config/types.js';
-import { TransientError } from '../../shared/errors.js';
+import { TransientError, asError } from '../../shared/errors.js';
 import type { Logger } from '../../shared/log.js';
 import { stompAddress, stompDestination } from '../../config/stomp-address.js';
 import { connectStomp, type StompSession } from './stomp-client.js';
@@ -57,6 +57,29 @@ export abstract class StompEndpoint {
   /** Log fields of the open connection: where, which STOMP version, which server and what the bridge relies on there. */
   protected connectionFields(session: StompSession): Record<string, unknown> {
     return { peer: session.peer, version: session.version, server: session.server, ...profileFields(this.profile) };
+  }
+
+  /**
+   * `promise` (a request waiting for its RECEIPT), bounded: past `timeoutMs` the connection is treated as broken (a
+   * peer that never answers must not hold the bridge: DESIGN §10), which rejects every request still waiting with that
+   * error, this one included. `outcomeUnknown`: what the broker may have done with the request is not known then.
+   */
+  protected receiptWithin<T>(session: StompSession, promise: Promise<T>, what: string, timeoutMs: number, outcomeUnknown = false): Promise<T> {
+    return new Promise<T>((resolve, reject) => {
+      const timer = setTimeout(() => {
+        session.fail(new TransientError(`${this.description} (${session.peer}): no RECEIPT for a ${what} within ${timeoutMs} ms; treating the connection as broken`, { outcomeUnknown }));
+      }, timeoutMs);
+      promise.then(
+        (v) => {
+          clearTimeout(timer);
+          resolve(v);
+        },
+        (e: unknown) => {
+          clearTimeout(timer);
+          reject(asError(e));
+        },
+      );
+    });
   }
 
   /** DISCONNECT (bounded wait) and close. Never throws. */

@@ -196,7 +196,7 @@ export class Session implements StompSession {
         this.errorFrame(h, frame.body.toString('utf8', 0, Math.min(frame.body.length, ERROR_BODY_LIMIT)));
         return;
       default:
-        this.fail(new TransientError(`${this.what}: the broker sent an unexpected ${frame.command} frame`));
+        this.fail(new PeerProtocolError('malformed', `${this.what}: the broker sent an unexpected ${JSON.stringify(frame.command.slice(0, 40))} frame, so the bridge closed the connection`));
     }
   }
 

@@ -133,24 +133,8 @@ export class StompTarget extends StompEndpoint implements TargetEndpoint {
 
   /** Waits for a receipt, at most confirmTimeout; past it the connection is treated as broken. */
   private confirmed<T>(session: StompSession, promise: Promise<T>, what: string): Promise<T> {
-    return new Promise<T>((resolve, reject) => {
-      const timer = setTimeout(() => {
-        session.fail(
-          new TransientError(`${this.description}: no RECEIPT for a ${what} within ${this.confirmTimeout} ms; treating the connection as broken`, {
-            outcomeUnknown: true,
-          }),
-        );
-      }, this.confirmTimeout);
-      promise.then(
-        (v) => {
-          clearTimeout(timer);
-          resolve(v);
-        },
-        (e: unknown) => {
-          clearTimeout(timer);
-          reject(fullRefusal(asError(e)));
-        },
-      );
+    return this.receiptWithin(session, promise, what, this.confirmTimeout, true).catch((e: unknown) => {
+      throw fullRefusal(asError(e));
     });
   }
 }

@@ -336,6 +336,36 @@ describe('a peer that sends a 1 GiB frame', () => {
   });
 });
 
+describe('a peer that sends the same oversized frame on every connection', () => {
+  it('each connection is closed at the limit, the reconnects are spaced by the backoff, the memory stays bounded, and nothing is acked', async () => {
+    const target = await fixture.queue('hostile-out');
+    const queue = new FakeQueue();
+    queue.add({ id: 'stuck', headers: {}, body: 'stuck' });
+    const opened: number[] = [];
+    const server = await hostile((peer) => {
+      opened.push(Date.now());
+      void behave(peer, queue).then(async (sub) => {
+        peer.write(`MESSAGE\nsubscription:${sub}\nmessage-id:stuck\nack:stuck\n\n`);
+        await peer.stream(256 * 1024 * 1024);
+      });
+    });
+    const bridge = fixture.spawn(
+      yaml({ source: '{ connection: hostile, queue: hostile }', target: `{ connection: rabbit, queue: "${target}" }`, hostile: { urls: [server.url] } }).replace(
+        'retry-interval: 200',
+        'retry-interval: 1000',
+      ),
+    );
+    await until('six connections', () => server.connections.length >= 6, { timeoutMs: 60_000, everyMs: 50 });
+    const gaps = opened.slice(1).map((t, i) => t - opened[i]!);
+    // Never a tight loop: a connection at most once per retry-interval (1 s), each closed at the limit.
+    expect(Math.min(...gaps)).toBeGreaterThanOrEqual(950);
+    expect(lostLines(bridge).slice(0, 5).every((l) => /over max-frame-size \(67108864 bytes\)/.test(l))).toBe(true);
+    expect(peakRss(bridge.child.pid!)).toBeLessThan(400 * 1048576);
+    expect(queue.acked).toEqual([]);
+    expect(await fixture.amqp.count(target)).toBe(0);
+  });
+});
+
 // ---- AMQP in, a hostile STOMP target ---------------------------------------------------------------------------------
 
 /**

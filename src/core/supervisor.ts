@@ -352,7 +352,7 @@ export class BridgeSupervisor {
       }
       this.restartRequested = false;
       if (!isTransient(end.error)) return this.failed(end.error);
-      if (end.error instanceof PeerProtocolError) this.deps.metrics.protocolErrors.inc({ bridge: this.bridge.name, reason: end.error.reason });
+      this.countProtocolError(end.error);
       this.noteError(end.error.message);
       this.setState('reconnecting');
       this.log.warn({ err: end.error }, `connection lost, reconnecting: ${end.error.message}`);
@@ -378,7 +378,10 @@ export class BridgeSupervisor {
       stopping: () => this.stopping,
       open: () => {
         const attempt = this.openSession();
-        this.opening = attempt.catch(() => undefined);
+        this.opening = attempt.catch((err: unknown) => {
+          this.countProtocolError(err);
+          return undefined;
+        });
         return attempt;
       },
       log: this.log,
@@ -386,6 +389,11 @@ export class BridgeSupervisor {
       noteError: (message) => this.noteError(message),
       reconnecting: () => this.setState('reconnecting'),
     });
+  }
+
+  /** A peer that broke its protocol or crossed a limit, while opening or later: bridge_protocol_errors_total. */
+  private countProtocolError(err: unknown): void {
+    if (err instanceof PeerProtocolError) this.deps.metrics.protocolErrors.inc({ bridge: this.bridge.name, reason: err.reason });
   }
 
   private async openSession(): Promise<BridgeSession> {

@@ -272,6 +272,29 @@ describe('a hostile STOMP source', () => {
     }
   });
 
+  it('an endless CONNECTED (a header repeated without end): cut off at max-header-bytes + 4 KiB during the handshake, counted; the next connection forwards', async () => {
+    const target = await fixture.queue('hostile-out');
+    const queue = new FakeQueue();
+    queue.add({ id: 'good-1', headers: {}, body: 'good-1' });
+    let wrote = 0;
+    const server = await hostile((peer) => {
+      if (peer.index > 1) return void behave(peer, queue).then((sub) => queue.deliver(peer, sub));
+      void peer.next('CONNECT').then(async () => {
+        peer.write('CONNECTED\nversion:1.2\n');
+        const line = Buffer.from('k:v\n'.repeat(16 * 1024));
+        while (!peer.ended && wrote < 64 * 1024 * 1024) {
+          if (!peer.write(line)) await new Promise((r) => setTimeout(r, 5));
+          wrote += line.length;
+        }
+      });
+    });
+    const bridge = await fixture.start(yaml({ source: '{ connection: hostile, queue: hostile }', target: `{ connection: rabbit, queue: "${target}" }`, hostile: { urls: [server.url] } }));
+    expect((await settledBodies(target, 1)).map((m) => m.body.toString())).toEqual(['good-1']);
+    expect(lostLines(bridge)[0]).toMatch(/the broker sent \d+ bytes without completing the STOMP handshake, more than max-header-bytes \(65536 bytes\) and an ERROR body \(4096 bytes\) together, so the bridge closed the connection/);
+    expect(wrote).toBeLessThan(16 * 1024 * 1024);
+    expect((await protocolErrors(bridge))['max-header-bytes']).toBe(1);
+  });
+
   it('STOMP 1.0 (no version in CONNECTED): refused at connect with a sentence; with a failover URL the bridge forwards from the next peer', async () => {
     const target = await fixture.queue('hostile-out');
     const old = await hostile((peer) => void behave(peer, undefined, { version: undefined }));

@@ -1,20 +1,29 @@
 /**
- * An ID's length does not set the cache's size (issue 33, item 3; src/core/id-cache.ts idCacheKey): 2,000 IDs of 1 MiB
- * each, reserved and committed at one address of the Redis cache (id-cache-size 2000), take about what 2,000 IDs of 50
- * bytes take — each is kept by its SHA-256 — where before each was kept whole, twice (the ZSET and the HASH: ~4 GiB for
- * this address). Redis's own MEMORY USAGE of the address's keys is the measure; a re-sent long ID is still a duplicate.
+ * The Redis cache stays bounded whatever publishers send (issue 33, items 3 and 4):
+ * - an ID's length does not set the cache's size (src/core/id-cache.ts idCacheKey): 2,000 IDs of 1 MiB each, reserved
+ *   and committed at one address (id-cache-size 2000), take about what 2,000 IDs of 50 bytes take — each is kept by its
+ *   SHA-256 — where before each was kept whole, twice (the ZSET and the HASH: ~4 GiB for this address). Redis's own
+ *   MEMORY USAGE of the address's keys is the measure; a re-sent long ID is still a duplicate;
+ * - what the cache keeps in the process per address (src/cache/epochs.ts) forgets an address no call used for
+ *   addressIdleTimeout when a new one comes, and what GET /readyz shows of the flagged addresses is bounded however many
+ *   there are (RedisIdCache.trust(max)). Forgetting loses nothing the cache knows: a forgotten address's IDs are still
+ *   duplicates, its marker is adopted again.
  */
 import { Redis } from 'ioredis';
-import { afterAll, describe, expect, it } from 'vitest';
+import { afterAll, afterEach, describe, expect, it, vi } from 'vitest';
 import { RedisIdCache } from '../../src/cache/redis-id-cache.js';
 import { addressKeys, tagSafe } from '../../src/cache/keys.js';
 import { MAX_CACHED_ID_BYTES } from '../../src/core/id-cache.js';
 import { services, uniqueName } from '../support/services.js';
 
 const SIZE = 2000;
-const prefix = uniqueName('longids');
+const prefix = uniqueName('bounded');
 const admin = new Redis(services.redisUrl);
 const caches: RedisIdCache[] = [];
+
+afterEach(() => {
+  vi.useRealTimers();
+});
 
 afterAll(async () => {
   await Promise.all(caches.map((c) => c.close()));
@@ -67,5 +76,32 @@ describe('IDs of any length, a bounded cache', () => {
     expect(members.every((m) => m.startsWith('sha256:') && m.length === 50)).toBe(true);
     expect(await cache.reserve('queue/long', long(7), 'again.7')).toEqual({ status: 'duplicate' });
     expect(await cache.recorded('queue/long', [long(7), long(SIZE + 1)])).toEqual([true, false]);
+  });
+});
+
+describe('per-address state of the Redis cache in the process', () => {
+  it('lists at most `max` flagged addresses and counts them all; forgets idle addresses when a new one comes; a forgotten one still knows its IDs', async () => {
+    // The process's clock is held (Redis keeps its own), so that only the step below makes the addresses idle.
+    vi.useFakeTimers({ toFake: ['Date'] });
+    vi.setSystemTime(Date.now());
+    const cache = new RedisIdCache({ url: services.redisUrl, keyPrefix: prefix, size: 10, lease: 30_000, addressIdleTimeout: 500 });
+    caches.push(cache);
+    // A first contact with an address that has no marker flags it for a while (no-history): 150 of them.
+    for (let i = 0; i < 150; i++) {
+      const address = `queue/a${i}`;
+      expect(await cache.reserve(address, `id-${i}`, `t.${i}`)).toMatchObject({ status: 'reserved' });
+      await cache.commit(address, `id-${i}`, `t.${i}`);
+    }
+    const before = cache.trust(100);
+    expect(before.flagging).toHaveLength(100);
+    expect(before.flaggingAddresses).toBe(150);
+
+    vi.setSystemTime(Date.now() + 700);
+    await cache.reserve('queue/new', 'id-new', 't.new');
+    expect(cache.trust().flaggingAddresses).toBe(1);
+
+    // Forgotten by the process, not by the cache: the ID is a duplicate, the marker the first contact made adopted.
+    expect(await cache.reserve('queue/a7', 'id-7', 'again.7')).toEqual({ status: 'duplicate' });
+    expect(cache.trust().flagging.map((f) => f.address).sort()).toEqual(['queue/a7', 'queue/new']);
   });
 });

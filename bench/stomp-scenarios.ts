@@ -7,6 +7,7 @@
  */
 import amqp from 'amqplib';
 import type { StompConnectionConfig } from '../src/config/types.js';
+import { STOMP_READ_LIMITS } from '../src/config/schema.js';
 import { connectStomp, type StompSession } from '../src/endpoints/stomp/stomp-client.js';
 import { silentLogger } from '../src/shared/log.js';
 import { BODY, PREFETCH, type Scenario, deleteAmqpQueues, prefillAmqp, runBridge, uniq, waitAmqpCount } from './harness.js';
@@ -16,7 +17,7 @@ import { type RunResult, WARMUP, Window } from './window.js';
 const BATCH = 100;
 
 function stompConfig(): StompConnectionConfig {
-  return { name: 'bench', type: 'stomp', urls: [process.env.STOMP_URL!], heartBeat: [10000, 10000], connectTimeout: 10000 };
+  return { name: 'bench', type: 'stomp', urls: [process.env.STOMP_URL!], heartBeat: [10000, 10000], connectTimeout: 10000, ...STOMP_READ_LIMITS };
 }
 
 const connect = (): Promise<StompSession> => connectStomp(stompConfig(), silentLogger);

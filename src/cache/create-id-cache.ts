@@ -11,8 +11,21 @@ import type { IdCache } from '../core/id-cache.js';
 import { MemoryIdCache } from './memory-id-cache.js';
 import { RedisIdCache } from './redis-id-cache.js';
 
-/** `owner`: this process's name, the first part of its owner tokens (see RedisIdCacheOptions.owner). */
-export function createIdCache(config: IdCacheConfig, log: Logger, onLoss?: (report: EpochReport) => void, owner?: string): IdCache {
+/** What else a Redis cache of this process is told (RedisIdCacheOptions). */
+export interface IdCacheExtras {
+  /** Told of every detected (or suspected) loss of the cache, after it is logged: for metrics. */
+  onLoss?: (report: EpochReport) => void;
+  /** This process's name, the first part of its owner tokens (RedisIdCacheOptions.owner). */
+  owner?: string;
+  /**
+   * How long the cache's per-address state of the process (not its data) outlives the address's last use, ms; the
+   * longest address-idle-timeout of the bridges (default 10 min).
+   */
+  addressIdleTimeout?: number;
+}
+
+export function createIdCache(config: IdCacheConfig, log: Logger, extras: IdCacheExtras = {}): IdCache {
+  const { onLoss, owner, addressIdleTimeout } = extras;
   const common = {
     size: config.idCacheSize,
     lease: config.reservationLease,
@@ -35,6 +48,7 @@ export function createIdCache(config: IdCacheConfig, log: Logger, onLoss?: (repo
     keyPrefix: config.keyPrefix,
     minReplicasAcked: config.minReplicasAcked,
     minReplicasTimeout: config.minReplicasTimeout,
+    ...(addressIdleTimeout !== undefined ? { addressIdleTimeout } : {}),
     lossWindow: config.lossWindow,
     ...(onLoss !== undefined ? { onLoss } : {}),
     ...(owner !== undefined ? { owner } : {}),

@@ -39,6 +39,8 @@ export interface EpochReport {
 interface Seen {
   /** What the scripts are told this process saw: "<marker>|<run_id>". */
   seen: string;
+  /** When a call for the name last asked (local clock, ms): a name unused for the idle time is forgotten. */
+  usedAt: number;
   /** Why copies are flagged until flagUntil (when they are). */
   reason: FlagReason;
   generation: string;
@@ -56,6 +58,7 @@ export interface EpochState {
 }
 
 export class Epochs {
+  /** Oldest use first (a use moves its name to the end), so forgetting idle names stops at the first one in use. */
   private readonly known = new Map<string, Seen>();
   private readonly settling = new Map<string, Promise<void>>();
 
@@ -71,11 +74,40 @@ export class Epochs {
     /** Reads, creates or extends the marker (epoch-1.lua) of one name's hash tag. */
     private readonly mark: (name: string, generation: string, window: number, extend: boolean) => Promise<EpochState>,
     private readonly report: (r: EpochReport) => void,
+    /**
+     * A name no call asked about for this long is forgotten (ms; default 10 min, the longest address-idle-timeout of
+     * the bridges): messages choose templated addresses, and this map must not keep one entry per address ever used.
+     * Its next call learns the marker again as a first contact: a marker another process made, or this one, is adopted
+     * with the flag window it carries; no marker at all is what it would be after a restart of this process.
+     */
+    private readonly idleMs: number = 600_000,
   ) {}
 
   /** What to tell the guard for `name`: '' before the first contact, which makes the guard answer with what it sees. */
   seen(name: string): string {
-    return this.known.get(name)?.seen ?? '';
+    const s = this.known.get(name);
+    if (s === undefined) return '';
+    s.usedAt = Date.now();
+    this.known.delete(name);
+    this.known.set(name, s);
+    return s.seen;
+  }
+
+  /** Names known now (for tests). */
+  get size(): number {
+    return this.known.size;
+  }
+
+  /** Forgets the names no call asked about for idleMs (not one being settled); returns how many. */
+  forgetIdle(now: number = Date.now()): number {
+    let n = 0;
+    for (const [name, s] of this.known) {
+      if (now - s.usedAt < this.idleMs) break;
+      if (this.settling.has(name)) continue;
+      this.known.delete(name);
+      n += 1;
+    }
+    return n;
   }
 
   /** True when the cache can vouch for what it holds of `name`: no loss known or suspected within the flag window. */
@@ -122,7 +154,11 @@ export class Epochs {
     const state = await this.mark(name, randomBytes(8).toString('hex'), window, event === 'server-changed');
     if (firstContact && state.created) event = 'no-history';
     const flagUntil = Date.now() + Math.max(0, untilOf(state.value) - state.now);
+    // A new name is where the map grows: the idle ones go first.
+    if (firstContact) this.forgetIdle();
+    this.known.delete(name);
     this.known.set(name, {
+      usedAt: Date.now(),
       seen: `${state.value}|${state.server}`,
       reason: event ?? (flagUntil - Date.now() > this.noHistoryWindow ? 'after-loss' : (before?.reason ?? 'no-history')),
       generation: generationOf(state.value),

@@ -11,7 +11,7 @@
  * record lives stampTtl after the last script that wrote it. test/integration/id-cache-differential.test.ts checks
  * that both answer alike.
  */
-import type { CacheHorizon, ClaimRequest, ClaimResult, IdCache, IdCacheSemantics, ReserveResult } from '../core/id-cache.js';
+import { idCacheKey, type CacheHorizon, type ClaimRequest, type ClaimResult, type IdCache, type IdCacheSemantics, type ReserveResult } from '../core/id-cache.js';
 
 export interface MemoryIdCacheOptions extends IdCacheSemantics {
   /** The clock, in ms (tests pass a fake one). Default Date.now. */
@@ -100,6 +100,7 @@ export class MemoryIdCache implements IdCache {
 
   async reserve(address: string, id: string, token: string): Promise<ReserveResult> {
     this.assertOpen();
+    id = idCacheKey(id);
     assertToken(token);
     const now = this.now();
     const a = this.state(address, now);
@@ -140,6 +141,7 @@ export class MemoryIdCache implements IdCache {
 
   async commit(address: string, id: string, token: string): Promise<void> {
     this.assertOpen();
+    id = idCacheKey(id);
     assertToken(token);
     const now = this.now();
     const a = this.state(address, now);
@@ -163,6 +165,7 @@ export class MemoryIdCache implements IdCache {
 
   async release(address: string, id: string, token: string, uncertain: boolean): Promise<void> {
     this.assertOpen();
+    id = idCacheKey(id);
     assertToken(token);
     const now = this.now();
     const a = this.state(address, now);
@@ -190,7 +193,7 @@ export class MemoryIdCache implements IdCache {
     const a = this.addresses.get(address);
     const now = this.now();
     return ids.map((id) => {
-      const at = a?.ids.get(id);
+      const at = a?.ids.get(idCacheKey(id));
       return at !== undefined && (this.ttl === 0 || now - at < this.ttl);
     });
   }

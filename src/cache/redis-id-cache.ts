@@ -13,13 +13,12 @@
  * and the writes of one tick share a system call (shared/coalesce-writes.ts).
  */
 import type { RedisTopology } from '../config/types.js';
-import type { CacheHorizon, ClaimRequest, ClaimResult, IdCache, IdCacheSemantics, ReserveResult } from '../core/id-cache.js';
+import { idCacheKey, type CacheHorizon, type ClaimRequest, type ClaimResult, type IdCache, type ReserveResult } from '../core/id-cache.js';
 import { addressKeys, epochKey, livenessKey, stampKey } from './keys.js';
 import { ProcessLiveness } from './owner-liveness.js';
 import { readHorizon } from './horizon.js';
 import { ScriptStatus, ScriptReplyError, decodeRecordedReply, decodeReserveReply, decodeScriptReply, isEpochChanged, type ReserveReply } from './script-status.js';
 import { TransientError } from '../shared/errors.js';
-import type { TlsConfig } from '../config/types.js';
 import { tlsConnectionOptions } from '../config/tls.js';
 import { coalesceWrites } from '../shared/coalesce-writes.js';
 import { silentLogger, type Logger } from '../shared/log.js';
@@ -32,48 +31,12 @@ import { AddressBatcher, packPairs, type BatchItem, type StampWrite } from './ad
 import { RedisConnectionState } from './redis-errors.js';
 import { durabilityFindings } from './redis-durability.js';
 import { waitForReplicas } from './redis-replicas.js';
+import type { RedisIdCacheOptions } from './redis-id-cache-options.js';
 
 /** Kept here too for the callers that load or define the scripts through the cache's module (tests, tools). */
 export { defineScripts, loadScripts } from './script-loader.js';
 
-export interface RedisIdCacheOptions extends IdCacheSemantics {
-  /** A standalone Redis: redis:// or rediss:// URL (credentials allowed; they never reach logs or errors). */
-  url?: string;
-  /** Where the Redis is (standalone, Cluster, Sentinel); takes precedence over `url`. */
-  topology?: RedisTopology;
-  /** Password from `password-file` (the URLs then have none). */
-  password?: string;
-  /** TLS options for rediss:// URLs. */
-  tls?: TlsConfig;
-  keyPrefix: string;
-  /** Longest a call waits for Redis before rejecting with TransientError. Default 3000 ms. */
-  commandTimeout?: number;
-  /** TCP connect timeout. Default 3000 ms. */
-  connectTimeout?: number;
-  /**
-   * After a loss is detected or cannot be ruled out, how long copies the cache cannot vouch for are flagged, ms.
-   * Default 24 h: as long as a stamp record lives, so as long as the cache would have vouched for one.
-   */
-  lossWindow?: number;
-  /**
-   * After a first contact that finds no epoch marker (a new deployment cannot be told from a loss while no bridge ran),
-   * how long redelivered copies the cache cannot vouch for are flagged, ms; at most lossWindow. Default 5 min.
-   */
-  noHistoryWindow?: number;
-  /** After each commit, wait for this many replicas to acknowledge it (WAIT); 0 = no wait (default). */
-  minReplicasAcked?: number;
-  /** Longest that wait lasts, ms (default 1000). */
-  minReplicasTimeout?: number;
-  /** Told of every detected (or suspected) cache loss, after it is logged: for metrics. */
-  onLoss?: (report: EpochReport) => void;
-  log?: Logger;
-  /**
-   * This process's name, the first part of every owner token it makes: with it, the cache keeps the process's
-   * liveness key set (./owner-liveness.ts) and takes over at once what dead owners hold. Without it (tools, tests),
-   * owners are taken over only when their lease runs out.
-   */
-  owner?: string;
-}
+export type { RedisIdCacheOptions } from './redis-id-cache-options.js';
 
 const DAY = 24 * 60 * 60 * 1000;
 
@@ -89,7 +52,7 @@ export class RedisIdCache implements IdCache {
   private readonly topology: RedisTopology;
   private readonly where: string;
   private readonly log: Logger;
-  private readonly o: Required<Omit<RedisIdCacheOptions, 'ttl' | 'log' | 'url' | 'topology' | 'onLoss' | 'password' | 'tls' | 'owner'>> & { ttl: number };
+  private readonly o: Required<Omit<RedisIdCacheOptions, 'ttl' | 'log' | 'url' | 'topology' | 'onLoss' | 'password' | 'tls' | 'owner' | 'addressIdleTimeout'>> & { ttl: number };
   readonly liveness: ProcessLiveness | undefined;
   private readonly epochs: Epochs;
   private readonly onLoss: ((report: EpochReport) => void) | undefined;
@@ -126,8 +89,12 @@ export class RedisIdCache implements IdCache {
     if (!(this.o.size >= 1 && this.o.lease > 0 && this.o.ttl >= 0 && this.o.lossWindow >= 0 && this.o.minReplicasAcked >= 0)) {
       throw new TypeError('RedisIdCache needs size >= 1, lease > 0, ttl >= 0, lossWindow >= 0 and minReplicasAcked >= 0');
     }
-    this.epochs = new Epochs(this.o.lossWindow, this.o.noHistoryWindow, (name, generation, window, extend) => this.markEpoch(name, generation, window, extend), (r) =>
-      this.reportLoss(r),
+    this.epochs = new Epochs(
+      this.o.lossWindow,
+      this.o.noHistoryWindow,
+      (name, generation, window, extend) => this.markEpoch(name, generation, window, extend),
+      (r) => this.reportLoss(r),
+      options.addressIdleTimeout,
     );
     const tls = topologyUrls(topology).some((u) => /^rediss:/i.test(u));
     this.connection = new RedisConnectionState(this.where, this.o.commandTimeout, this.log, () => this.closed);
@@ -161,12 +128,15 @@ export class RedisIdCache implements IdCache {
   /**
    * What /health reports: losses since start by event, and the addresses whose redelivered copies are flagged now,
    * until when and why (`data-lost`, `server-changed`, `no-history` on a first contact, `after-loss` from a marker
-   * another process extended).
+   * another process extended). `max`: list at most this many addresses (the HTTP API's answer stays bounded whatever
+   * the messages made of the templated addresses); `flaggingAddresses` counts them all.
    */
-  trust(): { losses: Record<string, number>; flagging: { address: string; until: string; reason: string }[] } {
+  trust(max = Number.POSITIVE_INFINITY): { losses: Record<string, number>; flagging: { address: string; until: string; reason: string }[]; flaggingAddresses: number } {
+    const flagging = this.epochs.untrusted();
     return {
       losses: Object.fromEntries(this.lossCounts),
-      flagging: this.epochs.untrusted().map((u) => ({ address: u.name, until: new Date(u.flagUntil).toISOString(), reason: u.reason })),
+      flagging: flagging.slice(0, max).map((u) => ({ address: u.name, until: new Date(u.flagUntil).toISOString(), reason: u.reason })),
+      flaggingAddresses: flagging.length,
     };
   }
 
@@ -231,16 +201,18 @@ export class RedisIdCache implements IdCache {
 
   reserve(address: string, id: string, token: string): Promise<ReserveResult> {
     if (token === '') return Promise.reject(new ScriptReplyError('reserve', 'bad argument: empty token'));
-    return this.reserves.add(address, { id, token });
+    return this.reserves.add(address, { id: idCacheKey(id), token });
   }
 
   commit(address: string, id: string, token: string): Promise<void> {
     if (token === '') return Promise.reject(new ScriptReplyError('commit', 'bad argument: empty token'));
-    return this.commits.add(address, { id, token });
+    return this.commits.add(address, { id: idCacheKey(id), token });
   }
 
   commitMany(address: string, pairs: readonly { id: string; token: string }[]): Promise<void> {
     if (pairs.some((p) => p.token === '')) return Promise.reject(new ScriptReplyError('commit', 'bad argument: empty token'));
+    // The pairs are this call's own (IdCache.commitMany): a long ID's is replaced by its cache key in place.
+    for (const p of pairs) if (p.id.length > 42) (p as { id: string }).id = idCacheKey(p.id);
     return this.commits.addAll(address, pairs);
   }
 
@@ -293,7 +265,7 @@ export class RedisIdCache implements IdCache {
       'release',
       address,
       [k.res, k.resExp, k.uncertain],
-      [id, token, uncertain ? 1 : 0, this.o.markerRetention, this.o.maxMarkers],
+      [idCacheKey(id), token, uncertain ? 1 : 0, this.o.markerRetention, this.o.maxMarkers],
     );
     decodeScriptReply('release', reply);
   }
@@ -327,7 +299,7 @@ export class RedisIdCache implements IdCache {
   async recorded(address: string, ids: readonly string[]): Promise<boolean[]> {
     if (ids.length === 0) return [];
     const k = addressKeys(this.o.keyPrefix, address);
-    const reply = await this.run('recorded', address, [k.ids, k.at], [this.o.ttl, ...ids]);
+    const reply = await this.run('recorded', address, [k.ids, k.at], [this.o.ttl, ...ids.map(idCacheKey)]);
     return decodeRecordedReply(reply, ids.length);
   }
 

@@ -53,7 +53,10 @@ export function describeValue(value: unknown): string {
   if (Array.isArray(value)) return value.length === 0 ? 'an empty list' : 'a list';
   if (typeof value === 'object') return 'a mapping';
   if (typeof value === 'string') {
-    const shown = value.length > 80 ? `${value.slice(0, 77)}...` : value;
+    // A value that failed validation may be a URL that does not parse because of its password (a raw '/' in it):
+    // everything between '://' and its last '@' goes, whatever it holds.
+    const hidden = value.replace(/^([a-z][a-z0-9+.-]*:\/\/)[^\s]*@/i, '$1***@');
+    const shown = hidden.length > 80 ? `${hidden.slice(0, 77)}...` : hidden;
     return redactUrl(JSON.stringify(shown));
   }
   if (typeof value === 'number' || typeof value === 'boolean' || typeof value === 'bigint') return String(value);

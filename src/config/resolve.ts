@@ -43,7 +43,7 @@ function resolveConnection(name: string, c: ConfigFileConnection, files: Connect
   // The password from password-file goes into the URLs, where the clients (and every redaction) expect credentials.
   const resolved = {
     name,
-    urls: given.map((u) => urlWithPassword(u, files.password)),
+    urls: given.map((u) => encodedUserInfo(urlWithPassword(u, files.password))),
     ...(files.tls !== undefined ? { tls: files.tls } : {}),
   };
   if (c.type === 'amqp') return { ...camelKeys(c, CONNECTION_KEYS_RESOLVED), ...resolved };
@@ -129,9 +129,21 @@ function headerRulesOf(b: ConfigFileBridge): { headerRules?: HeaderRules } {
 
 /** The one Redis topology given (the cross-checks reject two), or the default standalone Redis. */
 function redisTopology(ic: ConfigFile['id-cache']): RedisTopology {
-  if (ic['redis-cluster'] !== undefined) return { kind: 'cluster', urls: ic['redis-cluster'] };
-  if (ic['redis-sentinel'] !== undefined) return { kind: 'sentinel', ...ic['redis-sentinel'] };
-  return { kind: 'standalone', url: ic['redis-url'] ?? DEFAULT_REDIS_URL };
+  if (ic['redis-cluster'] !== undefined) return { kind: 'cluster', urls: ic['redis-cluster'].map(encodedUserInfo) };
+  const sentinel = ic['redis-sentinel'];
+  if (sentinel !== undefined) return { kind: 'sentinel', ...sentinel, urls: sentinel.urls.map(encodedUserInfo) };
+  return { kind: 'standalone', url: encodedUserInfo(ic['redis-url'] ?? DEFAULT_REDIS_URL) };
+}
+
+/**
+ * A URL with user info as the WHATWG parser reads it (every client here parses URLs so): the user and password
+ * percent-encoded, so that a password holding `@`, a space or a quote is one unambiguous piece of the URL wherever a
+ * library quotes it back, and redaction (src/shared/errors.ts redactUrl) finds all of it. The same URL for the client.
+ */
+function encodedUserInfo(url: string): string {
+  if (!url.includes('@') || !URL.canParse(url)) return url;
+  const u = new URL(url);
+  return u.username === '' && u.password === '' ? url : u.href;
 }
 
 /** Builds the Config from a file that passed the schema and the cross-checks, and the files it names (./files.ts). */

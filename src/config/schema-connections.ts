@@ -59,6 +59,9 @@ function poolSetting(description: string) {
   return intRange(1, MAX_POOL).optional().meta({ default: 1, description });
 }
 
+/** max-frame-size and max-header-bytes of a STOMP connection by default (for connections built in code too). */
+export const STOMP_READ_LIMITS = { maxFrameSize: 64 * 1024 * 1024, maxHeaderBytes: 64 * 1024 } as const;
+
 const heartBeatError = 'expected "out,in" in milliseconds (e.g. "10000,10000") or a list [out, in] of integers >= 0';
 
 export const amqpConnectionSchema = z
@@ -97,6 +100,16 @@ export const stompConnectionSchema = z
       .describe('STOMP heart-beat "outgoing,incoming" in ms, or [outgoing, incoming].'),
     'connect-timeout': millis().default(10000).describe('TCP connect + STOMP CONNECTED timeout, ms.'),
     host: text('a virtual host name').optional().describe("STOMP `host` header; default: the URL's host."),
+    'max-frame-size': intAtLeast(1024, 'a size in bytes, an integer')
+      .default(STOMP_READ_LIMITS.maxFrameSize)
+      .describe(
+        'Largest frame the broker may send on this connection (command, headers and body), bytes; default 64 MiB. A content-length over it, or a body without one that grows past it, closes the connection with a sentence naming the limit, and the bridge reconnects (docs/security.md).',
+      ),
+    'max-header-bytes': intAtLeast(1024, 'a size in bytes, an integer')
+      .default(STOMP_READ_LIMITS.maxHeaderBytes)
+      .describe(
+        "Most bytes of one frame's command and header lines the broker may send, EOLs and repeated headers included, bytes; default 64 KiB. Over it the connection is closed with a sentence naming the limit, and the bridge reconnects (docs/security.md).",
+      ),
     'password-file': passwordFile,
     tls: tlsSchema.optional(),
     pool: poolSetting(

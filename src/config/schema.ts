@@ -9,6 +9,9 @@
 import { z } from 'zod';
 import { connectionSchema, passwordFile, tlsSchema } from './schema-connections.js';
 import { BRIDGE_NAME_PATTERN, FILTER_MISS_POLICIES, LOG_LEVELS, bool, intAtLeast, intRange, millis, text, urlList, urlOf } from './schema-leaves.js';
+import { DEFAULT_TEMPLATE_VALUES, MAX_VALUE_BYTES } from '../routing/address-values.js';
+
+export { STOMP_READ_LIMITS } from './schema-connections.js';
 
 
 // ---- id-cache ----
@@ -187,6 +190,21 @@ const bridgeSettings = {
     millis(0),
     0,
     'Warn (once per crossing; state cache-horizon-short, still ready) when the target address cache is full and its oldest remembered ID is younger than this: a re-send older than the horizon passes as new, ms; 0 = no check.',
+  ),
+  'template-values': setting(
+    text('a regular expression for one character of a template value'),
+    DEFAULT_TEMPLATE_VALUES,
+    `The characters a value taken from a message may have in a templated target address: a JavaScript regular expression that one character must match (e.g. "[A-Za-z0-9._:@-]"). A value with another character, over ${MAX_VALUE_BYTES} bytes, or made of dots alone is dead-lettered with reason unsafe-address. A pattern that admits a separator of the target's protocol (STOMP: , / * > #; AMQP: * #), a control or a white-space character is refused (docs/security.md).`,
+  ),
+  'max-addresses': setting(
+    intAtLeast(1),
+    10_000,
+    'Most resolved target addresses a templated bridge keeps in use at once; a message that would take one more is dead-lettered with reason too-many-addresses. An address unused for address-idle-timeout no longer counts.',
+  ),
+  'address-idle-timeout': setting(
+    millis(),
+    600_000,
+    "How long a resolved target address may go unused before the process forgets what it keeps for it (the bridge's count against max-addresses, the cache's per-address state); the duplicate-ID cache itself keeps its IDs, ms.",
   ),
   'add-forward-headers': setting(
     bool(),

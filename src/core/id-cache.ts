@@ -9,7 +9,27 @@
  *
  * All methods reject with TransientError when the store is unreachable: callers fail closed (hold, never forward
  * unchecked, never drop).
+ *
+ * IDs come from publishers and may be of any length; what a cache keeps of one is idCacheKey(id) (below), so that the
+ * cache's size is set by id-cache-size, not by what publishers send. Every implementation applies it to every ID of an
+ * address's cache (reserve, commit, commitMany, release, recorded); stamp records keep the IDs the bridge stamped,
+ * which are short.
  */
+import { createHash } from 'node:crypto';
+
+/** Longest ID (UTF-8 bytes) a cache keeps as it is; a longer one is kept by its SHA-256 (idCacheKey). */
+export const MAX_CACHED_ID_BYTES = 128;
+
+/**
+ * What the cache keeps of an ID: the ID itself up to MAX_CACHED_ID_BYTES bytes, else `sha256:` and its SHA-256 in
+ * base64url (50 bytes). The one place this is decided: both caches call it, and their differential test covers it. The
+ * forwarded header is never changed: this is the cache's key, not the message's ID.
+ */
+export function idCacheKey(id: string): string {
+  // At most 3 bytes of UTF-8 per UTF-16 unit: up to 42 units is never over 128 bytes, and needs no counting.
+  if (id.length <= 42 || Buffer.byteLength(id, 'utf8') <= MAX_CACHED_ID_BYTES) return id;
+  return `sha256:${createHash('sha256').update(id, 'utf8').digest('base64url')}`;
+}
 
 export type ReserveResult =
   /**

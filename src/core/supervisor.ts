@@ -15,13 +15,13 @@ import type { IdCache } from './id-cache.js';
 import type { Logger } from '../shared/log.js';
 import type { Metrics, BridgeState } from './metrics.js';
 import type { SourceEndpoint, TargetEndpoint } from './ports.js';
-import { BridgeError, FatalBridgeError, StandbyError, TransientError, isProgrammerError, isTransient, redactUrl } from '../shared/errors.js';
+import { BridgeError, FatalBridgeError, PeerProtocolError, StandbyError, TransientError, isProgrammerError, isTransient, redactUrl } from '../shared/errors.js';
 import { BridgeSession, type SessionObserver } from './session.js';
 import { DRAINED, type End } from './end.js';
 import { CacheHorizonWatch } from './cache-horizon-watch.js';
 import { cacheAddress, targetTemplate } from '../config/target-address.js';
 import { computeState, readinessOf, type Phase, type Readiness } from './supervisor/state.js';
-import { connectionNames, describeSource, describeTarget, depthNote, type BridgeStatus } from './supervisor/status.js';
+import { statusOf, type BridgeStatus } from './supervisor/status.js';
 import { abortableWait, connectWithRetry } from './supervisor/reconnect.js';
 import { StallWatchdog } from './supervisor/stall-watchdog.js';
 import { CacheProbe, DepthProbe, errorText } from './supervisor/probes.js';
@@ -223,27 +223,19 @@ export class BridgeSupervisor {
 
   status(): BridgeStatus {
     const session = this.current;
-    const depth = this.depth.value;
-    const fullSince = this.phase === 'connected' ? session?.conditions.targetFullSince : undefined;
-    const out: BridgeStatus = {
-      name: this.bridge.name,
+    return statusOf(this.bridge, {
       state: this.state,
-      since: new Date(this.since).toISOString(),
+      since: this.since,
       paused: this.pauseSwitch.paused,
-      source: describeSource(this.bridge),
-      target: describeTarget(this.bridge),
-      lastError: this.lastError ? { message: this.lastError.message, at: new Date(this.lastError.at).toISOString() } : null,
-      inFlight: session?.inFlight ?? 0,
-      inFlightBytes: session?.inFlightBytes ?? 0,
+      lastError: this.lastError,
+      session,
+      fullSince: this.phase === 'connected' ? session?.conditions.targetFullSince : undefined,
       forwardedPerSecond: this.rate.perSecond(Date.now()),
-      sourceDepth: depth ?? null,
-      lastForwardAt: this.lastForwardAt !== undefined ? new Date(this.lastForwardAt).toISOString() : null,
-      targetFullSince: fullSince !== undefined ? new Date(fullSince).toISOString() : null,
+      depth: this.depth.value,
+      lastForwardAt: this.lastForwardAt,
       cacheHorizon: this.horizon.value,
-      connections: connectionNames(this.bridge, session !== undefined ? this.endpoints : undefined),
-    };
-    if (depth === undefined) out.sourceDepthNote = depthNote(this.bridge, session !== undefined);
-    return out;
+      endpoints: session !== undefined ? this.endpoints : undefined,
+    });
   }
 
   /** Ready = not paused by an operator and connected (source, target, cache), or paused; and not stalled. */
@@ -359,6 +351,7 @@ export class BridgeSupervisor {
       }
       this.restartRequested = false;
       if (!isTransient(end.error)) return this.failed(end.error);
+      this.countProtocolError(end.error);
       this.noteError(end.error.message);
       this.setState('reconnecting');
       this.log.warn({ err: end.error }, `connection lost, reconnecting: ${end.error.message}`);
@@ -405,7 +398,10 @@ export class BridgeSupervisor {
       stopping: () => this.stopping,
       open: () => {
         const attempt = this.openSession();
-        this.opening = attempt.catch(() => undefined);
+        this.opening = attempt.catch((err: unknown) => {
+          this.countProtocolError(err);
+          return undefined;
+        });
         return attempt;
       },
       log: this.log,
@@ -413,6 +409,11 @@ export class BridgeSupervisor {
       noteError: (message) => this.noteError(message),
       reconnecting: () => this.setState('reconnecting'),
     });
+  }
+
+  /** A peer that broke its protocol or crossed a limit, while opening or later: bridge_protocol_errors_total. */
+  private countProtocolError(err: unknown): void {
+    if (err instanceof PeerProtocolError) this.deps.metrics.protocolErrors.inc({ bridge: this.bridge.name, reason: err.reason });
   }
 
   private async openSession(): Promise<BridgeSession> {

@@ -14,11 +14,12 @@
  *
  * Values: strings as they are, numbers, bigints and booleans as text; anything else (null, bytes, tables, arrays) and
  * the empty string count as missing. A reference that is missing and has no fallback leaves the address unresolved:
- * the message is to be dead-lettered with the reason, never sent to a partial address and never lost. A resolved
- * value that could make a bad address is refused the same way: control characters anywhere, and on STOMP a '/'
- * (it would move the message to another destination path); on NATS a wildcard (`*`, `>`) or whitespace; an AMQP
+ * the message is to be dead-lettered with the reason, never sent to a partial address and never lost. A value from
+ * the message that could steer the message elsewhere is refused by the one value rule of ./address-values.ts (only
+ * `template-values` characters, never a separator of the target's protocol, at most 255 bytes), and so is an AMQP
  * routing key over 255 bytes.
  */
+import { valueRule, type AddressProtocol, type ValueRule } from './address-values.js';
 
 export const TEMPLATE_NAMESPACES = ['header', 'property'] as const;
 export type TemplateNamespace = (typeof TEMPLATE_NAMESPACES)[number];
@@ -116,7 +117,12 @@ export interface TemplateInput {
   properties: object;
 }
 
-export type Resolved = { ok: true; value: string } | { ok: false; reason: string };
+export type Resolved =
+  | { ok: true; value: string }
+  /** A reference is missing and has no fallback, or the address is empty: dead-lettered as `unresolved-address`. */
+  | { ok: false; kind: 'unresolved'; reason: string }
+  /** A value from the message that the value rule refuses (./address-values.ts): dead-lettered as `unsafe-address`. */
+  | { ok: false; kind: 'unsafe'; reason: string; value: string };
 
 function valueText(v: unknown): string | undefined {
   if (typeof v === 'string') return v === '' ? undefined : v;
@@ -124,17 +130,12 @@ function valueText(v: unknown): string | undefined {
   return undefined;
 }
 
-// Control characters (C0 and DEL) break STOMP frames and make unreadable queue names.
-// eslint-disable-next-line no-control-regex
-const CONTROL = /[\u0000-\u001f\u007f]/;
-
-/** The address for one message, or why there is none (the dead-letter reason's detail). */
-// NATS (issue 36; a minimal check, to be folded into issue 33's one rule for template values with its per-protocol
-// separator list): `*` and `>` are subject wildcards and whitespace ends a subject on the wire, so a value bringing one
-// could publish to subjects the template never named. `.` separates tokens and stays allowed, as on AMQP routing keys.
-const NATS_FORBIDDEN = /[*>\s]/u;
-
-export function resolveAddress(template: AddressTemplate, message: TemplateInput, protocol: 'amqp' | 'stomp' | 'nats'): Resolved {
+/**
+ * The address for one message, or why there is none. Every value taken from the message must pass `rule` (the
+ * bridge's `template-values` on the target's protocol, ./address-values.ts); a fallback is the configuration's text and
+ * is used as written. The detail never quotes the value: it may hold anything, and the dead-letter carries it encoded.
+ */
+export function resolveAddress(template: AddressTemplate, message: TemplateInput, protocol: AddressProtocol, rule: ValueRule = valueRule(undefined, protocol)): Resolved {
   let out = '';
   for (const part of template.parts) {
     if (typeof part === 'string') {
@@ -142,20 +143,21 @@ export function resolveAddress(template: AddressTemplate, message: TemplateInput
       continue;
     }
     const raw = part.namespace === 'header' ? message.headers[part.name] : (message.properties as Record<string, unknown>)[part.name];
-    const value = valueText(raw) ?? part.fallback;
-    if (value === undefined) return { ok: false, reason: `${part.namespace} '${part.name}' is missing or empty and ${part.text} has no fallback` };
-    if (CONTROL.test(value)) return { ok: false, reason: `${part.text} resolves to a value with a control character` };
-    if (protocol === 'stomp' && value.includes('/')) {
-      return { ok: false, reason: `${part.text} resolves to '${value}', which contains '/' (a STOMP destination path)` };
+    const fromMessage = valueText(raw);
+    if (fromMessage !== undefined) {
+      const refused = rule.refuse(fromMessage);
+      if (refused !== undefined) return { ok: false, kind: 'unsafe', reason: `the value of ${part.text} ${refused}`, value: fromMessage };
+      out += fromMessage;
+      continue;
     }
-    if (protocol === 'nats' && NATS_FORBIDDEN.test(value)) {
-      return { ok: false, reason: `${part.text} resolves to '${value}', which contains a NATS wildcard ('*', '>') or whitespace` };
+    if (part.fallback === undefined) {
+      return { ok: false, kind: 'unresolved', reason: `${part.namespace} '${part.name}' is missing or empty and ${part.text} has no fallback` };
     }
-    out += value;
+    out += part.fallback;
   }
-  if (out === '') return { ok: false, reason: `${template.source} resolves to an empty address` };
+  if (out === '') return { ok: false, kind: 'unresolved', reason: `${template.source} resolves to an empty address` };
   if (protocol === 'amqp' && Buffer.byteLength(out, 'utf8') > 255) {
-    return { ok: false, reason: `${template.source} resolves to a routing key over 255 bytes` };
+    return { ok: false, kind: 'unsafe', reason: `${template.source} resolves to a routing key over 255 bytes`, value: out };
   }
   return { ok: true, value: out };
 }

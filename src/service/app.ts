@@ -23,6 +23,9 @@ import type { End } from '../core/end.js';
 import { BridgeSet } from './bridge-set.js';
 import { Reloader } from './reload.js';
 
+/** Most flagged addresses GET /readyz lists (it counts them all): its answer stays bounded however many addresses exist. */
+const READYZ_MAX_ADDRESSES = 100;
+
 /**
  * Runs until every bridge stopped; resolves to the process exit code (0 after a clean shutdown, 1 if a bridge failed).
  * `env` gives ADMIN_TOKEN_FILE (a file holding the admin token, e.g. a mounted secret) when the config has no
@@ -35,15 +38,17 @@ export async function runService(config: Config, log: Logger, env: Readonly<Reco
   let onCacheLoss = (): void => undefined;
   // The first part of every owner token of this process, and the name its liveness key carries.
   const instanceId = randomBytes(6).toString('hex');
-  const cache = createIdCache(
-    config.idCache,
-    log.child({ component: 'id-cache' }),
-    (loss) => {
+  // The cache keeps its per-address state as long as the bridge that keeps an address longest (a reload keeps the cache,
+  // and with it this figure).
+  const addressIdleTimeout = Math.max(...config.bridges.map((b) => b.addressIdleTimeout));
+  const cache = createIdCache(config.idCache, log.child({ component: 'id-cache' }), {
+    onLoss: (loss) => {
       if (loss.event !== 'no-history') metrics.cacheLosses.inc({ event: loss.event });
       onCacheLoss();
     },
-    instanceId,
-  );
+    owner: instanceId,
+    addressIdleTimeout,
+  });
   log.info({ instanceId, bridges: config.bridges.map((b) => b.name), cache: cache.kind }, 'broker-bridge starting');
   if (cache instanceof RedisIdCache) void reportDurability(cache, log.child({ component: 'id-cache' }));
 
@@ -91,7 +96,7 @@ export async function runService(config: Config, log: Logger, env: Readonly<Reco
         log: httpLog,
         generation: () => reloader.generation,
         reload: () => reloader.reload('POST /reload'),
-        ...(cache instanceof RedisIdCache ? { cacheTrust: () => cache.trust() } : {}),
+        ...(cache instanceof RedisIdCache ? { cacheTrust: () => cache.trust(READYZ_MAX_ADDRESSES) } : {}),
       });
       server = started.server;
       httpLog.info(

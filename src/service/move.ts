@@ -136,7 +136,7 @@ export async function moveBridge(config: Config, given: BridgeConfig, o: MoveOpt
   const bridge = o.until.kind === 'count' ? { ...given, prefetch: Math.min(given.prefetch, o.until.count) } : given;
   const metrics = new Metrics('move', { defaultMetrics: false });
   const instanceId = randomBytes(6).toString('hex');
-  const cache = createIdCache(config.idCache, o.log.child({ component: 'id-cache' }), undefined, instanceId);
+  const cache = createIdCache(config.idCache, o.log.child({ component: 'id-cache' }), { owner: instanceId, addressIdleTimeout: bridge.addressIdleTimeout });
   const shared: MoveCounts = { acked: 0, lastDeliveryAt: Date.now(), limit: o.until.kind === 'count' ? o.until.count : undefined };
   let current: CountedSource | undefined;
   // As `run` does: a consuming and a publishing connection, the target's and the dead-letter's channels on the latter.

@@ -38,6 +38,19 @@ export class TransientError extends BridgeError {
  */
 export class StandbyError extends TransientError {}
 
+/**
+ * A peer broke its protocol or crossed a limit of ours (a STOMP frame over max-frame-size, say): the connection was
+ * closed, and, like any lost connection, it is reconnected after the backoff. `reason` is the limit's name or
+ * `malformed`, as bridge_protocol_errors_total counts it.
+ */
+export class PeerProtocolError extends TransientError {
+  readonly reason: string;
+  constructor(reason: string, message: string, options?: { cause?: unknown }) {
+    super(message, options);
+    this.reason = reason;
+  }
+}
+
 export class MessageRejectedError extends BridgeError {
   readonly kind = 'rejected' as const;
   readonly retriable = false;
@@ -89,7 +102,16 @@ function describeThrown(v: unknown): string {
   }
 }
 
-/** Strips user info from any URL-looking substring so that logs and errors never carry credentials. */
+/**
+ * Strips user info from any URL-looking substring so that logs and errors never carry credentials, whatever the
+ * password holds: everything from `scheme://` to the last `@` before the next `/`, `?`, `#`, white space or quote goes
+ * (a password may itself hold `@` or `:`: `amqp://user:p@ss@host` keeps only `host`). A password cannot hold a raw `/`,
+ * `?` or `#` in a URL that parses (src/config/errors-format.ts hides more of a value that does not), and the
+ * configuration gives every client its URLs with the user info percent-encoded (src/config/resolve.ts), so a URL a
+ * library quotes back has no `@`, white space or quote in its password.
+ */
 export function redactUrl(text: string): string {
-  return text.replace(/([a-z][a-z0-9+.-]*:\/\/)([^@/\s]+)@/gi, '$1***@');
+  if (!text.includes('://')) return text;
+  // The scheme starts where a word does, so that a long run of letters is not tried from each of them.
+  return text.replace(/(?<![a-z0-9+.-])([a-z][a-z0-9+.-]*:\/\/)[^\s"'<>`/?#]*@/gi, '$1***@');
 }

@@ -35,6 +35,7 @@ import { standaloneRedis, type SuiteRedis } from './suite-redis.js';
 import { addressKeys, stampKey } from '../../src/cache/keys.js';
 import { sourceAddress, targetAddress } from '../../src/config/amqp-address.js';
 import { stompAddress, stompDestination } from '../../src/config/stomp-address.js';
+import { STOMP_READ_LIMITS } from '../../src/config/schema.js';
 import { Prng } from './prng.js';
 import { HARNESS_CONNECTION_PREFIX, RabbitAdmin } from './rabbit-admin.js';
 import { analyse, type FaultRunReport, type SentRecord } from './report.js';
@@ -287,20 +288,20 @@ export async function runScenario(o: ScenarioOptions): Promise<FaultRunReport> {
     addressKeys(
       keyPrefix,
       targetIsStomp
-        ? stompAddress({ name: 'stomp-target', type: 'stomp', urls: [stompTargetUrl!], heartBeat: [10_000, 10_000], connectTimeout: 10_000, ...(rabbitStomp ? { host: vhost } : {}) }, stompDestination(tgtQueue))
+        ? stompAddress({ name: 'stomp-target', type: 'stomp', urls: [stompTargetUrl!], heartBeat: [10_000, 10_000], connectTimeout: 10_000, ...STOMP_READ_LIMITS, ...(rabbitStomp ? { host: vhost } : {}) }, stompDestination(tgtQueue))
         : targetAddress({ name: 'rabbit-target', type: 'amqp', urls: [rabbitTargetUrl], heartbeat: 10, connectTimeout: 10_000 }, { exchange, routingKey: '' }),
     ).ids,
     stampKey(
       keyPrefix,
       sourceIsStomp
-        ? stompAddress({ name: 'stomp-source', type: 'stomp', urls: [stompSideUrl!], heartBeat: [10_000, 10_000], connectTimeout: 10_000, ...(rabbitStomp ? { host: vhost } : {}) }, stompDestination(srcQueue))
+        ? stompAddress({ name: 'stomp-source', type: 'stomp', urls: [stompSideUrl!], heartBeat: [10_000, 10_000], connectTimeout: 10_000, ...STOMP_READ_LIMITS, ...(rabbitStomp ? { host: vhost } : {}) }, stompDestination(srcQueue))
         : sourceAddress({ name: 'rabbit', type: 'amqp', urls: [rabbitUrl], heartbeat: 10, connectTimeout: 10_000 }, srcQueue),
       'fingerprint',
     ),
     stampKey(
       keyPrefix,
       sourceIsStomp
-        ? stompAddress({ name: 'stomp-source', type: 'stomp', urls: [stompSideUrl!], heartBeat: [10_000, 10_000], connectTimeout: 10_000, ...(rabbitStomp ? { host: vhost } : {}) }, stompDestination(srcQueue2))
+        ? stompAddress({ name: 'stomp-source', type: 'stomp', urls: [stompSideUrl!], heartBeat: [10_000, 10_000], connectTimeout: 10_000, ...STOMP_READ_LIMITS, ...(rabbitStomp ? { host: vhost } : {}) }, stompDestination(srcQueue2))
         : sourceAddress({ name: 'rabbit', type: 'amqp', urls: [rabbitUrl], heartbeat: 10, connectTimeout: 10_000 }, srcQueue2),
       'fingerprint',
     ),

@@ -5,7 +5,7 @@
  * the in-memory cache (persist-id-cache: false, src/cache/memory-id-cache.ts) answers every call exactly as the Redis
  * cache (src/cache/redis-id-cache.ts and its Lua scripts: what production runs, and the reference here) does, given
  * the same semantics: a small id-cache-size (3–5, so the circular eviction runs), with and without id-cache-ttl, a few
- * addresses, IDs, tokens and session prefixes.
+ * addresses, IDs (short ones, and IDs over the 128 bytes a cache keeps by their SHA-256), tokens and session prefixes.
  *
  * Time: Redis takes its clock from the server (TIME) and cannot be given another, so the random sequences run on the
  * real clock with a lease, ttl, marker retention and stamp ttl far longer than a run: nothing expires in them, and they
@@ -54,8 +54,12 @@ const MINUTE = 60_000;
 const HOUR = 60 * MINUTE;
 
 const ADDRESSES = ['q/out-1', 'q/out-2'] as const;
-/** More IDs than the smallest id-cache-size, so that commits evict. */
-const IDS = ['a', 'b', 'c', 'd', 'e', 'f'] as const;
+/**
+ * More IDs than the smallest id-cache-size, so that commits evict; among them IDs on both sides of the 128 bytes a
+ * cache keeps as they are (src/core/id-cache.ts idCacheKey: longer ones are kept by their SHA-256), two long ones that
+ * differ only in their last character, and one shaped like a cache key.
+ */
+const IDS = ['a', 'b', 'c', 'd', 'e', 'f', '\u00e9'.repeat(64), `${'\u00e9'.repeat(64)}z`, 'L'.repeat(300), `${'L'.repeat(299)}M`, 'sha256:abc'] as const;
 /** The IDs stamps are made with: fewer, so that stamp calls meet each other's stamps often. */
 const STAMP_IDS = ['a', 'b', 'c'] as const;
 /** Tokens `<session>.<n>`: the session prefixes below own some of them. */

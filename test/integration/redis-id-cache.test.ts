@@ -8,6 +8,7 @@ import { RedisIdCache, defineScripts, loadScripts, type RedisIdCacheOptions } fr
 import { packPairs } from '../../src/cache/address-batcher.js';
 import { addressKeys, epochKey, stampKey, tagSafe } from '../../src/cache/keys.js';
 import { TransientError } from '../../src/shared/errors.js';
+import { idCacheKey } from '../../src/core/id-cache.js';
 import { idCacheContract, type CacheOptions } from '../support/id-cache-contract.js';
 import { services, uniqueName } from '../support/services.js';
 import { TcpProxy } from '../support/tcp-proxy.js';
@@ -226,16 +227,18 @@ describe('RedisIdCache', () => {
 
     it('reserves and commits many IDs in one call, whatever bytes the IDs and tokens hold', async () => {
       // Issued in one tick, these go as one script call each, the pairs after the first packed by byte length.
+      // 'x' × 300 is kept by its SHA-256 (idCacheKey); the long token keeps a string past 255 bytes in the packing.
       const ids = ['plain', 'ünïcødé-✓', '3:abc', 'a:b:c', 'line\nbreak', '😀😀', ' ', 'x'.repeat(300), 'plain'];
+      const token = (i: number) => (i === 6 ? `tök:${i}:${'t'.repeat(300)}` : `tök:${i}`);
       const cache = world.make();
-      const reserved = await Promise.all(ids.map((id, i) => cache.reserve('packed', id, `tök:${i}`)));
+      const reserved = await Promise.all(ids.map((id, i) => cache.reserve('packed', id, token(i))));
       // The second 'plain' meets the first one's fresh reservation, exactly as a later call would.
       expect(reserved).toEqual([...ids.slice(0, -1).map(() => ({ status: 'reserved', possibleDuplicate: false })), { status: 'busy' }]);
-      await Promise.all(ids.slice(0, -1).map((id, i) => cache.commit('packed', id, `tök:${i}`)));
+      await Promise.all(ids.slice(0, -1).map((id, i) => cache.commit('packed', id, token(i))));
       const again = await Promise.all(ids.map((id) => cache.reserve('packed', id, 'other')));
       expect(again).toEqual(ids.map(() => ({ status: 'duplicate' })));
       const k = addressKeys(world.prefix, 'packed');
-      expect((await adminClient().zrange(k.ids, '0', '-1')).sort()).toEqual([...new Set(ids)].sort());
+      expect((await adminClient().zrange(k.ids, '0', '-1')).sort()).toEqual([...new Set(ids)].map(idCacheKey).sort());
     });
 
     it('reserves a full chunk (200 IDs: a MessagePack count and arrays past their short forms) and answers each ID', async () => {

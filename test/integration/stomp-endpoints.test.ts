@@ -14,7 +14,8 @@ import { promisify } from 'node:util';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import amqplib from 'amqplib';
 import type { StompConnectionConfig } from '../../src/config/types.js';
-import { ConfigError, MessageRejectedError, TransientError } from '../../src/shared/errors.js';
+import { STOMP_READ_LIMITS } from '../../src/config/schema.js';
+import { ConfigError, MessageRejectedError, PeerProtocolError, TransientError } from '../../src/shared/errors.js';
 import type { BridgeMessage, SourceDelivery } from '../../src/core/message.js';
 import type { TargetEndpoint } from '../../src/core/ports.js';
 import { connectStomp, type StompMessage } from '../../src/endpoints/stomp/stomp-client.js';
@@ -39,7 +40,7 @@ let peer: StompPeer = ACTIVEMQ_PEER;
 const rabbitQueues = new Set<string>();
 
 function conn(url = peer.url, extra: Partial<StompConnectionConfig> = {}): StompConnectionConfig {
-  const c: StompConnectionConfig = { name: peer.name, type: 'stomp', urls: [url], heartBeat: [10_000, 10_000], connectTimeout: 5_000, ...extra };
+  const c: StompConnectionConfig = { name: peer.name, type: 'stomp', urls: [url], heartBeat: [10_000, 10_000], connectTimeout: 5_000, ...STOMP_READ_LIMITS, ...extra };
   if (peer.host !== undefined) c.host = peer.host;
   return c;
 }
@@ -620,7 +621,10 @@ describe('connectStomp', () => {
       const got: StompMessage[] = [];
       await session.subscribe({ destination: '/queue/q', ack: 'client-individual' }, (m) => got.push(m));
       const error = await lost;
-      expect(error.message).toMatch(/malformed frame: a MESSAGE frame has a header line without ':'/);
+      expect(error.message).toMatch(/the broker sent a malformed frame, so the bridge closed the connection: a MESSAGE frame has a header line without ':'/);
+      // Counted as bridge_protocol_errors_total{reason="malformed"} by the supervisor.
+      expect(error).toBeInstanceOf(PeerProtocolError);
+      expect((error as PeerProtocolError).reason).toBe('malformed');
       expect(session.isOpen).toBe(false);
       // The two frames before it arrived whole, unescaped, the binary body byte for byte.
       expect(got.map((m) => [m.headers['message-id'], m.headers['x-text'], m.body.toString('latin1')])).toEqual([

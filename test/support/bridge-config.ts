@@ -25,6 +25,9 @@ export function testBridgeConfig(over: Partial<BridgeConfig> = {}): BridgeConfig
     minCacheHorizon: 0,
     addForwardHeaders: false,
     filterMiss: 'skip',
+    templateValues: '[A-Za-z0-9._:-]',
+    maxAddresses: 10_000,
+    addressIdleTimeout: 600_000,
     ...over,
   };
 }

@@ -6,6 +6,7 @@
  * ActiveMQ queues cannot be deleted over STOMP: every test uses its own queue names and reads what it sent.
  */
 import type { StompConnectionConfig } from '../../src/config/types.js';
+import { STOMP_READ_LIMITS } from '../../src/config/schema.js';
 import { connectStomp, type StompHeaders, type StompMessage, type StompSession } from '../../src/endpoints/stomp/stomp-client.js';
 import { silentLogger } from '../../src/shared/log.js';
 import { services } from './services.js';
@@ -32,7 +33,7 @@ export function queueDestination(queue: string): string {
 }
 
 function connection(url: string): StompConnectionConfig {
-  const c: StompConnectionConfig = { name: 'test', type: 'stomp', urls: [url], heartBeat: [10_000, 10_000], connectTimeout: 5_000 };
+  const c: StompConnectionConfig = { name: 'test', type: 'stomp', urls: [url], heartBeat: [10_000, 10_000], connectTimeout: 5_000, ...STOMP_READ_LIMITS };
   // RabbitMQ's STOMP plugin reads the `host` header as the vhost.
   if (url === process.env.RABBITMQ_STOMP_URL) c.host = RABBITMQ_STOMP_VHOST;
   return c;

@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { isTemplated, parseAddressTemplate, resolveAddress, type AddressTemplate } from '../../src/routing/address-template.js';
+import { encodeUnsafeValue, valueRule } from '../../src/routing/address-values.js';
 
 function parse(source: string): AddressTemplate {
   const r = parseAddressTemplate(source);
@@ -50,30 +51,100 @@ describe('address templates: resolution', () => {
     expect(resolveAddress(parse('${property.type}'), msg({}, { type: 'invoice' }), 'stomp')).toEqual({ ok: true, value: 'invoice' });
   });
 
-  it('missing without a fallback, or a value that makes a bad address: unresolved, with the reason', () => {
+  it('missing without a fallback, or an empty address: unresolved, with the reason', () => {
     const strict = parse('orders.${header.region}');
-    expect(resolveAddress(strict, msg({}), 'amqp')).toEqual({ ok: false, reason: "header 'region' is missing or empty and ${header.region} has no fallback" });
-    expect(resolveAddress(parse('/queue/${header.region}'), msg({ region: 'eu/../x' }), 'stomp')).toEqual({
-      ok: false,
-      reason: "${header.region} resolves to 'eu/../x', which contains '/' (a STOMP destination path)",
-    });
-    // A '/' is an ordinary character of an AMQP routing key.
-    expect(resolveAddress(strict, msg({ region: 'eu/west' }), 'amqp')).toEqual({ ok: true, value: 'orders.eu/west' });
-    expect(resolveAddress(strict, msg({ region: 'eu\nwest' }), 'stomp')).toEqual({ ok: false, reason: '${header.region} resolves to a value with a control character' });
-    expect(resolveAddress(parse('${header.r:-}'), msg({}), 'amqp')).toEqual({ ok: false, reason: '${header.r:-} resolves to an empty address' });
-    expect(resolveAddress(strict, msg({ region: 'x'.repeat(250) }), 'amqp')).toEqual({ ok: false, reason: 'orders.${header.region} resolves to a routing key over 255 bytes' });
+    expect(resolveAddress(strict, msg({}), 'amqp')).toEqual({ ok: false, kind: 'unresolved', reason: "header 'region' is missing or empty and ${header.region} has no fallback" });
+    expect(resolveAddress(parse('${header.r:-}'), msg({}), 'amqp')).toEqual({ ok: false, kind: 'unresolved', reason: '${header.r:-} resolves to an empty address' });
   });
 
-  it('NATS: a value never brings a subject wildcard or whitespace (a fallback neither); a dot is a token like any other', () => {
+  it('a value the rule refuses: unsafe, with the reason and the value; the detail never quotes the value', () => {
     const strict = parse('orders.${header.region}');
-    const refused = (value: string) => ({ ok: false, reason: `\${header.region} resolves to '${value}', which contains a NATS wildcard ('*', '>') or whitespace` });
-    for (const value of ['*', '>', 'eu.>', 'eu *', 'a b', 'eu\u00a0x']) expect(resolveAddress(strict, msg({ region: value }), 'nats'), value).toEqual(refused(value));
-    expect(resolveAddress(parse('orders.${header.region:-a b}'), msg({}), 'nats')).toEqual({
+    expect(resolveAddress(parse('/queue/${header.region}'), msg({ region: 'eu/../x' }), 'stomp')).toEqual({
       ok: false,
-      reason: "${header.region:-a b} resolves to 'a b', which contains a NATS wildcard ('*', '>') or whitespace",
+      kind: 'unsafe',
+      reason: "the value of ${header.region} contains '/' (U+002F), a STOMP destination separator or wildcard",
+      value: 'eu/../x',
     });
+    expect(resolveAddress(strict, msg({ region: 'eu\nwest' }), 'stomp')).toEqual({
+      ok: false,
+      kind: 'unsafe',
+      reason: 'the value of ${header.region} contains U+000A, a control or white-space character',
+      value: 'eu\nwest',
+    });
+    // The fallback is the configuration's own text: used as written.
+    expect(resolveAddress(parse('orders.${header.region:-a/b}'), msg({}), 'stomp')).toEqual({ ok: true, value: 'orders.a/b' });
+    expect(resolveAddress(strict, msg({ region: 'x'.repeat(250) }), 'amqp')).toEqual({
+      ok: false,
+      kind: 'unsafe',
+      reason: 'orders.${header.region} resolves to a routing key over 255 bytes',
+      value: `orders.${'x'.repeat(250)}`,
+    });
+  });
+});
+
+describe('template values: the one rule (src/routing/address-values.ts)', () => {
+  const refuse = (value: string, protocol: 'amqp' | 'stomp' | 'nats', pattern?: string) => valueRule(pattern, protocol).refuse(value);
+
+  it('the default admits letters, digits and . _ : - only', () => {
+    for (const ok of ['eu', 'EU-west_1', 'a.b.c', 'urn:x:1', '0']) {
+      expect(refuse(ok, 'stomp'), ok).toBeUndefined();
+      expect(refuse(ok, 'amqp'), ok).toBeUndefined();
+    }
+    expect(refuse('caf\u00e9', 'amqp')).toBe("contains '\u00e9' (U+00E9), which template-values [A-Za-z0-9._:-] does not allow");
+    expect(refuse('a b', 'amqp')).toBe('contains U+0020, a control or white-space character');
+    expect(refuse('a/b', 'amqp')).toBe("contains '/' (U+002F), which template-values [A-Za-z0-9._:-] does not allow");
+  });
+
+  it.each([
+    [',', 'stomp'],
+    ['/', 'stomp'],
+    ['*', 'stomp'],
+    ['>', 'stomp'],
+    ['#', 'stomp'],
+    ['*', 'amqp'],
+    ['#', 'amqp'],
+  ] as const)("a separator %s of %s is refused even by a pattern that admits everything", (c, protocol) => {
+    expect(refuse(`eu${c}x`, protocol, '[\\s\\S]')).toMatch(/(a STOMP destination separator or wildcard|an AMQP topic-exchange wildcard)$/);
+  });
+
+  it('control and white-space characters, dots alone, and values over 255 bytes are refused on every protocol', () => {
+    for (const c of ['\u0000', '\t', '\r', '\u007f', '\u0085', '\u00a0', '\u2028', '\u3000', '\ufeff']) {
+      expect(refuse(`a${c}b`, 'amqp', '[\\s\\S]'), JSON.stringify(c)).toMatch(/a control or white-space character$/);
+    }
+    expect(refuse('..', 'stomp')).toBe('is only dots');
+    expect(refuse('.', 'amqp')).toBe('is only dots');
+    expect(refuse('a..b', 'amqp')).toBeUndefined();
+    expect(refuse('x'.repeat(255), 'amqp')).toBeUndefined();
+    expect(refuse('x'.repeat(256), 'amqp')).toBe('is longer than 255 bytes');
+    expect(refuse('\u00e9'.repeat(128), 'amqp', '[\\s\\S]')).toBe('is longer than 255 bytes');
+  });
+
+  it('a wider pattern is tried one character at a time: no backtracking over the value', () => {
+    // (a|a)+ on a long run would take exponential time if run over the whole value.
+    const started = process.hrtime.bigint();
+    expect(refuse(`${'a'.repeat(250)}!`, 'amqp', '(a|a)+')).toBe("contains '!' (U+0021), which template-values (a|a)+ does not allow");
+    expect(Number(process.hrtime.bigint() - started) / 1e6).toBeLessThan(1000);
+    expect(refuse('user@example', 'stomp', '[A-Za-z0-9._:@-]')).toBeUndefined();
+  });
+
+  it('the dead-letter header carries the value cut and percent-encoded: no control character or invalid text gets through', () => {
+    expect(encodeUnsafeValue('eu,x')).toBe('eu,x');
+    expect(encodeUnsafeValue('a\nb\u0000%\u00e9')).toBe('a%0Ab%00%25%C3%A9');
+    expect(encodeUnsafeValue('\ud800x')).toBe('%EF%BF%BDx');
+    const long = encodeUnsafeValue('y'.repeat(10_000));
+    expect(long).toBe(`${'y'.repeat(255)}\u2026`);
+  });
+
+  it('NATS: a value never brings a subject wildcard or white space; a dot is a token like any other', () => {
+    const strict = parse('orders.${header.region}');
+    for (const value of ['*', '>', 'eu.>', 'eu *', 'a b', 'eu\u00a0x']) {
+      const r = resolveAddress(strict, msg({ region: value }), 'nats', valueRule('[\\s\\S]', 'nats'));
+      expect(r.ok, value).toBe(false);
+      if (!r.ok) expect(r.kind, value).toBe('unsafe');
+    }
+    expect(refuse('eu>x', 'nats', '[\\s\\S]')).toMatch(/a NATS subject wildcard$/);
     expect(resolveAddress(strict, msg({ region: 'eu.west' }), 'nats')).toEqual({ ok: true, value: 'orders.eu.west' });
-    // The same values are fine where they are no wildcard (an AMQP routing key on a direct exchange).
-    expect(resolveAddress(strict, msg({ region: '>' }), 'amqp')).toEqual({ ok: true, value: 'orders.>' });
+    // `>` is no separator of an AMQP routing key: a wide pattern lets it through there.
+    expect(resolveAddress(strict, msg({ region: '>' }), 'amqp', valueRule('[\\s\\S]', 'amqp'))).toEqual({ ok: true, value: 'orders.>' });
   });
 });

@@ -46,6 +46,9 @@ describe('loadConfig: defaults and layering', () => {
           addForwardHeaders: false,
           reconnectAttempts: -1,
           filterMiss: 'skip',
+          templateValues: '[A-Za-z0-9._:-]',
+          maxAddresses: 10000,
+          addressIdleTimeout: 600000,
         },
       ],
       shutdownTimeout: 10000,
@@ -83,6 +86,8 @@ describe('loadConfig: defaults and layering', () => {
       urls: ['stomp+ssl://broker:61612'],
       heartBeat: [5000, 0],
       connectTimeout: 10000,
+      maxFrameSize: 64 * 1024 * 1024,
+      maxHeaderBytes: 64 * 1024,
       host: 'vhost-1',
     });
     expect(first?.target).toEqual({ connection: config.connections.activemq, queue: '/topic/a' });

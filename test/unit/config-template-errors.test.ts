@@ -131,3 +131,53 @@ describe('a resolved address is the cache address of the fixed target with that 
     }
   });
 });
+
+describe('template-values: checked at load against the target protocol (docs/security.md)', () => {
+  it('the default, and a wider pattern without separators, load; the value is per bridge, layered over defaults', () => {
+    const c = load(yaml('{ connection: mq, queue: "orders.${header.region}" }', ['    template-values: "[A-Za-z0-9._:@-]"']));
+    expect(c.bridges[0]!.templateValues).toBe('[A-Za-z0-9._:@-]');
+    expect(c.bridges[0]!.maxAddresses).toBe(10_000);
+    expect(c.bridges[0]!.addressIdleTimeout).toBe(600_000);
+    expect(load(yaml('{ connection: mq, queue: "orders.${header.region}" }')).bridges[0]!.templateValues).toBe('[A-Za-z0-9._:-]');
+  });
+
+  it('a pattern that admits a separator of a STOMP target: located at the key, naming what it admits and what would be valid', () => {
+    expect(problems(yaml('{ connection: mq, queue: "orders.${header.region}" }', ['    template-values: "[a-z,]"']))).toEqual([
+      "x.yaml:8:22 bridges[0].template-values: template-values [a-z,] admits ',' (U+002C): a value with it could steer a message on this STOMP target elsewhere; expected a pattern that admits none of , / * > # and no control or white-space character, e.g. the default [A-Za-z0-9._:-]",
+    ]);
+    const [all] = problems(yaml('{ connection: mq, queue: "orders.${header.region}" }', ['    template-values: "."']));
+    expect(all).toMatch(/^x\.yaml:8:22 bridges\[0\]\.template-values: template-values \. admits ',' \(U\+002C\), '\/' \(U\+002F\), '\*' \(U\+002A\), '>' \(U\+003E\), '#' \(U\+0023\) and \d+ more:/);
+  });
+
+  it('on AMQP, * and # (and a space) are refused, a comma or slash is not', () => {
+    expect(problems(yaml('{ connection: rabbit, exchange: x, routing-key: "o.${header.r}" }', ['    template-values: "[a-z,/]"']))).toEqual([]);
+    expect(problems(yaml('{ connection: rabbit, exchange: x, routing-key: "o.${header.r}" }', ['    template-values: "[a-z#]"']))[0]).toContain(
+      "template-values [a-z#] admits '#' (U+0023): a value with it could steer a message on this AMQP target elsewhere",
+    );
+    expect(problems(yaml('{ connection: rabbit, exchange: x, routing-key: "o.${header.r}" }', ['    template-values: "[a-z ]"']))[0]).toContain('admits U+0020');
+  });
+
+  it('from defaults: located there, naming the bridge; a fixed target does not care', () => {
+    const text = (target: string) =>
+      [
+        'connections:',
+        '  mq: { type: stomp, url: "stomp://h" }',
+        '  rabbit: { type: amqp, url: "amqp://h" }',
+        'defaults:',
+        '  template-values: "[a-z/]"',
+        'bridges:',
+        `  - { name: t, source: { connection: rabbit, queue: a }, target: ${target} }`,
+        '',
+      ].join('\n');
+    expect(problems(text('{ connection: mq, queue: "o.${header.r}" }'))).toEqual([
+      "x.yaml:5:20 defaults.template-values: template-values [a-z/] admits '/' (U+002F) (for bridge 't'): a value with it could steer a message on this STOMP target elsewhere; expected a pattern that admits none of , / * > # and no control or white-space character, e.g. the default [A-Za-z0-9._:-]",
+    ]);
+    expect(problems(text('{ connection: mq, queue: fixed }'))).toEqual([]);
+  });
+
+  it('a pattern that is not a regular expression', () => {
+    expect(problems(yaml('{ connection: mq, queue: "o.${header.r}" }', ['    template-values: "[a-z"']))[0]).toMatch(
+      /^x\.yaml:8:22 bridges\[0\]\.template-values: template-values '\[a-z' is not a valid regular expression \(.*\); expected one that a single character of a template value must match, e\.g\. \[A-Za-z0-9\._:-\]$/,
+    );
+  });
+});

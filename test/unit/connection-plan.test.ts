@@ -7,10 +7,11 @@ import { describe, expect, it } from 'vitest';
 import type { AmqpConnectionConfig, BridgeConfig, StompConnectionConfig } from '../../src/config/types.js';
 import { channelBudgetProblems, connectionPlan, poolNeeded, poolSlot, RABBITMQ_DEFAULT_CHANNEL_MAX } from '../../src/config/connection-plan.js';
 import { warnings } from '../../src/config/load.js';
+import { STOMP_READ_LIMITS } from '../../src/config/schema.js';
 import { testBridgeConfig } from '../support/bridge-config.js';
 
 const rabbit: AmqpConnectionConfig = { name: 'rabbit', type: 'amqp', urls: ['amqp://127.0.0.1'], heartbeat: 10, connectTimeout: 1000 };
-const activemq: StompConnectionConfig = { name: 'activemq', type: 'stomp', urls: ['stomp://127.0.0.1:61613'], heartBeat: [0, 0], connectTimeout: 1000 };
+const activemq: StompConnectionConfig = { name: 'activemq', type: 'stomp', urls: ['stomp://127.0.0.1:61613'], heartBeat: [0, 0], connectTimeout: 1000, ...STOMP_READ_LIMITS };
 
 function bridges(n: number, over: (i: number) => Partial<BridgeConfig> = () => ({})): BridgeConfig[] {
   return Array.from({ length: n }, (_, i) =>

@@ -2,7 +2,7 @@
  * What a changed epoch means (src/cache/epochs.ts), with a marker store in memory standing in for epoch-1.lua (pure
  * logic; the Redis side is shown in test/integration/redis-durability.test.ts and redis-topologies.test.ts).
  */
-import { describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, it, vi } from 'vitest';
 import { Epochs, type EpochReport, type EpochState } from '../../src/cache/epochs.js';
 
 const HOUR = 3_600_000;
@@ -108,5 +108,34 @@ describe('epochs', () => {
     const calls = s.calls();
     await e.settle('orders', 'something older', s.current('orders'));
     expect(s.calls()).toBe(calls);
+  });
+});
+
+describe('epochs: names unused for the idle time are forgotten (DESIGN §10: per-address state is bounded)', () => {
+  afterEach(() => {
+    vi.useRealTimers();
+  });
+
+  it('keeps the names in use, forgets the idle ones when a new name comes, and learns a forgotten one again as the marker says', async () => {
+    vi.useFakeTimers({ toFake: ['Date'] });
+    vi.setSystemTime(10 * HOUR);
+    const s = store();
+    const reports: EpochReport[] = [];
+    const e = new Epochs(24 * HOUR, 5 * 60_000, s.mark, (r) => reports.push(r), 60_000);
+    for (let i = 0; i < 1000; i++) await e.settle(`a${i}`, '', s.current(`a${i}`));
+    expect(e.size).toBe(1000);
+    vi.setSystemTime(10 * HOUR + 30_000);
+    e.seen('a7');
+    vi.setSystemTime(10 * HOUR + 61_000);
+    await e.settle('new', '', s.current('new'));
+    // a7 was asked about 31 s ago: kept; the 999 others were not for 61 s: forgotten.
+    expect(e.size).toBe(2);
+    expect(e.seen('a7')).not.toBe('');
+    expect(e.seen('a8')).toBe('');
+    // Learnt again: the marker it left is adopted, no report (not a loss), flagged as long as the marker says.
+    const before = reports.length;
+    await e.settle('a8', '', s.current('a8'));
+    expect(reports.length).toBe(before);
+    expect(e.seen('a8')).toBe(`${s.markers.get('a8')}|server-a`);
   });
 });

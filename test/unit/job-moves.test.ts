@@ -30,7 +30,7 @@ function stateOf(stage: Stage, job: Job): JobState {
     case 'busy':
       return { stage, id: 'a', flagged: false };
     case 'unresolved':
-      return { stage, reason: 'r' };
+      return { stage, why: { reason: 'unresolved-address', detail: 'r' } };
     case 'duplicate':
     case 'confirmed':
     case 'dead-lettered':

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { FrameReader, StompProtocolError, type IncomingFrame } from '../../src/endpoints/stomp/frame-reader.js';
 
-const LIMITS = { maxLineLength: 1024, maxHeaders: 16 };
+const LIMITS = { maxLineLength: 1024, maxHeaders: 16, maxHeaderBytes: 1 << 20, maxFrameSize: 1 << 24 };
 
 /** Frames as plain values, so that a failing test shows them readably. */
 function read(version: string, chunks: (string | Buffer)[], limits = LIMITS): { command: string; headers: Record<string, string>; body: string }[] {
@@ -110,7 +110,7 @@ describe('FrameReader', () => {
     const text = `MESSAGE\n${headers.join('\n')}\nlong:${'w'.repeat(895)}\n\n\0`;
     const bytes = Buffer.from(text);
     const cut = bytes.indexOf('long:') + 600;
-    const frames = read('1.2', [bytes.subarray(0, cut), bytes.subarray(cut, cut + 200), bytes.subarray(cut + 200)], { maxLineLength: 1024, maxHeaders: 32 });
+    const frames = read('1.2', [bytes.subarray(0, cut), bytes.subarray(cut, cut + 200), bytes.subarray(cut + 200)], { ...LIMITS, maxLineLength: 1024, maxHeaders: 32 });
     expect(frames).toHaveLength(1);
     expect(frames[0]!.headers.long).toHaveLength(895);
   });
@@ -120,5 +120,109 @@ describe('FrameReader', () => {
       throw new Error('handler bug');
     });
     expect(() => reader.push(Buffer.from(RECEIPT))).toThrow('handler bug');
+  });
+
+  it('a trailing backslash is an unfinished escape', () => {
+    expect(() => read('1.2', ['MESSAGE\nk:v\\\n\n\0'])).toThrow(/lone \\/);
+  });
+
+  it('invalid UTF-8 in header names and values becomes U+FFFD, the frame is read', () => {
+    const bytes = Buffer.concat([Buffer.from('MESSAGE\nna'), Buffer.from([0xff]), Buffer.from('me:va'), Buffer.from([0xc3]), Buffer.from('lue\n\nb\0')]);
+    expect(read('1.2', [bytes])[0]!.headers).toEqual({ 'na\ufffdme': 'va\ufffdlue' });
+  });
+});
+
+describe('FrameReader limits: every read bounded, named when crossed (docs/security.md)', () => {
+  const limits = { maxLineLength: 1024, maxHeaders: 16, maxHeaderBytes: 4096, maxFrameSize: 64 * 1024 };
+  const thrown = (f: () => void): StompProtocolError => {
+    try {
+      f();
+    } catch (err) {
+      expect(err).toBeInstanceOf(StompProtocolError);
+      return err as StompProtocolError;
+    }
+    throw new Error('nothing thrown');
+  };
+
+  it('a content-length over max-frame-size is refused when the head is read, before any body byte', () => {
+    const reader = new FrameReader('1.2', limits, () => undefined);
+    const err = thrown(() => reader.push(Buffer.from('MESSAGE\ncontent-length:1073741824\n\n')));
+    expect(err.limit).toBe('max-frame-size');
+    expect(err.reason).toBe('max-frame-size');
+    expect(err.message).toBe('a MESSAGE frame is over max-frame-size (65536 bytes): content-length 1073741824 after 35 bytes of headers');
+  });
+
+  it.each([
+    ['negative', '-1'],
+    ['non-numeric', 'ten'],
+    ['beyond 2^53', '9007199254740993'],
+  ])('a %s content-length is malformed', (_, length) => {
+    const err = thrown(() => read('1.2', [`MESSAGE\ncontent-length:${length}\n\n\0`], limits));
+    expect(err.limit).toBeUndefined();
+    expect(err.reason).toBe('malformed');
+    expect(err.message).toMatch(/invalid content-length/);
+  });
+
+  it('a body without content-length is cut off once it grows past max-frame-size, not when its NUL comes', () => {
+    const reader = new FrameReader('1.2', limits, () => undefined);
+    reader.push(Buffer.from('MESSAGE\nsubscription:s\n\n'));
+    let pushed = 0;
+    const err = thrown(() => {
+      for (;;) {
+        reader.push(Buffer.alloc(1000, 0x61));
+        pushed += 1000;
+      }
+    });
+    expect(err.limit).toBe('max-frame-size');
+    expect(pushed).toBeLessThanOrEqual(limits.maxFrameSize);
+    expect(pushed).toBeGreaterThan(limits.maxFrameSize - 2000);
+    // The same in one chunk.
+    expect(thrown(() => read('1.2', [`MESSAGE\n\n${'a'.repeat(70_000)}`], limits)).limit).toBe('max-frame-size');
+  });
+
+  it('a frame of exactly max-frame-size is read; one byte more is refused', () => {
+    const head = 'MESSAGE\n\n';
+    const body = 'b'.repeat(limits.maxFrameSize - head.length);
+    expect(read('1.2', [`${head}${body}\0`], limits)[0]!.body).toHaveLength(body.length);
+    expect(thrown(() => read('1.2', [`${head}${body}b\0`], limits)).limit).toBe('max-frame-size');
+  });
+
+  it('a header repeated over and over counts against max-header-bytes, in one chunk and across many', () => {
+    const repeated = `MESSAGE\n${'k:v\n'.repeat(1_000_000)}\n\0`;
+    expect(thrown(() => read('1.2', [repeated], limits)).limit).toBe('max-header-bytes');
+    const reader = new FrameReader('1.2', limits, () => undefined);
+    reader.push(Buffer.from('MESSAGE\n'));
+    let pushed = 0;
+    const err = thrown(() => {
+      for (;;) {
+        reader.push(Buffer.from('k:v\n'.repeat(100)));
+        pushed += 400;
+      }
+    });
+    expect(err.limit).toBe('max-header-bytes');
+    expect(pushed).toBeLessThanOrEqual(limits.maxHeaderBytes);
+    expect(err.message).toMatch(/^a frame's command and header lines are over max-header-bytes \(4096 bytes\): \d+ bytes read$/);
+  });
+
+  it('a head of exactly max-header-bytes is read', () => {
+    const line = 'k:' + 'v'.repeat(100) + '\n';
+    const fill = limits.maxHeaderBytes - 'MESSAGE\n'.length - 1 - line.length * 39;
+    const text = `MESSAGE\n${line.repeat(39)}x:${'y'.repeat(fill - 3)}\n\n\0`;
+    expect(Buffer.byteLength(text) - 1).toBe(limits.maxHeaderBytes);
+    expect(read('1.2', [text], { ...limits, maxHeaders: 64 })).toHaveLength(1);
+    expect(thrown(() => read('1.2', [text.replace('x:', 'x:y')], { ...limits, maxHeaders: 64 })).limit).toBe('max-header-bytes');
+  });
+
+  it('a head cut into one-byte chunks: each byte looked at once, the same frames', () => {
+    // 20,000 header lines (200 KiB) one byte at a time: the old reader parsed the pending head again at every line
+    // break (quadratic); this one keeps its place. Counted, not timed: the frames and the limit are what is checked.
+    const lines = Array.from({ length: 20_000 }, (_, i) => `h${i % 8}:v${i}`).join('\n');
+    const text = Buffer.from(`MESSAGE\n${lines}\n\nbody\0`);
+    const out: IncomingFrame[] = [];
+    const reader = new FrameReader('1.2', { maxLineLength: 1024, maxHeaders: 16, maxHeaderBytes: 1 << 20, maxFrameSize: 1 << 21 }, (f) => out.push(f));
+    for (let i = 0; i < text.length; i++) reader.push(text.subarray(i, i + 1));
+    expect(out).toHaveLength(1);
+    expect(out[0]!.headers).toMatchObject({ h0: 'v0', h7: 'v7' });
+    expect(out[0]!.body.toString()).toBe('body');
   });
 });

@@ -3,6 +3,7 @@ import type { BridgeMessage } from '../../src/core/message.js';
 import { fromStomp, isTextContentType, sendAsText, toStomp } from '../../src/mapping/stomp-mapping.js';
 import { parseStompUrl, stompAddress, stompDestination } from '../../src/config/stomp-address.js';
 import type { StompConnectionConfig } from '../../src/config/types.js';
+import { STOMP_READ_LIMITS } from '../../src/config/schema.js';
 
 const NOW = 1_700_000_000_000;
 
@@ -161,6 +162,11 @@ describe('toStomp / fromStomp', () => {
     expect(out.headers).toEqual({ ok: 'kept', 'content-length': '5' });
   });
 
+  it('NaN and ±Infinity (which RabbitMQ refuses in a header, but a STOMP or another source may carry) are written as Java writes them', () => {
+    const out = toStomp(msg({ headers: { nan: Number.NaN, inf: Number.POSITIVE_INFINITY, ninf: Number.NEGATIVE_INFINITY, nested: { n: Number.NaN } } }));
+    expect(out.headers).toMatchObject({ nan: 'NaN', inf: 'Infinity', ninf: '-Infinity', nested: '{"n":null}' });
+  });
+
   it('does not crash on odd values', () => {
     const circularFree = { deep: { deeper: { deepest: [new Date(NaN)] } } };
     expect(() => toStomp(msg({ headers: { bad: new Date(NaN), odd: circularFree } }))).not.toThrow();
@@ -237,6 +243,7 @@ describe('STOMP addresses', () => {
     urls,
     heartBeat: [0, 0],
     connectTimeout: 1000,
+    ...STOMP_READ_LIMITS,
     ...(host ? { host } : {}),
   });
 

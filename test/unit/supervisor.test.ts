@@ -6,6 +6,7 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { MemoryIdCache } from '../../src/cache/memory-id-cache.js';
 import type { BridgeConfig } from '../../src/config/types.js';
+import { STOMP_READ_LIMITS } from '../../src/config/schema.js';
 import type { BridgeMessage } from '../../src/core/message.js';
 import { Metrics } from '../../src/core/metrics.js';
 import { BridgeSupervisor } from '../../src/core/supervisor.js';
@@ -269,7 +270,7 @@ describe('BridgeSupervisor: operations', () => {
   });
 
   it('says the source depth is not available over STOMP', async () => {
-    const stomp = { name: 'a', type: 'stomp' as const, urls: ['stomp://x'], heartBeat: [0, 0] as [number, number], connectTimeout: 1000 };
+    const stomp = { name: 'a', type: 'stomp' as const, urls: ['stomp://x'], heartBeat: [0, 0] as [number, number], connectTimeout: 1000, ...STOMP_READ_LIMITS };
     const { supervisor } = setup({ over: { source: { connection: stomp, queue: 'q', exclusive: false } } });
     await until('running', () => supervisor.status().state === 'running', quick());
     expect(supervisor.status()).toMatchObject({ sourceDepth: null, sourceDepthNote: 'not available over STOMP' });

@@ -18,6 +18,7 @@ import { StampClaims } from '../stamp-claim.js';
 import { ByteBound } from './byte-bound.js';
 import { CacheRetry } from './cache-retry.js';
 import { targetTemplate } from '../../config/target-address.js';
+import { AddressTable } from '../address-table.js';
 
 export class SessionContext {
   readonly cfg: BridgeConfig;
@@ -29,6 +30,8 @@ export class SessionContext {
   readonly claims: StampClaims;
   /** The target's address template (./route.ts); undefined for a fixed target. */
   readonly template: AddressTemplate | undefined;
+  /** The resolved addresses of a templated target in use, bounded by max-addresses (./route.ts); undefined if fixed. */
+  readonly addresses: AddressTable | undefined;
 
   /** Messages received and not settled (acked) yet. */
   readonly unsettled = new Set<Job>();
@@ -77,6 +80,7 @@ export class SessionContext {
     this.log = deps.log;
     this.dedupe = deps.bridge.useDuplicateDetection;
     this.template = targetTemplate(deps.bridge.target);
+    this.addresses = this.template === undefined ? undefined : new AddressTable(deps.bridge.maxAddresses, deps.bridge.addressIdleTimeout);
     this.cacheRetry = new CacheRetry({
       bridge: deps.bridge.name,
       log: deps.log,

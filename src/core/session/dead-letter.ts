@@ -8,10 +8,17 @@ import type { SessionContext } from './context.js';
 import type { BridgeMessage } from '../message.js';
 import type { Forwarding } from './job.js';
 import { FatalBridgeError, MessageRejectedError } from '../../shared/errors.js';
+import { SHORTENED_HEADERS, shortenHeaders } from '../shortened-headers.js';
 import { settle } from './settle.js';
 import { forwardCopy } from './forward-copy.js';
-import { addressOf, UNRESOLVED_ADDRESS } from './route.js';
+import { addressOf, TOO_MANY_ADDRESSES, UNRESOLVED_ADDRESS, UNSAFE_ADDRESS, type Unrouted } from './route.js';
 import type { Job } from './job.js';
+
+/** Refusals of a dead-letter copy that shortening its oversized headers may cure (AMQP, STOMP targets). */
+const SHORTENABLE: ReadonlySet<string> = new Set(['unencodable', 'too-large']);
+
+/** The reasons of ./route.ts: the message had no address it may go to, the target never saw it. */
+const ROUTING_REASONS: ReadonlySet<string> = new Set([UNRESOLVED_ADDRESS, UNSAFE_ADDRESS, TOO_MANY_ADDRESSES]);
 
 /** Headers added to a dead-lettered message, saying why it is there. */
 export const DEAD_LETTER_HEADERS = {
@@ -21,6 +28,8 @@ export const DEAD_LETTER_HEADERS = {
   target: 'x-bridge-original-target',
   attempts: 'x-bridge-delivery-attempts',
   time: 'x-bridge-dead-lettered-at',
+  /** unsafe-address: the template value refused, encoded (../../routing/address-values.ts encodeUnsafeValue). */
+  value: 'x-bridge-unsafe-value',
 } as const;
 
 /**
@@ -32,7 +41,7 @@ export const DEAD_LETTER_HEADERS = {
 export async function sendToDeadLetter(
   ctx: SessionContext,
   original: BridgeMessage,
-  why: { reason: string; detail: string; attempts?: number },
+  why: { reason: string; detail: string; attempts?: number; value?: string },
   what: string,
 ): Promise<void> {
   const { deadLetter, target } = ctx.deps;
@@ -46,27 +55,39 @@ export async function sendToDeadLetter(
       [DEAD_LETTER_HEADERS.bridge]: ctx.cfg.name,
       [DEAD_LETTER_HEADERS.target]: target.description,
       ...(why.attempts !== undefined ? { [DEAD_LETTER_HEADERS.attempts]: why.attempts } : {}),
+      ...(why.value !== undefined ? { [DEAD_LETTER_HEADERS.value]: why.value } : {}),
       [DEAD_LETTER_HEADERS.time]: new Date().toISOString(),
     },
   };
   try {
     await deadLetter.send(message);
-  } catch (err) {
-    if (err instanceof MessageRejectedError) {
-      throw new FatalBridgeError(`${what}, and the dead-letter destination ${deadLetter.description} refused it too (${err.message}): stopping the bridge instead of dropping it`, { cause: err });
+  } catch (first) {
+    if (!(first instanceof MessageRejectedError)) throw first;
+    let err: MessageRejectedError = first;
+    // A header too large for the destination (a publisher's choice) must not stop the bridge: once more with the
+    // oversized headers shortened (../shortened-headers.ts).
+    const short = SHORTENABLE.has(err.reason) ? shortenHeaders(message.headers) : undefined;
+    if (short !== undefined && short.shortened.length > 0) {
+      try {
+        await deadLetter.send({ ...message, headers: { ...short.headers, [SHORTENED_HEADERS]: short.shortened.join(',') } });
+        ctx.log.warn({ shortened: short.shortened, reason: err.reason }, `the dead-letter destination ${deadLetter.description} refused a message (${err.reason}); it was sent with ${short.shortened.length} oversized header(s) shortened`);
+        return;
+      } catch (again) {
+        if (!(again instanceof MessageRejectedError)) throw again;
+        err = again;
+      }
     }
-    throw err;
+    throw new FatalBridgeError(`${what}, and the dead-letter destination ${deadLetter.description} refused it too (${err.message}): stopping the bridge instead of dropping it`, { cause: err });
   }
 }
 
-export async function deadLetter(ctx: SessionContext, sending: Forwarding, err: MessageRejectedError): Promise<void> {
+export async function deadLetter(ctx: SessionContext, sending: Forwarding, err: MessageRejectedError, value?: string): Promise<void> {
   const { target } = ctx.deps;
   const { job, id } = sending;
-  const what =
-    err.reason === UNRESOLVED_ADDRESS
+  const what = ROUTING_REASONS.has(err.reason)
       ? `bridge '${ctx.cfg.name}': a message has no target address (${err.reason}: ${err.message})`
       : `bridge '${ctx.cfg.name}': the target ${target.description} refused a message${id ? ` (duplicate ID ${id})` : ''} ${sending.attempts} times (${err.reason}: ${err.message})`;
-  await sendToDeadLetter(ctx, sending.outgoing, { reason: err.reason, detail: err.message, attempts: sending.attempts }, what);
+  await sendToDeadLetter(ctx, sending.outgoing, { reason: err.reason, detail: err.message, attempts: sending.attempts, ...(value !== undefined ? { value } : {}) }, what);
   // The ID never reached the target: give it back so that a later, fixed re-send of it can go through.
   if (ctx.dedupe && id !== undefined) {
     const address = addressOf(ctx, job);
@@ -84,11 +105,13 @@ export async function deadLetter(ctx: SessionContext, sending: Forwarding, err: 
 }
 
 /**
- * A message whose address template cannot be resolved (./route.ts): nothing was reserved or sent, so it goes to the
- * dead-letter destination at once, with reason `unresolved-address` and the detail saying which reference was missing
- * or bad; without a dead-letter destination the bridge stops, as for any message it cannot deliver.
+ * A message whose address template gives it no address it may go to (./route.ts: `unresolved-address`,
+ * `unsafe-address`, `too-many-addresses`): nothing was reserved or sent, so it goes to the dead-letter destination at
+ * once, with the reason and the detail saying which reference was missing or which value was refused (that value,
+ * encoded, in x-bridge-unsafe-value); without a dead-letter destination the bridge stops, as for any message it cannot
+ * deliver.
  */
-export async function deadLetterUnresolved(ctx: SessionContext, job: Job, reason: string): Promise<void> {
+export async function deadLetterUnresolved(ctx: SessionContext, job: Job, why: Unrouted): Promise<void> {
   const sending: Forwarding = { stage: 'forwarding', job, id: undefined, outgoing: forwardCopy(ctx, job.delivery.message), attempts: 0, sent: false, lapses: 0 };
-  await deadLetter(ctx, sending, new MessageRejectedError(UNRESOLVED_ADDRESS, reason));
+  await deadLetter(ctx, sending, new MessageRejectedError(why.reason, why.detail), why.value);
 }

@@ -44,10 +44,20 @@ export interface Filtered {
   readonly stage: 'filtered';
 }
 
-/** The target's address template cannot be resolved for it (./route.ts): it is dead-lettered, never sent. */
+/**
+ * Why a message has no target address it may go to (./route.ts): the dead-letter reason, its detail, and the refused
+ * value, encoded (the x-bridge-unsafe-value header), if any.
+ */
+export interface Unrouted {
+  reason: 'unresolved-address' | 'unsafe-address' | 'too-many-addresses';
+  detail: string;
+  value?: string;
+}
+
+/** The target's address template gives it no address it may go to (./route.ts): it is dead-lettered, never sent. */
 export interface Unresolved {
   readonly stage: 'unresolved';
-  readonly reason: string;
+  readonly why: Unrouted;
 }
 
 /** Its ID is already recorded for the target address: acked without being forwarded. */

@@ -21,8 +21,8 @@ import { addressOf, routeJob } from './route.js';
 export async function prepare(ctx: SessionContext, job: Job): Promise<Prepared> {
   const msg = job.delivery.message;
   if (job.state.stage === 'received' && !selected(ctx, msg)) return job.moveTo(FILTERED);
-  const unresolved = routeJob(ctx, job);
-  if (unresolved !== undefined) return job.moveTo({ stage: 'unresolved', reason: unresolved });
+  const unrouted = routeJob(ctx, job);
+  if (unrouted !== undefined) return job.moveTo({ stage: 'unresolved', why: unrouted });
   if (!ctx.dedupe) return job.moveTo({ stage: 'forwarding', job, id: undefined, outgoing: forwardCopy(ctx, msg), attempts: 0, sent: false, lapses: 0 });
   const { cache, source } = ctx.deps;
   const address = addressOf(ctx, job);

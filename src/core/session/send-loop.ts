@@ -81,7 +81,7 @@ function act(ctx: SessionContext, job: Job, prepared: Exclude<Prepared, Forwardi
       dropDuplicate(ctx, job, prepared);
       return;
     case 'unresolved':
-      void deadLetterUnresolved(ctx, job, prepared.reason).catch((e: unknown) => ctx.fail(e));
+      void deadLetterUnresolved(ctx, job, prepared.why).catch((e: unknown) => ctx.fail(e));
       return;
   }
 }

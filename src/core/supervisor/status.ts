@@ -53,6 +53,47 @@ export function depthNote(bridge: BridgeConfig, connected: boolean): string {
   return connected ? 'not read yet' : 'not connected';
 }
 
+/** What the supervisor knows of its bridge right now, for statusOf. */
+export interface StatusInputs {
+  state: BridgeStatus['state'];
+  /** When the state began (Date.now()). */
+  since: number;
+  paused: boolean;
+  lastError: { message: string; at: number } | null;
+  session: { inFlight: number; inFlightBytes: number } | undefined;
+  fullSince: number | undefined;
+  forwardedPerSecond: number;
+  /** The source queue's depth at the last read; undefined when unknown. */
+  depth: number | undefined;
+  lastForwardAt: number | undefined;
+  cacheHorizon: BridgeStatus['cacheHorizon'];
+  endpoints: Parameters<typeof connectionNames>[1];
+}
+
+/** What /bridges/{name} shows of a bridge. */
+export function statusOf(bridge: BridgeConfig, s: StatusInputs): BridgeStatus {
+  const iso = (ms: number | undefined) => (ms !== undefined ? new Date(ms).toISOString() : null);
+  const out: BridgeStatus = {
+    name: bridge.name,
+    state: s.state,
+    since: new Date(s.since).toISOString(),
+    paused: s.paused,
+    source: describeSource(bridge),
+    target: describeTarget(bridge),
+    lastError: s.lastError ? { message: s.lastError.message, at: new Date(s.lastError.at).toISOString() } : null,
+    inFlight: s.session?.inFlight ?? 0,
+    inFlightBytes: s.session?.inFlightBytes ?? 0,
+    forwardedPerSecond: s.forwardedPerSecond,
+    sourceDepth: s.depth ?? null,
+    lastForwardAt: iso(s.lastForwardAt),
+    targetFullSince: iso(s.fullSince),
+    cacheHorizon: s.cacheHorizon,
+    connections: connectionNames(bridge, s.endpoints),
+  };
+  if (s.depth === undefined) out.sourceDepthNote = depthNote(bridge, s.session !== undefined);
+  return out;
+}
+
 /** The shared connections the open session's endpoints use (null while none is open, or for an endpoint that has none). */
 export function connectionNames(
   bridge: BridgeConfig,

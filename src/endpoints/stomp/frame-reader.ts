@@ -7,9 +7,20 @@
  *
  * The grammar is STOMP 1.1/1.2's (1.0 has no escapes): a command line, header lines `name:value`, an empty line, the
  * body (`content-length` bytes when the header is there, else up to the first NUL), a NUL, then any number of EOLs
- * (heart-beats). An EOL is LF or CR LF. Header names and values are unescaped (`\\`, `\n`, `\c`, and `\r` in 1.2); an
- * undefined escape is a protocol error, as the specification says. A repeated header keeps its first value. Malformed
- * input throws StompProtocolError: the caller ends the connection, since the stream can no longer be trusted.
+ * (heart-beats). An EOL is LF or CR LF. Header names and values are decoded as UTF-8 (an invalid sequence becomes
+ * U+FFFD) and unescaped (`\\`, `\n`, `\c`, and `\r` in 1.2); an undefined escape, a trailing `\` included, is a
+ * protocol error, as the specification says. A repeated header keeps its first value. Malformed input throws
+ * StompProtocolError: the caller ends the connection, since the stream can no longer be trusted.
+ *
+ * The peer is not trusted (docs/design.md §10.2), so every read is bounded and linear in the bytes received:
+ * - `maxHeaderBytes`: the bytes of a frame's command and header lines, EOLs included, repeated headers too;
+ * - `maxFrameSize`: those plus the body's; a `content-length` over it is refused when it is read, a body without one
+ *   as soon as it grows past it (not when its NUL finally comes);
+ * - `maxLineLength`, `maxHeaders` (distinct names): what a line and a frame may hold.
+ * A frame that crosses one throws StompProtocolError naming the limit and the value seen. Whole frames in a chunk are
+ * parsed where they lie (the common case: no copy); the start of a frame a chunk leaves incomplete is kept, and each
+ * later byte is looked at once: the head is scanned for its empty line across chunks (never parsed again from its
+ * start), then the body is gathered and joined once.
  */
 import type { StompHeaders } from '../../mapping/stomp-mapping.js';
 
@@ -26,28 +37,60 @@ export interface FrameReaderLimits {
   maxLineLength: number;
   /** Most distinct headers per frame. */
   maxHeaders: number;
+  /** Most bytes of a frame's command and header lines, EOLs included (max-header-bytes). */
+  maxHeaderBytes: number;
+  /** Most bytes of a frame: its command and header lines and its body (max-frame-size). */
+  maxFrameSize: number;
 }
+
+/** The limit a frame crossed, by its configuration name. */
+export type StompLimit = 'max-frame-size' | 'max-header-bytes' | 'max-line-length' | 'max-headers';
 
 export class StompProtocolError extends Error {
   override readonly name = 'StompProtocolError';
+  constructor(
+    message: string,
+    /** The limit crossed; undefined for any other protocol error (malformed input). */
+    readonly limit?: StompLimit,
+  ) {
+    super(message);
+  }
+
+  /** What bridge_protocol_errors_total counts it as: the limit, or `malformed`. */
+  get reason(): string {
+    return this.limit ?? 'malformed';
+  }
 }
 
 const LF = 0x0a;
 const CR = 0x0d;
 const NUL = 0x00;
 
-/**
- * What an incomplete frame waits for before it is parsed again from its start: its last byte (`total` bytes from the
- * start), the NUL that ends its body, or the LF that ends the line that begins `lineFrom` bytes after its start.
- */
-type Wait = { kind: 'bytes'; total: number } | { kind: 'nul' } | { kind: 'lf'; lineFrom: number };
+/** A frame's command and headers, read; its body follows. */
+interface Head {
+  command: string;
+  headers: StompHeaders;
+  /** Bytes of its command and header lines and the empty line. */
+  bytes: number;
+  /** content-length; undefined: the body ends at the first NUL. */
+  bodyLength: number | undefined;
+}
 
 export class FrameReader {
-  /** Received bytes not consumed yet (the start of an incomplete frame), in chunks. */
-  private pending: Buffer[] = [];
-  private pendingLength = 0;
-  private wait: Wait | undefined;
-  /** Set by frameAt: where the bytes it consumed end. */
+  /** Where the frame being read is: between frames (parsed in place), in its head, or in its body. */
+  private state: 'frame' | 'head' | 'body' = 'frame';
+  /** The bytes kept of the incomplete frame: its head so far, then (in 'body') its body so far. */
+  private kept: Buffer[] = [];
+  private keptLength = 0;
+  /** 'head': where the line being read starts, in the kept head. */
+  private lineStart = 0;
+  /** 'head': a command line was read (an empty line before one is a heart-beat). */
+  private commandSeen = false;
+  /** 'head': the last byte kept, for a CR whose LF begins the next chunk. */
+  private lastKept = -1;
+  /** 'body': the frame's head. */
+  private head: Head | undefined;
+  /** Set by wholeFrame: where the bytes it consumed end. */
   private next = 0;
 
   constructor(
@@ -58,84 +101,67 @@ export class FrameReader {
 
   /**
    * Parses what `chunk` completes and hands over each whole frame, in order. Throws StompProtocolError on malformed
-   * input and passes on what a frame handler throws; either way the reader is not to be used again.
+   * input or a crossed limit, and passes on what a frame handler throws; either way the reader is not to be used again.
    */
   push(chunk: Buffer): void {
-    let rest = chunk;
-    while (rest.length > 0) {
-      if (this.pendingLength === 0) {
-        this.parse(rest);
-        return;
+    const n = chunk.length;
+    let pos = 0;
+    while (pos < n) {
+      if (this.state === 'frame') {
+        pos = this.wholeFrames(chunk, pos);
+        if (pos >= n) return;
+        // An incomplete head starts at pos (wholeFrames went to 'body' itself for a head it could read).
+        if (this.state === 'frame') this.startHead();
       }
-      // An incomplete frame waits: only the bytes that complete what it waits for are copied next to it, so that the
-      // frames after it are parsed where they lie, and a large body's chunks are gathered, not parsed again each time.
-      const take = this.completes(rest);
-      if (take === -1) {
-        this.pending.push(rest);
-        this.pendingLength += rest.length;
-        // A line that has not ended yet and is already over the limit: no need to wait for the rest of it.
-        if (this.wait?.kind === 'lf' && this.pendingLength - this.wait.lineFrom > this.limits.maxLineLength + 1) this.lineTooLong();
-        return;
-      }
-      this.pending.push(rest.subarray(0, take));
-      const joined = Buffer.concat(this.pending, this.pendingLength + take);
-      this.pending = [];
-      this.pendingLength = 0;
-      this.parse(joined);
-      rest = rest.subarray(take);
+      pos = this.state === 'head' ? this.readHead(chunk, pos) : this.readBody(chunk, pos);
     }
   }
 
-  /** How many bytes of `chunk` the waiting frame needs before it is worth parsing again; -1: more than it holds. */
-  private completes(chunk: Buffer): number {
-    const w = this.wait;
-    if (w === undefined) return chunk.length;
-    if (w.kind === 'bytes') return w.total - this.pendingLength <= chunk.length ? w.total - this.pendingLength : -1;
-    const at = chunk.indexOf(w.kind === 'lf' ? LF : NUL);
-    return at === -1 ? -1 : at + 1;
-  }
+  // ---- whole frames, parsed where they lie ----
 
-  private parse(buf: Buffer): void {
-    this.wait = undefined;
-    let pos = 0;
+  /**
+   * Hands over the whole frames from `pos` on; returns where the first incomplete one starts (its head not ended:
+   * state stays 'frame'; its body not ended: state 'body'), or the chunk's length.
+   */
+  private wholeFrames(buf: Buffer, pos: number): number {
     while (pos < buf.length) {
-      const frame = this.frameAt(buf, pos);
-      if (frame === undefined) break;
+      const frame = this.wholeFrame(buf, pos);
+      // `next`: where its head starts, after the EOLs before it (they are not looked at again).
+      if (frame === undefined) return this.next;
       pos = this.next;
       if (frame !== null) this.onFrame(frame);
+      if (this.state === 'body') return buf.length;
     }
-    if (pos < buf.length) {
-      this.pending = [pos === 0 ? buf : buf.subarray(pos)];
-      this.pendingLength = buf.length - pos;
-    }
+    return pos;
   }
 
   /**
-   * The frame after any EOLs from `start` (null when there were only EOLs), with where it ends in `this.next`; undefined
-   * when the bytes from `start` on are not a whole frame yet (`this.wait` then says what they wait for).
+   * The frame after any EOLs from `start` (null when there were only EOLs, or when its body goes on past the chunk:
+   * state 'body' then), with where it ends in `this.next`; undefined when its head does not end in the chunk.
    */
-  private frameAt(buf: Buffer, start: number): IncomingFrame | null | undefined {
+  private wholeFrame(buf: Buffer, start: number): IncomingFrame | null | undefined {
     const n = buf.length;
     let pos = start;
     // Heart-beats, and the EOLs a server may put after a frame's NUL.
     while (pos < n && (buf[pos] === LF || (buf[pos] === CR && buf[pos + 1] === LF))) pos += buf[pos] === LF ? 1 : 2;
-    if (pos >= n) {
-      this.next = n;
-      return null;
-    }
+    this.next = pos;
+    if (pos >= n) return null;
 
     // The command line and the header lines, up to the empty line; each line's length is checked as bytes.
+    const { maxLineLength, maxHeaderBytes } = this.limits;
     let lineStart = pos;
     let headerEnd: number;
     for (;;) {
       const lf = buf.indexOf(LF, lineStart);
       if (lf === -1) {
-        if (n - lineStart > this.limits.maxLineLength + 1) this.lineTooLong();
-        this.wait = { kind: 'lf', lineFrom: lineStart - start };
+        if (n - lineStart > maxLineLength + 1) this.lineTooLong(n - lineStart);
+        if (n - pos > maxHeaderBytes) this.headTooLong(n - pos);
+        this.next = pos;
         return undefined;
       }
       const lineEnd = lf > lineStart && buf[lf - 1] === CR ? lf - 1 : lf;
-      if (lineEnd - lineStart > this.limits.maxLineLength) this.lineTooLong();
+      if (lineEnd - lineStart > maxLineLength) this.lineTooLong(lineEnd - lineStart);
+      if (lf + 1 - pos > maxHeaderBytes) this.headTooLong(lf + 1 - pos);
       if (lineEnd === lineStart) {
         headerEnd = lineStart;
         lineStart = lf + 1;
@@ -143,10 +169,141 @@ export class FrameReader {
       }
       lineStart = lf + 1;
     }
+    const head = this.parseHead(buf, pos, headerEnd, lineStart - pos);
     const bodyStart = lineStart;
 
+    let bodyEnd: number;
+    if (head.bodyLength !== undefined) {
+      bodyEnd = bodyStart + head.bodyLength;
+      if (bodyEnd >= n) return this.startBody(head, buf.subarray(bodyStart));
+      if (buf[bodyEnd] !== NUL) throw this.noNulAfterLength(head);
+    } else {
+      bodyEnd = buf.indexOf(NUL, bodyStart);
+      if (bodyEnd === -1) {
+        this.checkFrameSize(head, n - bodyStart);
+        return this.startBody(head, buf.subarray(bodyStart));
+      }
+      this.checkFrameSize(head, bodyEnd - bodyStart);
+    }
+    this.next = bodyEnd + 1;
+    return { command: head.command, headers: head.headers, body: buf.subarray(bodyStart, bodyEnd) };
+  }
+
+  // ---- an incomplete frame, across chunks ----
+
+  private startHead(): void {
+    this.state = 'head';
+    this.kept = [];
+    this.keptLength = 0;
+    this.lineStart = 0;
+    this.commandSeen = false;
+    this.lastKept = -1;
+  }
+
+  /** Scans `buf` from `pos` for the end of the kept head; returns where the head ended in it, or its length. */
+  private readHead(buf: Buffer, pos: number): number {
+    const n = buf.length;
+    const { maxLineLength, maxHeaderBytes } = this.limits;
+    // The offset in the head of buf[j] is base + j.
+    const base = this.keptLength - pos;
+    let from = pos;
+    for (;;) {
+      const lf = buf.indexOf(LF, from);
+      if (lf === -1) break;
+      const before = lf > pos ? buf[lf - 1] : this.lastKept;
+      const crEnds = before === CR && base + lf - 1 >= this.lineStart;
+      const length = base + lf - this.lineStart - (crEnds ? 1 : 0);
+      if (length > maxLineLength) this.lineTooLong(length);
+      if (base + lf + 1 > maxHeaderBytes) this.headTooLong(base + lf + 1);
+      if (length === 0) {
+        if (!this.commandSeen) {
+          // A heart-beat (CR LF cut between two chunks): nothing kept is a frame; go on between frames.
+          this.state = 'frame';
+          this.kept = [];
+          this.keptLength = 0;
+          return lf + 1;
+        }
+        return this.endHead(buf, pos, lf + 1, this.lineStart);
+      }
+      this.commandSeen = true;
+      this.lineStart = base + lf + 1;
+      from = lf + 1;
+    }
+    this.keep(buf.subarray(pos));
+    this.lastKept = buf[n - 1]!;
+    if (this.keptLength - this.lineStart > maxLineLength + 1) this.lineTooLong(this.keptLength - this.lineStart);
+    if (this.keptLength > maxHeaderBytes) this.headTooLong(this.keptLength);
+    return n;
+  }
+
+  /** The head ends at buf[end - 1] (its empty line starts at `headerEnd` of the head): read it, go to its body. */
+  private endHead(buf: Buffer, pos: number, end: number, headerEnd: number): number {
+    this.keep(buf.subarray(pos, end));
+    // At most maxHeaderBytes: joined once, and read as one.
+    const bytes = Buffer.concat(this.kept, this.keptLength);
+    const head = this.parseHead(bytes, 0, headerEnd, bytes.length);
+    if (head.bodyLength === undefined) this.checkFrameSize(head, 0);
+    this.startBody(head, undefined);
+    return end;
+  }
+
+  /** Enters 'body' for `head`, with the body bytes of the chunk that holds its start (if any); returns null. */
+  private startBody(head: Head, first: Buffer | undefined): null {
+    this.state = 'body';
+    this.head = head;
+    this.kept = [];
+    this.keptLength = 0;
+    if (first !== undefined && first.length > 0) this.keep(first);
+    return null;
+  }
+
+  /** Gathers the body from `pos`; returns where the frame ended in `buf` (after its NUL), or its length. */
+  private readBody(buf: Buffer, pos: number): number {
+    const head = this.head!;
+    const n = buf.length;
+    let nul: number;
+    if (head.bodyLength !== undefined) {
+      const need = head.bodyLength + 1 - this.keptLength;
+      if (n - pos < need) {
+        this.keep(buf.subarray(pos));
+        return n;
+      }
+      nul = pos + need - 1;
+      if (buf[nul] !== NUL) throw this.noNulAfterLength(head);
+    } else {
+      nul = buf.indexOf(NUL, pos);
+      if (nul === -1) {
+        this.checkFrameSize(head, this.keptLength + n - pos);
+        this.keep(buf.subarray(pos));
+        return n;
+      }
+      this.checkFrameSize(head, this.keptLength + nul - pos);
+    }
+    this.keep(buf.subarray(pos, nul));
+    const body = this.kept.length === 1 ? this.kept[0]! : Buffer.concat(this.kept, this.keptLength);
+    this.state = 'frame';
+    this.kept = [];
+    this.keptLength = 0;
+    this.head = undefined;
+    this.onFrame({ command: head.command, headers: head.headers, body });
+    return nul + 1;
+  }
+
+  private keep(bytes: Buffer): void {
+    if (bytes.length === 0) return;
+    this.kept.push(bytes);
+    this.keptLength += bytes.length;
+  }
+
+  // ---- the head ----
+
+  /**
+   * The command and headers of the lines in buf[start, headerEnd) (each ending with its EOL; the empty line follows),
+   * `bytes` long in all with the empty line; checks content-length against the limits.
+   */
+  private parseHead(buf: Buffer, start: number, headerEnd: number, bytes: number): Head {
     // One decode for all the lines: a frame's ten or so headers cost one native call instead of twenty.
-    const lines = buf.toString('utf8', pos, headerEnd).split('\n');
+    const lines = buf.toString('utf8', start, headerEnd).split('\n');
     const command = withoutCr(lines[0]!);
     const headers: StompHeaders = {};
     let count = 0;
@@ -157,36 +314,50 @@ export class FrameReader {
       if (colon === -1) throw new StompProtocolError(`a ${command} frame has a header line without ':'`);
       const name = this.unescape(line.slice(0, colon));
       if (Object.hasOwn(headers, name)) continue;
-      if (++count > this.limits.maxHeaders) throw new StompProtocolError(`a ${command} frame has more than ${this.limits.maxHeaders} headers`);
+      if (++count > this.limits.maxHeaders) {
+        throw new StompProtocolError(`a ${command} frame has more than ${this.limits.maxHeaders} headers (max-headers)`, 'max-headers');
+      }
       headers[name] = this.unescape(line.slice(colon + 1));
     }
-
-    let bodyEnd: number;
     const length = headers['content-length'];
+    let bodyLength: number | undefined;
     if (length !== undefined) {
       const size = Number(length);
       if (!/^\s*\d+\s*$/.test(length) || !Number.isSafeInteger(size)) {
-        throw new StompProtocolError(`a ${command} frame has an invalid content-length '${length}'`);
+        throw new StompProtocolError(`a ${command} frame has an invalid content-length '${length.slice(0, 40)}'`);
       }
-      bodyEnd = bodyStart + size;
-      if (bodyEnd >= n) {
-        this.wait = { kind: 'bytes', total: bodyEnd + 1 - start };
-        return undefined;
+      if (bytes + size > this.limits.maxFrameSize) {
+        throw new StompProtocolError(
+          `a ${command} frame is over max-frame-size (${this.limits.maxFrameSize} bytes): content-length ${size} after ${bytes} bytes of headers`,
+          'max-frame-size',
+        );
       }
-      if (buf[bodyEnd] !== NUL) throw new StompProtocolError(`a ${command} frame does not end with a NUL after its content-length of ${size}`);
-    } else {
-      bodyEnd = buf.indexOf(NUL, bodyStart);
-      if (bodyEnd === -1) {
-        this.wait = { kind: 'nul' };
-        return undefined;
-      }
+      bodyLength = size;
     }
-    this.next = bodyEnd + 1;
-    return { command, headers, body: buf.subarray(bodyStart, bodyEnd) };
+    return { command, headers, bytes, bodyLength };
   }
 
-  private lineTooLong(): never {
-    throw new StompProtocolError(`a frame has a line longer than ${this.limits.maxLineLength} bytes`);
+  private checkFrameSize(head: Head, bodySoFar: number): void {
+    if (head.bytes + bodySoFar <= this.limits.maxFrameSize) return;
+    throw new StompProtocolError(
+      `a ${head.command} frame is over max-frame-size (${this.limits.maxFrameSize} bytes): ${head.bytes + bodySoFar} bytes read and no NUL yet`,
+      'max-frame-size',
+    );
+  }
+
+  private noNulAfterLength(head: Head): StompProtocolError {
+    return new StompProtocolError(`a ${head.command} frame does not end with a NUL after its content-length of ${head.bodyLength}`);
+  }
+
+  private lineTooLong(seen: number): never {
+    throw new StompProtocolError(`a frame has a line longer than ${this.limits.maxLineLength} bytes (${seen} bytes read)`, 'max-line-length');
+  }
+
+  private headTooLong(seen: number): never {
+    throw new StompProtocolError(
+      `a frame's command and header lines are over max-header-bytes (${this.limits.maxHeaderBytes} bytes): ${seen} bytes read`,
+      'max-header-bytes',
+    );
   }
 
   /** Undoes the escapes of 1.1 and 1.2 (a loop, not a regular expression: ActiveMQ's message-id has colons, so nearly every MESSAGE has one). */
@@ -202,7 +373,7 @@ export class FrameReader {
       else if (c === '\\') out += '\\';
       else if (c === 'n') out += '\n';
       else if (c === 'r' && this.version === '1.2') out += '\r';
-      else throw new StompProtocolError(`a header has an undefined escape sequence '\\${c}'`);
+      else throw new StompProtocolError(c === '' ? 'a header ends with a lone \\ (an unfinished escape sequence)' : `a header has an undefined escape sequence '\\${c}'`);
       from = at + 2;
       at = text.indexOf('\\', from);
     }

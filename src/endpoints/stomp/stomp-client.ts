@@ -9,7 +9,7 @@
  * one connection. The public types are in ./stomp-types.ts and re-exported here.
  */
 import type { StompConnectionConfig } from '../../config/types.js';
-import { ConfigError, TransientError, isProgrammerError, redactUrl } from '../../shared/errors.js';
+import { ConfigError, PeerProtocolError, TransientError, isProgrammerError, redactUrl } from '../../shared/errors.js';
 import type { Logger } from '../../shared/log.js';
 import { describeServer, parseStompUrl, type StompServer } from '../../config/stomp-address.js';
 import type { StompHeaders } from '../../mapping/stomp-mapping.js';
@@ -31,6 +31,12 @@ import { Session } from './stomp-session.js';
 import type { StompSession } from './stomp-types.js';
 
 export type { StompHeaders, StompMessage, StompSession } from './stomp-types.js';
+
+/**
+ * The STOMP versions the bridge speaks. 1.0 is refused at connect: it has no header escaping, so a header value with a
+ * line feed (any AMQP header may carry one) would inject header lines into the frames the bridge writes.
+ */
+const SUPPORTED_VERSIONS: ReadonlySet<string> = new Set(['1.1', '1.2']);
 export { escapeHeader } from './stomp-writer.js';
 
 /**
@@ -62,10 +68,15 @@ function connectOne(conn: StompConnectionConfig, server: StompServer, log: Logge
     timeout: conn.connectTimeout,
     noDelay: true,
     heartbeat: [conn.heartBeat[0], conn.heartBeat[1]],
-    maxLineLength: MAX_INCOMING_LINE,
+    // stompit reads only CONNECTED (or an ERROR) with these; our own reader takes every later frame (./stomp-session.ts).
+    maxLineLength: Math.min(MAX_INCOMING_LINE, conn.maxHeaderBytes),
     maxHeaders: MAX_INCOMING_HEADERS,
     connectHeaders,
   };
+  // stompit counts a repeated header line nowhere and reads an ERROR's body to its end: the handshake's bytes are
+  // counted here instead, so a server that answers CONNECT with an endless frame is cut off at max-header-bytes (with
+  // room for an ERROR's body) rather than read until the handshake times out.
+  const handshakeLimit = conn.maxHeaderBytes + ERROR_BODY_LIMIT;
   if (server.tls) {
     options.ssl = true;
     const sni = defaultServername(server.host);
@@ -76,6 +87,7 @@ function connectOne(conn: StompConnectionConfig, server: StompServer, log: Logge
   return new Promise<StompSession>((resolve, reject) => {
     let settled = false;
     let client: StompitClient | undefined;
+    let stopCounting = (): void => undefined;
     const fail = (error: Error): void => {
       if (settled) return;
       settled = true;
@@ -100,9 +112,19 @@ function connectOne(conn: StompConnectionConfig, server: StompServer, log: Logge
           );
           return;
         }
+        const version = String(connected.headers?.version ?? '1.0');
+        if (!SUPPORTED_VERSIONS.has(version)) {
+          fail(
+            new ConfigError(
+              `${what}: the broker speaks STOMP ${version} only, and broker-bridge needs 1.1 or 1.2: without their header escaping a line feed, carriage return or ':' in a header value would end the line, and the rest of the value would be read as headers of its own`,
+            ),
+          );
+          return;
+        }
         settled = true;
         clearTimeout(timer);
-        resolve(new Session(connected, peer, what, log));
+        stopCounting();
+        resolve(new Session(connected, peer, what, log, { maxFrameSize: conn.maxFrameSize, maxHeaderBytes: conn.maxHeaderBytes }));
       });
     } catch (err) {
       fail(isProgrammerError(err) ? err : new TransientError(`${what}: ${redactUrl(err instanceof Error ? err.message : String(err))}`, { cause: err }));
@@ -111,12 +133,26 @@ function connectOne(conn: StompConnectionConfig, server: StompServer, log: Logge
     // Always an 'error' listener: without one a broken socket would crash the process. Errors during the
     // handshake reach the callback above; later ones are handled by the Session's own listener.
     client.on('error', () => undefined);
+    let received = 0;
+    const count = (chunk: Buffer): void => {
+      received += chunk.length;
+      if (received <= handshakeLimit) return;
+      fail(
+        new PeerProtocolError(
+          'max-header-bytes',
+          `${what}: the broker sent ${received} bytes without completing the STOMP handshake, more than max-header-bytes (${conn.maxHeaderBytes} bytes) and an ERROR body (${ERROR_BODY_LIMIT} bytes) together, so the bridge closed the connection`,
+        ),
+      );
+    };
+    const counted = client;
+    stopCounting = () => counted.getTransportSocket().off('data', count);
     // stompit's own ERROR handler, for an ERROR with a text/plain body (RabbitMQ's answer to a refused CONNECT: a
     // wrong vhost or login), destroys the frame instead of the client: an 'error' event nobody listens to, and the
     // process crashes. Ours reads the body and fails the connect; the Session installs its own after the handshake.
     // stompit sets its handlers when it writes CONNECT, right after 'socket-connect'; the answer comes in a later tick.
     const handshakeClient = client;
     handshakeClient.once('socket-connect', () => {
+      handshakeClient.getTransportSocket().on('data', count);
       queueMicrotask(() => {
         handshakeClient.setCommandHandler('ERROR', (frame) => {
           readErrorBody(frame, (body) => {

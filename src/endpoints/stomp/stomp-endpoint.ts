@@ -6,7 +6,7 @@
  */
 import type { StompConnectionConfig } from '../../config/types.js';
 import type { ConnectionRole } from '../../config/connection-plan.js';
-import { TransientError } from '../../shared/errors.js';
+import { TransientError, asError } from '../../shared/errors.js';
 import type { Logger } from '../../shared/log.js';
 import { stompAddress, stompDestination } from '../../config/stomp-address.js';
 import type { StompSession } from './stomp-client.js';
@@ -77,6 +77,30 @@ export abstract class StompEndpoint {
   protected connectionFields(session: StompSession): Record<string, unknown> {
     return { peer: session.peer, version: session.version, server: session.server, connection: this.lease?.connectionName, ...profileFields(this.profile) };
   }
+
+  /**
+   * `promise` (a request waiting for its RECEIPT), bounded: past `timeoutMs` the connection is treated as broken (a
+   * peer that never answers must not hold the bridge: DESIGN §10), which rejects every request still waiting with that
+   * error, this one included. `outcomeUnknown`: what the broker may have done with the request is not known then.
+   */
+  protected receiptWithin<T>(session: StompSession, promise: Promise<T>, what: string, timeoutMs: number, outcomeUnknown = false): Promise<T> {
+    return new Promise<T>((resolve, reject) => {
+      const timer = setTimeout(() => {
+        session.fail(new TransientError(`${this.description} (${session.peer}): no RECEIPT for a ${what} within ${timeoutMs} ms; treating the connection as broken`, { outcomeUnknown }));
+      }, timeoutMs);
+      promise.then(
+        (v) => {
+          clearTimeout(timer);
+          resolve(v);
+        },
+        (e: unknown) => {
+          clearTimeout(timer);
+          reject(asError(e));
+        },
+      );
+    });
+  }
+
 
   /** What the endpoint holds on a shared connection that it must give back itself before letting go (a subscription). */
   protected giveBack(): Promise<void> {

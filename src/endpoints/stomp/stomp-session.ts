@@ -6,11 +6,11 @@
  * session. One `onLost` callback when the connection ends without us closing it; every request still waiting for its
  * receipt is then rejected with TransientError (`outcomeUnknown` for SEND and COMMIT).
  */
-import { MessageRejectedError, TransientError, redactUrl } from '../../shared/errors.js';
+import { MessageRejectedError, PeerProtocolError, TransientError, redactUrl } from '../../shared/errors.js';
 import type { Logger } from '../../shared/log.js';
 import type { StompHeaders } from '../../mapping/stomp-mapping.js';
 import { coalesceWrites } from '../../shared/coalesce-writes.js';
-import { FrameReader, StompProtocolError, type IncomingFrame } from './frame-reader.js';
+import { FrameReader, StompProtocolError, type FrameReaderLimits, type IncomingFrame } from './frame-reader.js';
 import { ERROR_BODY_LIMIT, MAX_INCOMING_HEADERS, MAX_INCOMING_LINE, transportSentence, type StompitClient, type StompitError, type StompitHeaderValues } from './stompit.js';
 import { Receipts } from './stomp-receipts.js';
 import type { StompMessage, StompSession } from './stomp-types.js';
@@ -39,6 +39,8 @@ export class Session implements StompSession {
     readonly peer: string,
     private readonly what: string,
     private readonly log: Logger,
+    /** What one frame of the server's may hold (the connection's max-frame-size and max-header-bytes). */
+    limits: Pick<FrameReaderLimits, 'maxFrameSize' | 'maxHeaderBytes'>,
   ) {
     const headers = client.headers ?? {};
     this.version = String(headers.version ?? '1.0');
@@ -53,7 +55,7 @@ export class Session implements StompSession {
     // lost by that: before our first SUBSCRIBE it sends nothing after CONNECTED but heart-beats. stompit ended the
     // connection when its reader saw the end of the stream; that is ours to do now, with its words (see
     // transportSentence).
-    this.reader = new FrameReader(this.version, { maxLineLength: MAX_INCOMING_LINE, maxHeaders: MAX_INCOMING_HEADERS }, (frame) => this.onFrame(frame));
+    this.reader = new FrameReader(this.version, { maxLineLength: MAX_INCOMING_LINE, maxHeaders: MAX_INCOMING_HEADERS, ...limits }, (frame) => this.onFrame(frame));
     socket.unpipe();
     socket.on('data', (chunk: Buffer) => this.read(chunk));
     socket.on('end', () => this.client.destroy(new Error('connection ended unexpectedly')));
@@ -170,7 +172,11 @@ export class Session implements StompSession {
       this.reader.push(chunk);
     } catch (err) {
       if (err instanceof StompProtocolError) {
-        this.fail(new TransientError(`${this.what}: the broker sent a malformed frame: ${err.message}`, { cause: err }));
+        // One sentence: the limit (or what was malformed), the peer, the value seen; the supervisor logs it, counts it
+        // (bridge_protocol_errors_total) and reconnects after its backoff. Nothing unacked is lost: the broker
+        // redelivers it.
+        const what = err.limit === undefined ? 'a malformed frame' : `a frame over ${err.limit}`;
+        this.fail(new PeerProtocolError(err.reason, `${this.what}: the broker sent ${what}, so the bridge closed the connection: ${err.message}`, { cause: err }));
         return;
       }
       // A frame handler threw (a bug): the frames after it in the stream cannot be handed over in order any more.
@@ -199,7 +205,7 @@ export class Session implements StompSession {
         this.errorFrame(h, frame.body.toString('utf8', 0, Math.min(frame.body.length, ERROR_BODY_LIMIT)));
         return;
       default:
-        this.fail(new TransientError(`${this.what}: the broker sent an unexpected ${frame.command} frame`));
+        this.fail(new PeerProtocolError('malformed', `${this.what}: the broker sent an unexpected ${JSON.stringify(frame.command.slice(0, 40))} frame, so the bridge closed the connection`));
     }
   }
 
@@ -216,7 +222,7 @@ export class Session implements StompSession {
     const socket = this.client.getTransportSocket();
     if (socket.destroyed || !socket.writable) return;
     // A write error destroys the socket, and stompit reports the end through `ended`; nothing to catch here.
-    socket.write(encodeFrame(command, headers, this.version, body));
+    socket.write(encodeFrame(command, headers, body));
   }
 
   private settle(receipt: string): void {

@@ -71,15 +71,21 @@ export class StompSource extends StompEndpoint implements SourceEndpoint {
       );
     }
     try {
-      this.subscription = await session.subscribe(
-        {
-          destination: this.destination,
-          ack: 'client-individual',
-          ...prefetchHeaders(this.profile, this.prefetch),
-          ...(selects ? { selector: this.selector } : {}),
-          ...(this.exclusive && exclusiveHeader !== undefined ? { [exclusiveHeader]: 'true' } : {}),
-        },
-        (message) => this.onMessage(message, handlers),
+      // A peer that never answers the SUBSCRIBE must not hold the bridge in `starting`: bounded like the handshake.
+      this.subscription = await this.receiptWithin(
+        session,
+        session.subscribe(
+          {
+            destination: this.destination,
+            ack: 'client-individual',
+            ...prefetchHeaders(this.profile, this.prefetch),
+            ...(selects ? { selector: this.selector } : {}),
+            ...(this.exclusive && exclusiveHeader !== undefined ? { [exclusiveHeader]: 'true' } : {}),
+          },
+          (message) => this.onMessage(message, handlers),
+        ),
+        'SUBSCRIBE',
+        this.conn.connectTimeout,
       );
     } catch (err) {
       await this.abandon();
@@ -109,7 +115,9 @@ export class StompSource extends StompEndpoint implements SourceEndpoint {
     }
     if (this.acksSinceBarrier > 0) {
       this.acksSinceBarrier = 0;
-      this.lastBarrier = session.sync();
+      // Bounded like the SUBSCRIBE: a barrier that never comes back ends the connection (the acks behind it are then
+      // not known to have arrived: those messages come back, as after any loss).
+      this.lastBarrier = this.receiptWithin(session, session.sync(), 'acknowledgement barrier', this.conn.connectTimeout);
     }
     return this.lastBarrier;
   }

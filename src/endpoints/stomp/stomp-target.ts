@@ -143,24 +143,8 @@ export class StompTarget extends StompEndpoint implements TargetEndpoint {
    * the peer answers one connection's frames in order, so one that does not answer is stuck for all of them.
    */
   private confirmed<T>(session: StompSession, promise: Promise<T>, what: string): Promise<T> {
-    return new Promise<T>((resolve, reject) => {
-      const timer = setTimeout(() => {
-        session.fail(
-          new TransientError(`${this.description}: no RECEIPT for a ${what} within ${this.confirmTimeout} ms; treating the connection as broken`, {
-            outcomeUnknown: true,
-          }),
-        );
-      }, this.confirmTimeout);
-      promise.then(
-        (v) => {
-          clearTimeout(timer);
-          resolve(v);
-        },
-        (e: unknown) => {
-          clearTimeout(timer);
-          reject(fullRefusal(asError(e)));
-        },
-      );
+    return this.receiptWithin(session, promise, what, this.confirmTimeout, true).catch((e: unknown) => {
+      throw fullRefusal(asError(e));
     });
   }
 }
@@ -183,7 +167,7 @@ function checkLimits(headers: StompHeaders, body: Buffer): void {
     throw new MessageRejectedError('too-large', `the message has ${entries.length} headers; a STOMP frame may carry at most ${STOMP_FRAME_LIMITS.maxHeaders}`);
   }
   for (const [name, value] of entries) {
-    const bytes = Buffer.byteLength(escapeHeader(name, '1.2')) + 1 + Buffer.byteLength(escapeHeader(value, '1.2'));
+    const bytes = Buffer.byteLength(escapeHeader(name)) + 1 + Buffer.byteLength(escapeHeader(value));
     if (bytes > STOMP_FRAME_LIMITS.maxHeaderLineBytes) {
       throw new MessageRejectedError(
         'too-large',

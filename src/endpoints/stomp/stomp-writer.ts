@@ -1,6 +1,6 @@
 /**
- * The STOMP client's writer: one frame as one buffer (command, escaped headers, body, NUL), and the header escaping of
- * each STOMP version. stompit's own writer sends every header line and the body as separate socket writes, each
+ * The STOMP client's writer: one frame as one buffer (command, escaped headers, body, NUL), and the header escaping.
+ * stompit's own writer sends every header line and the body as separate socket writes, each
  * waiting for the previous one to flush: ~1,000 msgs/s for transacted SENDs. stompit still sends CONNECT (before
  * anything is written here) and heart-beats (a lone newline, harmless between frames: every frame here is one write).
  */
@@ -8,10 +8,10 @@ import type { StompHeaders } from '../../mapping/stomp-mapping.js';
 
 const NUL = Buffer.from([0]);
 
-/** The frame as it goes on the wire, for the negotiated `version`. */
-export function encodeFrame(command: string, headers: StompHeaders, version: string, body?: Buffer): Buffer {
+/** The frame as it goes on the wire (STOMP 1.1 or 1.2: the client refuses 1.0 at connect). */
+export function encodeFrame(command: string, headers: StompHeaders, body?: Buffer): Buffer {
   let head = command;
-  for (const [name, value] of Object.entries(headers)) head += `\n${escapeHeader(name, version)}:${escapeHeader(value, version)}`;
+  for (const [name, value] of Object.entries(headers)) head += `\n${escapeHeader(name)}:${escapeHeader(value)}`;
   head += '\n\n';
   const parts: Buffer[] = [Buffer.from(head, 'utf8')];
   if (body !== undefined && body.length > 0) parts.push(body);
@@ -25,13 +25,14 @@ export function withSafeLength(headers: StompHeaders, body: Buffer): StompHeader
 }
 
 /**
- * STOMP header escaping for a negotiated version: 1.0 has none; 1.1 escapes backslash, newline and colon; 1.2 also
- * carriage return. (CONNECT, which is never escaped, is sent by stompit.) The STOMP target measures header lines with
- * it too, as they will go on the wire.
+ * STOMP header escaping: backslash, line feed, carriage return and colon become `\\`, `\n`, `\r` and `\c`, so that
+ * no value a message carries can end a header line or start another (DESIGN §10). That is STOMP 1.2's escaping; 1.1
+ * has no escape for a carriage return, and one goes as `\r` all the same (a strict 1.1 peer refuses the frame, and the
+ * message is dead-lettered rather than misread). 1.0, which escapes nothing, is refused at connect
+ * (./stomp-client.ts). (CONNECT, which is never escaped, is sent by stompit.) The STOMP target measures header lines
+ * with it too, as they will go on the wire.
  */
-export function escapeHeader(text: string, version: string): string {
-  if (version === '1.0' || !/[\\\n\r:]/.test(text)) return text;
-  let out = text.replace(/\\/g, '\\\\').replace(/\n/g, '\\n').replace(/:/g, '\\c');
-  if (version === '1.2') out = out.replace(/\r/g, '\\r');
-  return out;
+export function escapeHeader(text: string): string {
+  if (!/[\\\n\r:]/.test(text)) return text;
+  return text.replace(/\\/g, '\\\\').replace(/\n/g, '\\n').replace(/\r/g, '\\r').replace(/:/g, '\\c');
 }

@@ -1,0 +1,135 @@
+/**
+ * What a value taken from a message may contain when it becomes part of an address (./address-template.ts), one rule
+ * for every protocol: a publisher chooses a value, never a destination (docs/design.md §10.2). A value is allowed when every
+ * character of it matches the bridge's `template-values` pattern (default DEFAULT_TEMPLATE_VALUES), it is at most
+ * MAX_VALUE_BYTES long, and it is not a run of dots alone; anything else is refused, and the message is dead-lettered
+ * with reason `unsafe-address` (src/core/session/route.ts), never sent anywhere else.
+ *
+ * The configuration refuses a `template-values` pattern that admits a character the target's broker reads as
+ * structure (ADDRESS_SEPARATORS below, plus every control and white-space character on every protocol): see
+ * src/config/template-checks.ts. A new endpoint declares its protocol's separators here, in one line of
+ * ADDRESS_SEPARATORS (docs/development.md says so).
+ */
+
+/**
+ * The characters each protocol's brokers read as structure in an address, which no template value may contain
+ * whatever `template-values` says. Control characters and white space (ALWAYS_REFUSED) are refused on every protocol
+ * on top of these.
+ */
+export const ADDRESS_SEPARATORS = {
+  // Topic exchanges: `*` and `#` are wildcards of bindings; a routing key holding one would look like a pattern.
+  amqp: { chars: '*#', what: 'an AMQP topic-exchange wildcard' },
+  // ActiveMQ: `,` sends to several destinations at once (composite destinations), `*` `>` are wildcards; `/` starts
+  // another destination path (/queue/…, /topic/…, RabbitMQ's /exchange/…); `#` is a wildcard of RabbitMQ and Artemis.
+  stomp: { chars: ',/*>#', what: 'a STOMP destination separator or wildcard' },
+  // NATS subjects: `*` and `>` are wildcards (a publish to one is refused, a subscription would match many); `.`
+  // separates tokens and stays allowed, as on AMQP routing keys.
+  nats: { chars: '*>', what: 'a NATS subject wildcard' },
+} as const satisfies Record<string, { chars: string; what: string }>;
+
+export type AddressProtocol = keyof typeof ADDRESS_SEPARATORS;
+
+/** The default `template-values`: letters, digits, '.', '_', ':' and '-'. */
+export const DEFAULT_TEMPLATE_VALUES = '[A-Za-z0-9._:-]';
+
+/** Longest value taken from a message, in UTF-8 bytes (an AMQP routing key holds 255 in all). */
+export const MAX_VALUE_BYTES = 255;
+
+/** The longest part of a refused value the dead-letter header carries (MAX_VALUE_BYTES, then '…'). */
+const UNSAFE_VALUE_SHOWN_BYTES = MAX_VALUE_BYTES;
+
+/**
+ * Control characters (C0, DEL, C1) and Unicode white space: refused in values on every protocol. They break frames and
+ * lines (STOMP, NATS), split subjects (NATS), or make names that read as something else.
+ */
+// eslint-disable-next-line no-control-regex
+const ALWAYS_REFUSED = /[\u0000-\u0020\u007f-\u00a0\u1680\u180e\u2000-\u200f\u2028-\u202f\u205f-\u2064\u3000\ufeff]/u;
+
+/** The characters a `template-values` pattern is tried against at load: every separator, control and space. */
+export function refusedCharacters(protocol: AddressProtocol): string[] {
+  const out: string[] = [...ADDRESS_SEPARATORS[protocol].chars];
+  for (let c = 0; c <= 0x20; c++) out.push(String.fromCharCode(c));
+  for (let c = 0x7f; c <= 0xa0; c++) out.push(String.fromCharCode(c));
+  for (const c of ['\u1680', '\u180e', '\u2028', '\u2029', '\u202f', '\u205f', '\u3000', '\ufeff']) out.push(c);
+  for (let c = 0x2000; c <= 0x200f; c++) out.push(String.fromCharCode(c));
+  return out;
+}
+
+/** One character as the configuration and the dead-letter detail show it: `','`, or `U+000A` for an invisible one. */
+export function showCharacter(c: string): string {
+  const code = c.codePointAt(0) ?? 0;
+  const hex = `U+${code.toString(16).toUpperCase().padStart(4, '0')}`;
+  return ALWAYS_REFUSED.test(c) ? hex : `'${c}' (${hex})`;
+}
+
+/** A compiled `template-values` for one protocol: why a value is refused, or undefined when it may be used. */
+export interface ValueRule {
+  refuse(value: string): string | undefined;
+}
+
+/**
+ * The pattern as a RegExp tried on one character at a time (anchored; `u` flag, so a character is a code point), or
+ * the error of an invalid one.
+ */
+export function compileValuePattern(pattern: string): { ok: true; regex: RegExp } | { ok: false; error: string } {
+  try {
+    return { ok: true, regex: new RegExp(`^(?:${pattern})$`, 'u') };
+  } catch (err) {
+    return { ok: false, error: err instanceof Error ? err.message : String(err) };
+  }
+}
+
+const DEFAULT_WHOLE = /^[A-Za-z0-9._:-]+$/;
+const ONLY_DOTS = /^\.+$/;
+
+/** Compiled rules by protocol and pattern: a bridge asks for its rule per message. */
+const rules = new Map<string, ValueRule>();
+
+/**
+ * The rule of `template-values` `pattern` (default DEFAULT_TEMPLATE_VALUES) on `protocol`. The configuration checked
+ * the pattern; one that does not compile here is a programmer error.
+ */
+export function valueRule(pattern: string = DEFAULT_TEMPLATE_VALUES, protocol: AddressProtocol): ValueRule {
+  const key = `${protocol}\u0000${pattern}`;
+  let rule = rules.get(key);
+  if (rule === undefined) {
+    rule = buildRule(pattern, protocol);
+    rules.set(key, rule);
+  }
+  return rule;
+}
+
+function buildRule(pattern: string, protocol: AddressProtocol): ValueRule {
+  const compiled = compileValuePattern(pattern);
+  if (!compiled.ok) throw new TypeError(`template-values '${pattern}' was not checked: ${compiled.error}`);
+  const one = compiled.regex;
+  const separators = ADDRESS_SEPARATORS[protocol].chars;
+  const fast = pattern === DEFAULT_TEMPLATE_VALUES ? DEFAULT_WHOLE : undefined;
+  return {
+    refuse(value: string): string | undefined {
+      if (Buffer.byteLength(value, 'utf8') > MAX_VALUE_BYTES) return `is longer than ${MAX_VALUE_BYTES} bytes`;
+      if (ONLY_DOTS.test(value)) return 'is only dots';
+      if (fast?.test(value)) return undefined;
+      // One character at a time: a pattern is never run over the whole value (no backtracking over attacker input).
+      for (const c of value) {
+        if (ALWAYS_REFUSED.test(c)) return `contains ${showCharacter(c)}, a control or white-space character`;
+        if (separators.includes(c)) return `contains ${showCharacter(c)}, ${ADDRESS_SEPARATORS[protocol].what}`;
+        if (!one.test(c)) return `contains ${showCharacter(c)}, which template-values ${pattern} does not allow`;
+      }
+      return undefined;
+    },
+  };
+}
+
+/**
+ * A refused value as the dead-letter header `x-bridge-unsafe-value` carries it: its first UNSAFE_VALUE_SHOWN_BYTES
+ * bytes of UTF-8, with every byte outside printable ASCII, and '%' itself, percent-encoded (so no control character,
+ * line break or invalid UTF-8 reaches a header), and '…' when it was cut.
+ */
+export function encodeUnsafeValue(value: string): string {
+  const bytes = Buffer.from(value, 'utf8');
+  const shown = bytes.subarray(0, UNSAFE_VALUE_SHOWN_BYTES);
+  let out = '';
+  for (const b of shown) out += b > 0x20 && b < 0x7f && b !== 0x25 ? String.fromCharCode(b) : `%${b.toString(16).toUpperCase().padStart(2, '0')}`;
+  return bytes.length > shown.length ? `${out}…` : out;
+}

@@ -103,6 +103,21 @@ export class BridgeControl {
     await this.proc?.kill('SIGKILL');
   }
 
+  /**
+   * Freezes the bridge process for `ms` (SIGSTOP, then SIGCONT): longer than its liveness in Redis lasts, so that it
+   * wakes to find that other processes may have taken over what it held (docs/design.md §10.3).
+   */
+  async freeze(ms: number): Promise<void> {
+    const pid = this.proc?.child.pid;
+    if (pid === undefined) return;
+    process.kill(pid, 'SIGSTOP');
+    try {
+      await new Promise((r) => setTimeout(r, ms));
+    } finally {
+      process.kill(pid, 'SIGCONT');
+    }
+  }
+
   async stop(): Promise<void> {
     this.expectedExit = true;
     await this.proc?.stop(20_000);

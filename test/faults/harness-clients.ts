@@ -18,6 +18,8 @@ import { sleep } from '../support/wait.js';
 export interface Received {
   body: Buffer;
   headers: Record<string, unknown>;
+  /** Date.now() when the collector got it (for the seconds from a kill to the last message waiting then). */
+  at?: number;
 }
 
 export interface Publisher {
@@ -129,7 +131,7 @@ export class AmqpCollector implements Collector {
       const key = `${m.content.length}:${m.content.subarray(0, 80).toString('latin1')}:${JSON.stringify(headers)}`;
       if (!(m.fields.redelivered && this.seen.has(key))) {
         this.seen.add(key);
-        this.messages.push({ body: m.content, headers });
+        this.messages.push({ body: m.content, headers, at: Date.now() });
         this.lastArrival = Date.now();
       }
       ch.ack(m);
@@ -235,7 +237,7 @@ export class StompCollector implements Collector {
       const id = message.headers['message-id'] ?? '';
       if (!this.seenIds.has(id)) {
         this.seenIds.add(id);
-        this.messages.push({ body: message.body, headers: { ...message.headers } });
+        this.messages.push({ body: message.body, headers: { ...message.headers }, at: Date.now() });
         this.lastArrival = Date.now();
       }
       session.ack(message);

@@ -22,8 +22,15 @@ export interface SentRecord {
   identical: { sent: number; uncertain: number };
 }
 
+export interface Recovery {
+  waiting: number;
+  seconds: number;
+}
+
 export interface FaultRunReport {
   path: string;
+  /** Per SIGKILL: how many messages waited at it (published, not yet at the target) and the seconds until all arrived. */
+  recovery?: Recovery[];
   seed: number;
   faults: Record<string, number>;
   sent: number;
@@ -113,6 +120,7 @@ export function analyse(input: {
   durationMs: number;
   leftAtSource?: number;
   notes?: string[];
+  recovery?: Recovery[];
 }): FaultRunReport {
   const { record } = input;
   const copies = new Map<number, { id?: string; flagged: boolean }[]>();
@@ -284,6 +292,7 @@ export function analyse(input: {
     ...(input.leftAtSource === undefined ? {} : { leftAtSource: input.leftAtSource }),
     durationMs: input.durationMs,
     notes: input.notes ?? [],
+    ...(input.recovery !== undefined ? { recovery: input.recovery } : {}),
   };
 }
 
@@ -374,6 +383,9 @@ export function formatTable(reports: FaultRunReport[]): string {
   rows.push(['poison missing / at target', (r) => `${r.poisonLost} / ${r.poisonAtTarget}`]);
   rows.push(['left at source', (r) => (r.leftAtSource === undefined ? 'n/a' : String(r.leftAtSource))]);
   rows.push(['re-published after publisher error', (r) => String(r.uncertainPublishes)]);
+  if (reports.some((r) => r.recovery !== undefined && r.recovery.length > 0)) {
+    rows.push(['per kill: messages waiting → s until all arrived', (r) => (r.recovery && r.recovery.length > 0 ? r.recovery.map((k) => `${k.waiting}→${k.seconds}`).join(' ') : '-')]);
+  }
   rows.push(['duration', (r) => `${Math.round(r.durationMs / 1000)} s`]);
   rows.push(['RESULT', (r) => (violations(r).length === 0 ? 'PASS' : 'FAIL')]);
 

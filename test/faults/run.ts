@@ -4,7 +4,7 @@
  *
  *   npm run test:faults -- [--path amqp-amqp|amqp-stomp|stomp-amqp|stomp-rabbitmq-amqp|amqp-stomp-rabbitmq|amqp-jetstream|jetstream-amqp|all]
  *     [--messages 20000] [--seed N]
- *     [--sigkills 5] [--closes 5] [--broker-restarts 1] [--stalls 1] [--redis-restarts 1] [--poison 2] [--reloads 15]
+ *     [--sigkills 5] [--sigstops 1] [--closes 5] [--broker-restarts 1] [--stalls 1] [--redis-restarts 1] [--poison 2] [--reloads 15]
  *     [--publish-seconds 90] [--stall-ms 30000] [--backpressure | --no-backpressure] [--bp-messages 100000]
  *     [--redis standalone|cluster|sentinel] [--redis-failovers 1] [--redis-data-losses 0] [--nats-restarts 1]
  *
@@ -41,6 +41,7 @@ const { values } = parseArgs({
     messages: { type: 'string' },
     seed: { type: 'string' },
     sigkills: { type: 'string' },
+    sigstops: { type: 'string' },
     closes: { type: 'string' },
     'broker-restarts': { type: 'string' },
     stalls: { type: 'string' },
@@ -84,6 +85,7 @@ async function main(): Promise<number> {
   const poison = num('poison', FULL_FAULTS['poison-unroutable']);
   const faults: FaultCounts = {
     sigkill: num('sigkills', FULL_FAULTS.sigkill),
+    sigstop: num('sigstops', FULL_FAULTS.sigstop ?? 1),
     'connection-close': num('closes', FULL_FAULTS['connection-close']),
     'broker-restart': num('broker-restarts', FULL_FAULTS['broker-restart']),
     'target-stall': num('stalls', FULL_FAULTS['target-stall']),
@@ -115,7 +117,7 @@ async function main(): Promise<number> {
     console.log(`--redis ${mode}: skipping ${NATS_PATHS.join(', ')} (they run with the suite's own standalone Redis)`);
     paths = paths.filter((p) => !(NATS_PATHS as readonly string[]).includes(p));
   }
-    if (onlyBackpressure) paths = [];
+  if (onlyBackpressure) paths = [];
 
   console.log(`fault suite: seed ${seed} (replay with --seed ${seed}); ${messages} messages per path; paths: ${paths.join(', ') || '(none)'}; Redis: ${mode}`);
   const admin = new RabbitAdmin();

@@ -29,7 +29,7 @@ import { promisify } from 'node:util';
 import amqp from 'amqplib';
 import { TcpProxy } from '../support/tcp-proxy.js';
 import { BridgeControl, FAULT_BRIDGE_SETTINGS, writeRunConfig } from './bridge-control.js';
-import { AmqpCollector, AmqpPublisher, StompCollector, StompPublisher, type Collector, type Publisher } from './harness-clients.js';
+import { AmqpCollector, AmqpPublisher, StompCollector, StompPublisher, type Collector, type Publisher, type Received } from './harness-clients.js';
 import { OwnRedis } from './own-redis.js';
 import { standaloneRedis, type SuiteRedis } from './suite-redis.js';
 import { addressKeys, stampKey } from '../../src/cache/keys.js';
@@ -38,8 +38,8 @@ import { stompAddress, stompDestination } from '../../src/config/stomp-address.j
 import { STOMP_READ_LIMITS } from '../../src/config/schema.js';
 import { Prng } from './prng.js';
 import { HARNESS_CONNECTION_PREFIX, RabbitAdmin } from './rabbit-admin.js';
-import { analyse, type FaultRunReport, type SentRecord } from './report.js';
-import { ROUTE_HEADER, ROUTE_VALUE, planStream, poisonBody, type Outgoing, type PoisonKind } from './stream.js';
+import { analyse, type FaultRunReport, type Recovery, type SentRecord } from './report.js';
+import { ROUTE_HEADER, ROUTE_VALUE, parseBody, planStream, poisonBody, type Outgoing, type PoisonKind } from './stream.js';
 import { StreamPublisher, drainUntilComplete, runFaultSchedule } from './stream-run.js';
 import { sleep } from '../support/wait.js';
 import { RELOAD_PREFETCHES, ReloadFault, reloadPoints } from './reload-fault.js';
@@ -62,6 +62,7 @@ export type RedisFaultKind = 'redis-failover' | 'redis-data-loss';
 
 export type FaultKind =
   | 'sigkill'
+  | 'sigstop'
   | 'connection-close'
   | 'broker-restart'
   | 'target-stall'
@@ -72,12 +73,14 @@ export type FaultKind =
   | RedisFaultKind;
 
 /** Optional in a FaultCounts (default 0): the Redis topology's faults, and reloads. */
-type OptionalFaultKind = RedisFaultKind | 'reload';
+type OptionalFaultKind = RedisFaultKind | 'reload' | 'sigstop';
 
 export type FaultCounts = Record<Exclude<FaultKind, OptionalFaultKind>, number> & Partial<Record<OptionalFaultKind, number>>;
 
 export const FULL_FAULTS: FaultCounts = {
   sigkill: 5,
+  // The bridge frozen (SIGSTOP) for 3-6 s, longer than its liveness key lives, then woken (docs/design.md §10.3).
+  sigstop: 1,
   'connection-close': 5,
   'broker-restart': 1,
   'target-stall': 1,
@@ -183,7 +186,7 @@ export async function runScenario(o: ScenarioOptions): Promise<FaultRunReport> {
   // Where the harness publishes and reads over AMQP: RabbitMQ queues, whichever protocol the bridge uses on them.
   const sourceOnRabbit = !sourceIsStomp || rabbitStomp;
   const targetOnRabbit = !targetIsStomp || rabbitStomp;
-  const faults: FaultCounts = { 'redis-failover': 0, 'redis-data-loss': 0, reload: 0, ...o.faults };
+  const faults: FaultCounts = { 'redis-failover': 0, 'redis-data-loss': 0, reload: 0, sigstop: 0, ...o.faults };
   const notes: string[] = [];
   const redis: SuiteRedis = o.redis instanceof OwnRedis ? standaloneRedis(o.redis) : o.redis;
   if (!redis.failover && (faults['redis-failover'] ?? 0) > 0) {
@@ -362,6 +365,8 @@ export async function runScenario(o: ScenarioOptions): Promise<FaultRunReport> {
   const reloads = new ReloadFault(configFile, `faults-${o.path}`, adminToken, bridge, o.seed, log, [`faults-${o.path}-2`]);
 
   const record: SentRecord = { sent: new Map(), resends: new Map(), poison: new Map(), uncertain: new Set(), identical: { sent: 0, uncertain: 0 } };
+  /** Each SIGKILL, and the messages waiting (published, not at the target) at it. */
+  const kills: { at: number; waiting: number[] }[] = [];
   const injected: Record<string, number> = Object.fromEntries(Object.keys(faults).map((k) => [k, 0]));
   const gate = new Gate();
   let report: FaultRunReport | undefined;
@@ -429,9 +434,19 @@ export async function runScenario(o: ScenarioOptions): Promise<FaultRunReport> {
     const inject = async (kind: FaultKind): Promise<boolean> => {
       switch (kind) {
         case 'sigkill': {
+          // What waits then: every message published and not yet at the target (its last one's arrival is the recovery).
+          const arrived = seqsAt(target.messages);
+          const waiting = [...record.sent.keys()].filter((seq) => !arrived.has(seq));
           await bridge.sigkill();
+          kills.push({ at: Date.now(), waiting });
           await sleep(prng.int(0, 1000));
           await bridge.start();
+          return true;
+        }
+        case 'sigstop': {
+          const ms = prng.int(3000, 6000);
+          log(`freezing the bridge for ${ms} ms (SIGSTOP, then SIGCONT)`);
+          await bridge.freeze(ms);
           return true;
         }
         case 'connection-close': {
@@ -529,6 +544,7 @@ export async function runScenario(o: ScenarioOptions): Promise<FaultRunReport> {
     await sleep(1000);
     for (const e of bridge.unexpectedExits) notes.push(e.slice(0, 500));
     report = analyse({
+      recovery: recoverySeconds(kills, target.messages),
       path: o.path,
       seed: o.seed,
       faults: injected,
@@ -557,3 +573,31 @@ export async function runScenario(o: ScenarioOptions): Promise<FaultRunReport> {
     }
   }
 }
+
+/** The seqs of the stream's messages a collector holds so far. */
+function seqsAt(messages: readonly Received[]): Set<number> {
+  const out = new Set<number>();
+  for (const m of messages) {
+    const p = parseBody(m.body);
+    if (p !== undefined && 'seq' in p) out.add(p.seq);
+  }
+  return out;
+}
+
+/**
+ * For each kill: the seconds until the last message waiting at it (published, not yet at the target) arrived — the
+ * bridge's recovery, the in-flight messages the dead process held included (docs/delivery.md).
+ */
+function recoverySeconds(kills: readonly { at: number; waiting: readonly number[] }[], messages: readonly Received[]): Recovery[] {
+  const firstAt = new Map<number, number>();
+  for (const m of messages) {
+    const p = parseBody(m.body);
+    if (p !== undefined && 'seq' in p && m.at !== undefined && !firstAt.has(p.seq)) firstAt.set(p.seq, m.at);
+  }
+  return kills.map((k) => {
+    let last = k.at;
+    for (const seq of k.waiting) last = Math.max(last, firstAt.get(seq) ?? last);
+    return { waiting: k.waiting.length, seconds: Math.round((last - k.at) / 100) / 10 };
+  });
+}
+

@@ -9,6 +9,7 @@ import type { BridgeProcess } from '../support/bridge-process.js';
 import type { TestMessage } from '../support/amqp.js';
 import { useBridgeFixture } from '../support/bridge-fixture.js';
 import { publishStomp, readStomp } from '../support/stomp.js';
+import { orderOf } from '../support/order.js';
 import { uniqueName } from '../support/services.js';
 import { until, untilValue } from '../support/wait.js';
 
@@ -35,28 +36,6 @@ async function forwardedBy(p: BridgeProcess): Promise<number> {
   const text = await (await fetch(`${await apiOf(p)}/metrics`, { signal: AbortSignal.timeout(5000) })).text();
   const m = /^bridge_messages_forwarded_total\{bridge="one"\} (\d+)/m.exec(text);
   return m ? Number(m[1]) : 0;
-}
-
-/** First copies in arrival order: how many came after a higher number, unflagged and flagged; and extras unflagged. */
-function orderOf(arrived: readonly { seq: number; flagged: boolean }[]): { distinct: number; outOfPlace: number; outOfPlaceFlagged: number; unflaggedExtras: number } {
-  const seen = new Set<number>();
-  let max = -1;
-  let outOfPlace = 0;
-  let outOfPlaceFlagged = 0;
-  let unflaggedExtras = 0;
-  for (const m of arrived) {
-    if (seen.has(m.seq)) {
-      if (!m.flagged) unflaggedExtras += 1;
-      continue;
-    }
-    seen.add(m.seq);
-    if (m.seq < max) {
-      if (m.flagged) outOfPlaceFlagged += 1;
-      else outOfPlace += 1;
-    }
-    max = Math.max(max, m.seq);
-  }
-  return { distinct: seen.size, outOfPlace, outOfPlaceFlagged, unflaggedExtras };
 }
 
 describe('source.exclusive', () => {

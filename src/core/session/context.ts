@@ -116,10 +116,14 @@ export class SessionContext {
     this.drainingNow = true;
   }
 
-  /** Hands jobs back to the send loop, ahead of new deliveries. */
+  /**
+   * Hands jobs back to the send loop, ahead of new deliveries and in source order among those handed back: jobs come
+   * back from several places (held, parked) in the order their outcomes arrived, not the order they were received.
+   */
   requeue(jobs: readonly Job[]): void {
     if (jobs.length === 0) return;
     this.retried.push(...jobs);
+    this.retried.sort(bySourceOrder);
     this.work.wake();
   }
 
@@ -141,4 +145,8 @@ export class SessionContext {
     this.allSettled.wake();
     this.onEnded(end);
   }
+}
+
+function bySourceOrder(a: Job, b: Job): number {
+  return a.delivery.seq - b.delivery.seq;
 }

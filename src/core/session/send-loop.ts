@@ -51,7 +51,9 @@ export async function sendLoop(ctx: SessionContext, gate: TargetGate): Promise<v
       // they go first, so that the target sees source order.
       if (next(ctx) !== job) continue;
       takeNext(ctx, job);
-      if (batchSize > 1) {
+      // While the gate sends through its window after a full refusal, one message at a time: a batch's members into a
+      // near-full target are refused here and there, and the accepted ones overtake the refused.
+      if (batchSize > 1 && !gate.windowed) {
         if (batch.length === 0) batchStarted = Date.now();
         batch.push(prepared);
         if (batch.length >= batchSize) {

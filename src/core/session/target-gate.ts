@@ -21,8 +21,9 @@
  * Alone: a message sent again after a refusal (a suspect, one refused for itself, a batch member whose transaction
  * was refused for another) goes out with nothing else in flight, and the gate stays closed to new sends meanwhile, so
  * that no later message overtakes it (docs/delivery.md, "Order"). After a full refusal the gate also sends through a
- * window that starts at one message in flight and grows by one per confirmation, back to unbounded at the prefetch: a
- * target near full then refuses one message, not a pipeline of them that later ones overtake.
+ * window that starts at one message in flight and grows by one per window's worth of confirmations (TCP's congestion
+ * avoidance), back to unbounded at the prefetch: a target near full then refuses a few messages, not a pipeline of them
+ * that later ones overtake.
  *
  * Order: the send loop sends in source order; what the gate sends again goes out after the sends that were in flight
  * when it was refused (those may overtake it), and before any later message.
@@ -71,7 +72,7 @@ export class TargetGate {
   /** Refused (ambiguously, for themselves, or with their transaction): sent again one at a time, nothing else in flight. */
   private readonly alone: Forwarding[] = [];
   private sendingAlone = false;
-  /** Most sends in flight: unbounded, but for a while after a full refusal (one at first, one more per confirmation). */
+  /** Most sends in flight: unbounded, but for a while after a full refusal (one at first, one more per window of confirmations). */
   private window = Number.POSITIVE_INFINITY;
   /** Refused as full: sent again after a pause, the first one alone. */
   private readonly held: Forwarding[] = [];
@@ -116,6 +117,11 @@ export class TargetGate {
         return;
       }
     }
+  }
+
+  /** Sending through the window a full refusal opened (not yet back to unbounded): one message per send, no batches. */
+  get windowed(): boolean {
+    return this.window !== Number.POSITIVE_INFINITY;
   }
 
   /** What holds the gate, for the supervisor's state and status. */
@@ -290,7 +296,7 @@ export class TargetGate {
   /** Sends a message again, alone (or, while the target is full, with the held ones). */
   private again(sending: Forwarding): void {
     if (this.fullSince !== undefined) {
-      this.held.push(sending);
+      this.keep(sending);
       return;
     }
     this.alone.push(sending);
@@ -364,7 +370,7 @@ export class TargetGate {
   /** Holds a message the target refused as full, and starts the wait for room (once) if it is not running. */
   private hold(sending: Forwarding, err: MessageRejectedError): void {
     const ctx = this.ctx;
-    this.held.push(sending);
+    this.keep(sending);
     // From now on the target is near full: one send in flight, more as it takes them.
     this.window = 1;
     if (this.fullSince === undefined) {
@@ -379,6 +385,17 @@ export class TargetGate {
       ctx.deps.observer?.conditionChanged();
     }
     void this.waitForRoom().catch((e: unknown) => ctx.fail(e));
+  }
+
+  /**
+   * Adds a message to the held ones in source order: refusals arrive in the order of their confirmations (a batch's
+   * members, several batches), and the oldest held message is the one that probes, the others go back in order.
+   */
+  private keep(sending: Forwarding): void {
+    const seq = sending.job.delivery.seq;
+    let i = this.held.length;
+    while (i > 0 && this.held[i - 1]!.job.delivery.seq > seq) i -= 1;
+    this.held.splice(i, 0, sending);
   }
 
   private async waitForRoom(): Promise<void> {

@@ -9,12 +9,13 @@ import { suggestion } from './suggest.js';
 import { resolveTarget } from './amqp-address.js';
 import { stompDestination } from './stomp-address.js';
 import { asRecord, asString, type Data } from './raw-data.js';
+import { checkEndpointKeys, checkMqttBridges } from './mqtt-checks.js';
 
 function has(obj: Data, key: string): boolean {
   return obj[key] !== undefined;
 }
 
-type ConnectionType = 'amqp' | 'stomp';
+type ConnectionType = 'amqp' | 'stomp' | 'mqtt';
 
 /**
  * The queue a name stands for on a connection, by the rule the endpoints use (stompDestination), so that `orders` and
@@ -38,7 +39,7 @@ function checkConnections(raw: Data, out: ProblemCollector): Map<string, Connect
   const connections = asRecord(raw.connections) ?? {};
   for (const [name, value] of Object.entries(connections)) {
     const c = asRecord(value);
-    const type = c?.type === 'amqp' || c?.type === 'stomp' ? c.type : undefined;
+    const type = c?.type === 'amqp' || c?.type === 'stomp' || c?.type === 'mqtt' ? c.type : undefined;
     types.set(name, type);
     if (c === undefined) continue;
     if (has(c, 'url') && has(c, 'urls')) {
@@ -57,6 +58,9 @@ function checkTarget(
   type: ConnectionType,
   out: ProblemCollector,
 ): void {
+  // MQTT's own keys on every protocol, and an MQTT target's shape: ./mqtt-checks.ts.
+  checkEndpointKeys(path, target, path[2] === 'dead-letter' ? 'dead-letter' : 'target', connection, type, out);
+  if (type === 'mqtt') return;
   if (type === 'amqp') {
     const hasQueue = has(target, 'queue');
     const hasExchange = has(target, 'exchange');
@@ -175,6 +179,7 @@ export function crossCheck(rawInput: unknown, out: ProblemCollector): void {
     const source = endpoint('source');
     const target = endpoint('target');
     const deadLetter = endpoint('dead-letter');
+    if (source) checkEndpointKeys(['bridges', i, 'source'], source.ep, 'source', source.connection, source.type, out);
     if (target) checkTarget(['bridges', i, 'target'], target.ep, target.connection, target.type, out);
     if (deadLetter) checkTarget(['bridges', i, 'dead-letter'], deadLetter.ep, deadLetter.connection, deadLetter.type, out);
 
@@ -193,4 +198,5 @@ export function crossCheck(rawInput: unknown, out: ProblemCollector): void {
       );
     }
   });
+  checkMqttBridges(raw, out);
 }

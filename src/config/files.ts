@@ -226,8 +226,8 @@ function keyPairProblem(tls: TlsConfig): { key: 'key' | 'passphrase' | 'cert'; m
   }
 }
 
-const TLS_SCHEME = { amqp: 'amqps', stomp: 'stomp+ssl' } as const;
-const USER_EXAMPLE = { amqp: 'amqp://USER@host', stomp: 'stomp://USER@host' } as const;
+const TLS_SCHEME = { amqp: 'amqps', stomp: 'stomp+ssl', mqtt: 'mqtts' } as const;
+const USER_EXAMPLE = { amqp: 'amqp://USER@host', stomp: 'stomp://USER@host', mqtt: 'mqtt://USER@host' } as const;
 
 /** Reads every file the (schema-valid) configuration names; problems go to `out`. */
 export function readConfigFiles(data: ConfigFile, baseDir: string, out: ProblemCollector): ConfigFiles {

@@ -8,7 +8,7 @@ import { isTemplated, parseAddressTemplate } from '../routing/address-template.j
 import { hasHeaderRules, type HeaderRules } from '../routing/header-rules.js';
 import { compileSelector } from '../routing/selector.js';
 import { camelKeys } from './camel-keys.js';
-import type { BridgeConfig, Config, ConnectionConfig, ConnectionKeysResolved, RedisTopology, TargetConfig } from './types.js';
+import type { BridgeConfig, Config, ConnectionConfig, ConnectionKeysResolved, RedisTopology, SourceConfig, TargetConfig } from './types.js';
 import {
   bridgeSettingDefaults,
   DEFAULT_REDIS_URL,
@@ -19,6 +19,7 @@ import {
   type ConfigFileTarget,
 } from './schema.js';
 import { urlWithPassword, type ConfigFiles, type ConnectionFiles } from './files.js';
+import { defaultClientId } from './mqtt-address.js';
 
 /** The bridge settings a layer sets, and only those, so that spreading it over a lower layer never writes `undefined`. */
 function settingsSetIn(layer: Partial<BridgeSettingValues> | undefined): Partial<BridgeSettingValues> {
@@ -47,6 +48,7 @@ function resolveConnection(name: string, c: ConfigFileConnection, files: Connect
     ...(files.tls !== undefined ? { tls: files.tls } : {}),
   };
   if (c.type === 'amqp') return { ...camelKeys(c, CONNECTION_KEYS_RESOLVED), ...resolved };
+  if (c.type === 'mqtt') return { ...camelKeys(c, CONNECTION_KEYS_RESOLVED), ...resolved };
   return {
     ...camelKeys(c, [...CONNECTION_KEYS_RESOLVED, 'heart-beat']),
     heartBeat: parseHeartBeat(c['heart-beat']),
@@ -61,20 +63,41 @@ function lookup(connections: Record<string, ConnectionConfig>, name: string): Co
   return c;
 }
 
-function resolveTarget(connections: Record<string, ConnectionConfig>, t: ConfigFileTarget, takesTemplates = false): TargetConfig {
+type Role = 'source' | 'target' | 'dead-letter';
+
+function resolveTarget(connections: Record<string, ConnectionConfig>, t: ConfigFileTarget, bridge: string, role: Role): TargetConfig {
   const connection = lookup(connections, t.connection);
   const target: TargetConfig = { ...camelKeys(t, ['connection']), connection };
   if (connection.type === 'amqp') target.routingKey = t['routing-key'] ?? t.queue ?? '';
-  // A target's routing-key and queue reach here as templates (./env.ts leaves `$${` to them): one without a reference
-  // is its literal text, `$${` unescaped, so that a fixed address means what it did before templates.
-  if (takesTemplates) {
-    const text = connection.type === 'amqp' ? target.routingKey : target.queue;
+  if (connection.type === 'mqtt') {
+    target.qos = t.qos ?? 1;
+    target.retain = t.retain ?? false;
+    target.noSubscribers = t['no-subscribers'] ?? 'refuse';
+    target.clientId = t['client-id'] ?? defaultClientId(connection, bridge, role);
+  }
+  // A target's routing-key, queue and topic reach here as templates (./env.ts leaves `$${` to them): one without a
+  // reference is its literal text, `$${` unescaped, so that a fixed address means what it did before templates.
+  if (role === 'target') {
+    const text = connection.type === 'amqp' ? target.routingKey : connection.type === 'mqtt' ? target.topic : target.queue;
     const parsed = text === undefined ? undefined : parseAddressTemplate(text);
     if (parsed !== undefined && !('error' in parsed) && isTemplated(parsed.template)) target.template = parsed.template.source;
     if (target.routingKey !== undefined) target.routingKey = literalOf(target.routingKey);
     if (target.queue !== undefined) target.queue = literalOf(target.queue);
+    if (target.topic !== undefined) target.topic = literalOf(target.topic);
   }
   return target;
+}
+
+function resolveSource(connections: Record<string, ConnectionConfig>, b: ConfigFileBridge): SourceConfig {
+  const connection = lookup(connections, b.source.connection);
+  const source: SourceConfig = { ...camelKeys(b.source, ['connection']), connection };
+  if (connection.type === 'mqtt') {
+    source.qos = b.source.qos ?? 1;
+    source.forwardRetained = b.source['forward-retained'] ?? false;
+    source.topicSeparator = b.source['topic-separator'] ?? '/';
+    source.clientId = b.source['client-id'] ?? defaultClientId(connection, b.name, 'source');
+  }
+  return source;
 }
 
 /** A fixed address as its literal text (`$${` unescaped); a template stays as written. */
@@ -96,9 +119,9 @@ function resolveBridge(
   };
   return {
     name: b.name,
-    source: { connection: lookup(connections, b.source.connection), queue: b.source.queue },
-    target: resolveTarget(connections, b.target, true),
-    ...(b['dead-letter'] !== undefined ? { deadLetter: resolveTarget(connections, b['dead-letter']) } : {}),
+    source: resolveSource(connections, b),
+    target: resolveTarget(connections, b.target, b.name, 'target'),
+    ...(b['dead-letter'] !== undefined ? { deadLetter: resolveTarget(connections, b['dead-letter'], b.name, 'dead-letter') } : {}),
     ...headerRulesOf(b),
     // The cross-checks compiled it already and reported a bad one: this cannot throw for a file that got here.
     ...(b.filter !== undefined ? { filter: compileSelector(b.filter) } : {}),

@@ -52,8 +52,13 @@ function urlList(schemes: readonly string[], example: string) {
 
 export const AMQP_SCHEMES = ['amqp', 'amqps'] as const;
 /** The schemes that connect over TLS, per protocol (a `tls:` block needs one of them). */
-export const TLS_SCHEMES = ['amqps', 'stomp+ssl', 'rediss'] as const;
+export const TLS_SCHEMES = ['amqps', 'stomp+ssl', 'mqtts', 'rediss'] as const;
 export const STOMP_SCHEMES = ['stomp', 'stomp+ssl', 'tcp'] as const;
+export const MQTT_SCHEMES = ['mqtt', 'mqtts'] as const;
+/** MQTT protocol levels: 5 (MQTT 5.0) and 4 (MQTT 3.1.1). */
+export const MQTT_VERSIONS = [5, 4] as const;
+/** The longest packet MQTT can frame (a 4-byte remaining length: 268,435,455 bytes + 5 bytes of fixed header). */
+export const MQTT_MAX_PACKET_BYTES = 268_435_460;
 export const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace'] as const;
 /** What a bridge does with a message its filter does not select (`filter-miss`). */
 export const FILTER_MISS_POLICIES = ['skip', 'dead-letter'] as const;
@@ -63,6 +68,7 @@ export const BRIDGE_NAME_PATTERN = /^[A-Za-z0-9._-]+$/;
 
 const amqpUrl = urlOf(AMQP_SCHEMES, 'amqp://guest:guest@localhost:5672');
 const stompUrl = urlOf(STOMP_SCHEMES, 'stomp://localhost:61613');
+const mqttUrl = urlOf(MQTT_SCHEMES, 'mqtt://localhost:1883');
 
 function filePath(what: string) {
   const error = `expected the path of ${what} (a non-empty string; relative to the configuration file's folder)`;
@@ -96,7 +102,7 @@ export const tlsSchema = z
     },
     { error: 'expected a mapping with ca, cert, key, passphrase, servername or reject-unauthorized' },
   )
-  .describe('TLS options; used with amqps://, stomp+ssl:// and rediss:// URLs.');
+  .describe('TLS options; used with amqps://, stomp+ssl://, mqtts:// and rediss:// URLs.');
 
 const passwordFile = filePath('a file holding the password')
   .optional()
@@ -142,10 +148,54 @@ export const stompConnectionSchema = z
   })
   .describe('A STOMP 1.1/1.2 broker (ActiveMQ Classic, ActiveMQ Artemis, RabbitMQ STOMP plugin).');
 
-export const CONNECTION_TYPES = ['amqp', 'stomp'] as const;
+const clientIdError = 'expected an MQTT client identifier: 1 to 200 characters, no NUL';
+function clientId() {
+  return z
+    .string({ error: clientIdError })
+    .min(1, { error: clientIdError })
+    .max(200, { error: clientIdError })
+    .refine((v) => !v.includes('\0'), { error: clientIdError });
+}
 
-export const connectionSchema = z.discriminatedUnion('type', [amqpConnectionSchema, stompConnectionSchema], {
-  error: `expected a mapping with type: ${CONNECTION_TYPES.join(' or ')}`,
+export const mqttConnectionSchema = z
+  .strictObject({
+    type: z.literal('mqtt'),
+    url: mqttUrl.optional().describe('Broker URL (mqtt:// or mqtts://; user and password in the URL). Give url or urls, not both.'),
+    urls: urlList(MQTT_SCHEMES, 'mqtt://localhost:1883')
+      .optional()
+      .describe('Failover list of broker URLs, tried in order on each connect.'),
+    'protocol-version': z
+      .union([z.literal(5), z.literal(4)], { error: 'expected 5 (MQTT 5.0) or 4 (MQTT 3.1.1)' })
+      .default(5)
+      .describe(
+        'MQTT protocol level: 5 (MQTT 5.0: user properties carry the duplicate ID and the possible-duplicate flag) or 4 (MQTT 3.1.1: no headers at all; RabbitMQ 3.10 and ActiveMQ 5.17 speak only this). A broker that does not speak the version asked for stops the bridge with a sentence saying which one it speaks.',
+      ),
+    'client-id': clientId()
+      .optional()
+      .describe(
+        "Prefix of the client identifiers of the bridges' endpoints on this connection: each connects as <client-id>-<bridge>-<role> (role source, target or dead-letter; default prefix bb), stable across restarts so that a source's persistent session survives them. A source or target may set its own client-id instead. Two processes must never connect with the same id (the broker hands the session to the newer one): give each replica its own, e.g. \"bb-${HOSTNAME}\".",
+      ),
+    keepalive: intRange(0, 65535).default(30).describe('MQTT keep-alive in seconds (0 = off): a broker silent for 1.5 times this is taken as gone.'),
+    'connect-timeout': millis().default(10000).describe('TCP connect + CONNECT/CONNACK timeout, ms.'),
+    'session-expiry': millis(0)
+      .default(604_800_000)
+      .describe(
+        "MQTT 5 sources: how long the broker keeps the source's session (its subscription and the QoS 1 messages that arrive meanwhile) after the bridge disconnects, ms, sent in whole seconds (default 7 days; MQTT 3.1.1: the broker's own setting, e.g. Mosquitto's persistent_client_expiration).",
+      ),
+    'max-packet-size': intRange(1024, MQTT_MAX_PACKET_BYTES)
+      .default(64 * 1024 * 1024)
+      .describe(
+        "Largest packet the bridge reads from or writes to this broker, bytes (default 64 MiB). One read closes the connection with a sentence (the message stays unacked at the broker; the limit is not announced, or the broker would drop larger messages for us instead); a message to publish is refused (reason too-large, dead-lettered) before it is written: set it to the broker's own limit (Mosquitto's message_size_limit, RabbitMQ's max_message_size).",
+      ),
+    'password-file': passwordFile,
+    tls: tlsSchema.optional(),
+  })
+  .describe('An MQTT 3.1.1 or 5 broker (Mosquitto, EMQX, HiveMQ; RabbitMQ\'s MQTT plugin and ActiveMQ\'s MQTT transport speak 3.1.1).');
+
+export const CONNECTION_TYPES = ['amqp', 'stomp', 'mqtt'] as const;
+
+export const connectionSchema = z.discriminatedUnion('type', [amqpConnectionSchema, stompConnectionSchema, mqttConnectionSchema], {
+  error: `expected a mapping with type: ${CONNECTION_TYPES.slice(0, -1).join(', ')} or ${CONNECTION_TYPES[CONNECTION_TYPES.length - 1]}`,
 });
 
 // ---- id-cache ----
@@ -216,13 +266,53 @@ const endpointShape = {
   connection: text('a connection name').describe('Name of an entry under connections.'),
 };
 
+/**
+ * An MQTT-only key of a source or target: optional in the file, its default applied when an MQTT endpoint is resolved
+ * (resolve.ts), so that AMQP and STOMP endpoints resolve exactly as before; the default is documented in the schema.
+ */
+function mqttOnly<S extends z.ZodType>(schema: S, defaultValue: z.output<S>, description: string) {
+  return schema.optional().meta({ description, default: defaultValue });
+}
+
+const qosError = 'expected 1 (QoS 1, at least once: the bridge settles a message only on a PUBACK)';
+/** MQTT keys of a source or a target; the cross-checks refuse them on another protocol. */
+const mqttEndpointShape = {
+  qos: mqttOnly(z.literal(1, { error: qosError }), 1, 'MQTT only: the QoS of the subscription or of each PUBLISH; 1 (at least once), the only one the promise holds for.'),
+  'client-id': clientId()
+    .optional()
+    .describe("MQTT only: this endpoint's client identifier, instead of <connection's client-id>-<bridge>-<role>."),
+};
+
+export const TOPIC_SEPARATORS = ['/', '.'] as const;
+export const NO_SUBSCRIBERS_POLICIES = ['refuse', 'accept'] as const;
+
 export const sourceSchema = z
   .strictObject(
     {
       ...endpointShape,
-      queue: text('a queue name').describe('Queue to consume. STOMP: /queue/<queue> unless it starts with "/".'),
+      queue: text('a queue name').optional().describe('Queue to consume (AMQP, STOMP). STOMP: /queue/<queue> unless it starts with "/".'),
+      topic: text('an MQTT topic filter')
+        .optional()
+        .describe(
+          "MQTT only: the topic filter to subscribe to (e.g. \"sensors/+/temp\"), with a persistent session: QoS 1 messages published while the bridge is down wait at the broker.",
+        ),
+      ...mqttEndpointShape,
+      'shared-group': text('a shared subscription group name')
+        .regex(/^[^/+#\0]+$/, { error: "expected a shared subscription group name without '/', '+', '#' or NUL" })
+        .optional()
+        .describe('MQTT 5 only: subscribe as $share/<group>/<topic>, so that replicas of the bridge (each with its own client-id) share the messages.'),
+      'forward-retained': mqttOnly(
+        bool(),
+        false,
+        'MQTT only: forward the retained message the broker sends when the subscription is made (false: it is acknowledged and not forwarded; retained messages published while subscribed are forwarded).',
+      ),
+      'topic-separator': mqttOnly(
+        z.enum(TOPIC_SEPARATORS, { error: 'expected "/" or "."' }),
+        '/',
+        'MQTT only: how ${property.topic} (the topic a message was published to) reads in a target template: "/" as published; "." with "/" and "." swapped, as RabbitMQ\'s MQTT plugin maps topics to routing keys (sensors/d1/temp → sensors.d1.temp).',
+      ),
     },
-    { error: 'expected a mapping with connection and queue' },
+    { error: 'expected a mapping with connection and queue (or topic, on MQTT)' },
   )
   .describe('Where messages are consumed.');
 
@@ -245,8 +335,20 @@ export const targetSchema = z
         .describe(
           "AMQP only, with exchange: routing key (default ''). In a bridge's target (not dead-letter): may be an address template, e.g. \"orders.${header.region:-unknown}\" (docs/configuration.md#forwarding-rules).",
         ),
+      topic: text('an MQTT topic name')
+        .optional()
+        .describe(
+          "MQTT only: the topic to publish to, QoS 1 (the PUBACK is the confirmation). In a bridge's target (not dead-letter): may be an address template, e.g. \"devices/${header.device}/events\"; a value never brings '/', '+', '#' or NUL.",
+        ),
+      ...mqttEndpointShape,
+      retain: mqttOnly(bool(), false, 'MQTT only: publish with the retain flag.'),
+      'no-subscribers': mqttOnly(
+        z.enum(NO_SUBSCRIBERS_POLICIES, { error: 'expected refuse or accept' }),
+        'refuse',
+        "MQTT 5 only: a PUBACK saying no subscription matched (reason 0x10: the broker dropped the message). refuse = a refusal (reason unroutable), dead-lettered after max-delivery-attempts, as an unroutable AMQP publish; accept = taken as delivered. A retained publish is kept by the broker and always accepted. MQTT 3.1.1 brokers cannot say it.",
+      ),
     },
-    { error: 'expected a mapping with connection and queue (or exchange)' },
+    { error: 'expected a mapping with connection and queue (or exchange, or topic on MQTT)' },
   )
   .describe('Where messages are forwarded.');
 
@@ -420,7 +522,7 @@ export const configFileSchema = z
   .meta({
     title: 'broker-bridge configuration (bridges.yaml)',
     description:
-      'Bridges between AMQP 0-9-1 and STOMP brokers. String values may use ${VAR} and ${VAR:-default} from the environment.',
+      'Bridges between AMQP 0-9-1, STOMP and MQTT brokers. String values may use ${VAR} and ${VAR:-default} from the environment.',
   });
 
 /** The file as validated, kebab-case keys, schema defaults applied except for the layered bridge settings. */
@@ -428,4 +530,5 @@ export type ConfigFile = z.output<typeof configFileSchema>;
 export type ConfigFileBridge = ConfigFile['bridges'][number];
 export type ConfigFileConnection = ConfigFile['connections'][string];
 export type ConfigFileTarget = z.output<typeof targetSchema>;
+export type ConfigFileSource = z.output<typeof sourceSchema>;
 export type ConfigFileTls = z.output<typeof tlsSchema>;

@@ -1,5 +1,5 @@
 /**
- * Checks of the address templates in a bridge's target (`routing-key` or `queue`, see
+ * Checks of the address templates in a bridge's target (`routing-key`, `queue` or `topic`, see
  * ../routing/address-template.ts): a bad template is a located problem at the offending `${` itself, saying its
  * column inside the template. Like ./cross-checks.ts they run on the plain data (after `${VAR}` substitution, which
  * leaves template references alone in these keys: ./env.ts isTemplateKey).
@@ -14,7 +14,7 @@ export function checkTemplates(rawInput: unknown, source: string, out: ProblemCo
   raw.bridges.forEach((value: unknown, i) => {
     const target = asRecord(asRecord(value)?.target);
     if (target === undefined) return;
-    for (const key of ['routing-key', 'queue']) {
+    for (const key of ['routing-key', 'queue', 'topic']) {
       const text = target[key];
       if (typeof text !== 'string') continue;
       const parsed = parseAddressTemplate(text);

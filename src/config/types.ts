@@ -10,7 +10,7 @@
 import type { HeaderRules } from '../routing/header-rules.js';
 import type { Selector } from '../routing/selector.js';
 import type { CamelKeys } from './camel-keys.js';
-import type { BridgeSettingValues, ConfigFile, ConfigFileBridge, ConfigFileConnection, ConfigFileTarget, ConfigFileTls } from './schema.js';
+import type { BridgeSettingValues, ConfigFile, ConfigFileBridge, ConfigFileConnection, ConfigFileSource, ConfigFileTarget, ConfigFileTls } from './schema.js';
 
 export type Protocol = ConfigFileConnection['type'];
 
@@ -54,18 +54,27 @@ export type StompConnectionConfig = CamelKeys<
     heartBeat: [number, number];
   };
 
-export type ConnectionConfig = AmqpConnectionConfig | StompConnectionConfig;
+export type MqttConnectionConfig = CamelKeys<Omit<Extract<ConfigFileConnection, { type: 'mqtt' }>, ConnectionKeysResolved>> &
+  ResolvedConnection;
 
-export interface SourceConfig {
+export type ConnectionConfig = AmqpConnectionConfig | StompConnectionConfig | MqttConnectionConfig;
+
+/**
+ * `queue` on AMQP and STOMP; `topic` and the other MQTT keys on MQTT, where resolving applies their defaults and sets
+ * `clientId` to the one the endpoint connects with (../config/mqtt-address.ts defaultClientId, unless the file sets it).
+ */
+export type SourceConfig = CamelKeys<Omit<ConfigFileSource, 'connection'>> & {
   connection: ConnectionConfig;
-  queue: ConfigFileBridge['source']['queue'];
-}
+};
 
-/** On an AMQP connection, routingKey is always set: `routing-key`, else the queue, else ''. */
+/**
+ * On an AMQP connection, routingKey is always set: `routing-key`, else the queue, else ''. On MQTT, the MQTT keys have
+ * their defaults and `clientId` is set (as for SourceConfig).
+ */
 export type TargetConfig = CamelKeys<Omit<ConfigFileTarget, 'connection'>> & {
   connection: ConnectionConfig;
   /**
-   * A bridge's target only: its routing key (AMQP) or queue (STOMP) when that is an address template with references
+   * A bridge's target only: its routing key (AMQP), queue (STOMP) or topic (MQTT) when that is an address template with references
    * (src/routing/address-template.ts), as written; the key itself keeps the same text. Undefined for a fixed target,
    * whose routing key or queue is then the literal address (`$${` unescaped).
    */

@@ -183,13 +183,17 @@ export function isTextContentType(contentType: string | undefined): boolean {
   );
 }
 
-interface EncodedValue {
+export interface EncodedValue {
   value: string | undefined;
   /** Why the value was encoded or left out, for the log; '' when it went as it was. */
   note: string;
 }
 
-function encodeHeaderValue(value: HeaderValue, utf8Bytes: boolean): EncodedValue {
+/**
+ * A header value as text, the way STOMP (and MQTT 5 user properties, ./mqtt-mapping.ts) carry it: see the header
+ * comment and docs/mapping.md#custom-headers. `utf8Bytes`: bytes are read as UTF-8 when valid (the duplicate-ID header).
+ */
+export function encodeHeaderValue(value: HeaderValue, utf8Bytes: boolean): EncodedValue {
   let out: EncodedValue;
   if (typeof value === 'string') out = { value, note: '' };
   else if (typeof value === 'number' || typeof value === 'bigint' || typeof value === 'boolean') {

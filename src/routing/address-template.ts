@@ -16,7 +16,9 @@
  * the empty string count as missing. A reference that is missing and has no fallback leaves the address unresolved:
  * the message is to be dead-lettered with the reason, never sent to a partial address and never lost. A resolved
  * value that could make a bad address is refused the same way: control characters anywhere, and on STOMP a '/'
- * (it would move the message to another destination path); an AMQP routing key over 255 bytes.
+ * (it would move the message to another destination path); an AMQP routing key over 255 bytes; on MQTT a '/', '+' or
+ * '#' (a topic level separator or wildcard: the value would choose another topic, and a PUBLISH topic with a wildcard
+ * is a protocol error that closes the connection).
  */
 
 export const TEMPLATE_NAMESPACES = ['header', 'property'] as const;
@@ -33,6 +35,8 @@ export const PROPERTY_NAMES: ReadonlySet<string> = new Set([
   'userId',
   'appId',
   'priority',
+  // The MQTT topic a message was published to (an MQTT source: ../mapping/mqtt-mapping.ts); absent elsewhere.
+  'topic',
 ]);
 
 export interface TemplateReference {
@@ -128,7 +132,7 @@ function valueText(v: unknown): string | undefined {
 const CONTROL = /[\u0000-\u001f\u007f]/;
 
 /** The address for one message, or why there is none (the dead-letter reason's detail). */
-export function resolveAddress(template: AddressTemplate, message: TemplateInput, protocol: 'amqp' | 'stomp'): Resolved {
+export function resolveAddress(template: AddressTemplate, message: TemplateInput, protocol: 'amqp' | 'stomp' | 'mqtt'): Resolved {
   let out = '';
   for (const part of template.parts) {
     if (typeof part === 'string') {
@@ -142,11 +146,21 @@ export function resolveAddress(template: AddressTemplate, message: TemplateInput
     if (protocol === 'stomp' && value.includes('/')) {
       return { ok: false, reason: `${part.text} resolves to '${value}', which contains '/' (a STOMP destination path)` };
     }
+    // MQTT (issue 38), a minimal rule of its own until the one rule for template values with per-protocol separators
+    // (issue 33: `template-values`) takes it over: a topic level separator or a wildcard never comes from a value.
+    // (NUL is a control character: refused above.)
+    const mqttSeparator = protocol === 'mqtt' ? /[/+#]/.exec(value)?.[0] : undefined;
+    if (mqttSeparator !== undefined) {
+      return { ok: false, reason: `${part.text} resolves to '${value}', which contains '${mqttSeparator}' (an MQTT topic level separator or wildcard)` };
+    }
     out += value;
   }
   if (out === '') return { ok: false, reason: `${template.source} resolves to an empty address` };
   if (protocol === 'amqp' && Buffer.byteLength(out, 'utf8') > 255) {
     return { ok: false, reason: `${template.source} resolves to a routing key over 255 bytes` };
+  }
+  if (protocol === 'mqtt' && Buffer.byteLength(out, 'utf8') > 65_535) {
+    return { ok: false, reason: `${template.source} resolves to a topic over 65,535 bytes` };
   }
   return { ok: true, value: out };
 }

@@ -184,7 +184,8 @@ export function crossCheck(rawInput: unknown, out: ProblemCollector): void {
     if (deadLetter) checkTarget(['bridges', i, 'dead-letter'], deadLetter.ep, deadLetter.connection, deadLetter.type, out);
 
     const sourceQueue = source && asString(source.ep.queue);
-    if (source === undefined || sourceQueue === undefined) return;
+    // An MQTT source has no queue (a `queue` there is refused above); its loop rule is ./mqtt-checks.ts's.
+    if (source === undefined || sourceQueue === undefined || source.type === 'mqtt') return;
     const sourceAddress = queueAddress(source.type, sourceQueue);
     for (const [role, t] of [['target', target], ['dead-letter', deadLetter]] as const) {
       if (t === undefined || t.connection !== source.connection) continue;

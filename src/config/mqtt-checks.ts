@@ -60,9 +60,6 @@ export function checkEndpointKeys(path: readonly PropertyKey[], ep: Data, role: 
   for (const key of role === 'source' ? ['queue'] : ['queue', 'exchange', 'routing-key']) {
     if (ep[key] !== undefined) out.atKey([...path, key], `not valid on an MQTT ${role} (connection '${connection}' is mqtt); use topic`);
   }
-  for (const key of role === 'source' ? TARGET_ONLY : SOURCE_ONLY) {
-    if (ep[key] !== undefined) out.atKey([...path, key], `not valid on an MQTT ${role}; it applies to ${role === 'source' ? 'a target' : 'a source'}`);
-  }
   const topic = asString(ep.topic);
   if (topic === undefined) {
     if (ep.topic === undefined) out.atValue(path, role === 'source' ? 'missing topic; an MQTT source takes topic (a topic filter, e.g. sensors/+/temp)' : `missing topic; an MQTT ${role} takes topic (e.g. devices/events)`);

@@ -63,4 +63,17 @@ describe('address templates: resolution', () => {
     expect(resolveAddress(parse('${header.r:-}'), msg({}), 'amqp')).toEqual({ ok: false, reason: '${header.r:-} resolves to an empty address' });
     expect(resolveAddress(strict, msg({ region: 'x'.repeat(250) }), 'amqp')).toEqual({ ok: false, reason: 'orders.${header.region} resolves to a routing key over 255 bytes' });
   });
+
+  it("MQTT (issue 38's rule until issue 33's template-values): a value never brings '/', '+', '#' or a control character", () => {
+    const topic = parse('devices/${header.device}/events');
+    expect(resolveAddress(topic, msg({ device: 'd-1' }), 'mqtt')).toEqual({ ok: true, value: 'devices/d-1/events' });
+    for (const [device, sep] of [['a/b', '/'], ['x+', '+'], ['x#', '#']] as const) {
+      expect(resolveAddress(topic, msg({ device }), 'mqtt')).toEqual({
+        ok: false,
+        reason: `\${header.device} resolves to '${device}', which contains '${sep}' (an MQTT topic level separator or wildcard)`,
+      });
+    }
+    expect(resolveAddress(topic, msg({ device: 'a\u0000b' }), 'mqtt')).toEqual({ ok: false, reason: '${header.device} resolves to a value with a control character' });
+    expect(resolveAddress(parse('${property.topic}'), msg({}, { topic: 'sensors.d1.temp' }), 'amqp')).toEqual({ ok: true, value: 'sensors.d1.temp' });
+  });
 });

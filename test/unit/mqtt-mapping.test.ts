@@ -8,6 +8,7 @@ import { describe, expect, it } from 'vitest';
 import { fromMqtt, toMqtt } from '../../src/mapping/mqtt-mapping.js';
 import { fromAmqp, toAmqp } from '../../src/mapping/amqp-mapping.js';
 import type { BridgeMessage } from '../../src/core/message.js';
+import { fingerprint } from '../../src/core/duplicate-id.js';
 import { swapTopicSeparators, topicFilterProblem, topicMatches, topicNameProblem } from '../../src/config/mqtt-address.js';
 
 const NOW = 1_800_000_000_000;
@@ -159,6 +160,18 @@ describe('MQTT mapping', () => {
       timestamp: 1_700_000_000,
       headers: { h: 'v', n: '1' },
     });
+  });
+});
+
+describe('fingerprints of redeliveries (the stamp protocol finds a redelivered message by it)', () => {
+  it('two deliveries of one message share a fingerprint though the expiry left was counted down in between', () => {
+    const mqtt = (left: number, at: number) =>
+      fromMqtt({ topic: 't', payload: Buffer.from('x'), qos: 1, properties: { messageExpiryInterval: left } }, { version: 5, now: () => at });
+    expect(fingerprint(mqtt(60, NOW))).toBe(fingerprint(mqtt(57, NOW + 3_200)));
+    // AMQP: `expiration` is kept verbatim; the absolute expiry derived from it at delivery is not part of it either.
+    const amqp = (at: number) => fromAmqp(Buffer.from('x'), { expiration: '60000', headers: {} } as never, at);
+    expect(fingerprint(amqp(NOW))).toBe(fingerprint(amqp(NOW + 5_000)));
+    expect(fingerprint(amqp(NOW))).not.toBe(fingerprint(fromAmqp(Buffer.from('x'), { expiration: '70000', headers: {} } as never, NOW)));
   });
 });
 

@@ -2,9 +2,10 @@
  * The fault-injection suite (`npm run test:faults`): runs the real bridge on each path while faults are injected,
  * prints one table, and exits non-zero if anything was lost, arrived under two IDs, or an extra copy was unflagged.
  *
- *   npm run test:faults -- [--path amqp-amqp|amqp-stomp|stomp-amqp|stomp-rabbitmq-amqp|amqp-stomp-rabbitmq|all]
+ *   npm run test:faults -- [--path amqp-amqp|amqp-stomp|stomp-amqp|stomp-rabbitmq-amqp|amqp-stomp-rabbitmq|mqtt-amqp|amqp-mqtt|all]
  *     [--messages 20000] [--seed N]
  *     [--sigkills 5] [--closes 5] [--broker-restarts 1] [--stalls 1] [--redis-restarts 1] [--poison 2] [--reloads 15]
+ *     [--mqtt-cuts 5] [--device-cuts 5] [--mosquitto-restarts 2]
  *     [--publish-seconds 90] [--stall-ms 30000] [--backpressure | --no-backpressure] [--bp-messages 100000]
  *     [--redis standalone|cluster|sentinel] [--redis-failovers 1] [--redis-data-losses 0]
  *
@@ -13,6 +14,11 @@
  * not running. redis-failover (cluster, sentinel) SIGKILLs the master holding the bridge's keys; redis-data-loss wipes
  * the cache under the running bridge (standalone: a restart without the AOF, then FLUSHALL; cluster, sentinel:
  * FLUSHALL on the master) — after one, a re-sent ID may pass: the table shows it, and it is not a failure.
+ *
+ * The MQTT paths (./mqtt-scenario.ts) run against a Mosquitto of the suite's own (a free port, persistence on), which
+ * `--mosquitto-restarts` restarts; `--mqtt-cuts` cuts the bridge's MQTT connection, `--device-cuts` the devices'
+ * (mqtt-amqp: their unacknowledged PUBLISHes are sent again); `--closes` closes its RabbitMQ connection. They do no
+ * broker restart of RabbitMQ and no target stall.
  *
  * Every flag also reads from the environment as FAULTS_<FLAG> (e.g. FAULTS_MESSAGES=5000). Services: AMQP_URL,
  * STOMP_URL (ActiveMQ paths are skipped without it), RABBITMQ_STOMP_URL (default stomp://guest:guest@127.0.0.1:61614,
@@ -28,6 +34,7 @@ import { RabbitAdmin } from './rabbit-admin.js';
 import { formatTable, violations, type FaultRunReport } from './report.js';
 import { ACTIVEMQ_PATHS, FULL_FAULTS, PATHS, RABBITMQ_STOMP_PATHS, runScenario, type FaultCounts, type PathName } from './scenario.js';
 import { connect } from 'node:net';
+import { MQTT_FULL_FAULTS, MQTT_PATHS, runMqttScenario, type MqttPathName } from './mqtt-scenario.js';
 import { formatBackpressure, runBackpressure, type BackpressureReport } from './backpressure.js';
 
 const { values } = parseArgs({
@@ -51,6 +58,9 @@ const { values } = parseArgs({
     backpressure: { type: 'boolean' },
     'no-backpressure': { type: 'boolean' },
     'bp-messages': { type: 'string' },
+    'mqtt-cuts': { type: 'string' },
+    'device-cuts': { type: 'string' },
+    'mosquitto-restarts': { type: 'string' },
   },
   allowPositionals: false,
 });
@@ -93,16 +103,17 @@ async function main(): Promise<number> {
   const pathOpt = opt('path') ?? 'all';
   const onlyBackpressure = values.backpressure === true || opt('backpressure') === '1';
   const withBackpressure = onlyBackpressure || (values['no-backpressure'] !== true && pathOpt === 'all' && opt('no-backpressure') === undefined);
-  let paths: PathName[] = pathOpt === 'all' ? [...PATHS] : [pathOpt as PathName];
-  for (const p of paths) if (!PATHS.includes(p)) throw new Error(`--path expects one of ${PATHS.join(', ')} or all, got '${p}'`);
+  const allPaths: (PathName | MqttPathName)[] = [...PATHS, ...MQTT_PATHS];
+  let paths: (PathName | MqttPathName)[] = pathOpt === 'all' ? allPaths : [pathOpt as PathName];
+  for (const p of paths) if (!allPaths.includes(p)) throw new Error(`--path expects one of ${allPaths.join(', ')} or all, got '${p}'`);
   if (!stompUrl) {
-    const skipped = paths.filter((p) => ACTIVEMQ_PATHS.includes(p));
+    const skipped = paths.filter((p) => ACTIVEMQ_PATHS.includes(p as PathName));
     if (skipped.length > 0) console.log(`STOMP_URL is not set: skipping ${skipped.join(', ')} (start ActiveMQ with \`bash scripts/activemq.sh start\` and set STOMP_URL=stomp://127.0.0.1:61613)`);
-    paths = paths.filter((p) => !ACTIVEMQ_PATHS.includes(p));
+    paths = paths.filter((p) => !ACTIVEMQ_PATHS.includes(p as PathName));
   }
-  if (paths.some((p) => RABBITMQ_STOMP_PATHS.includes(p)) && !(await answers(rabbitStompUrl))) {
+  if (paths.some((p) => RABBITMQ_STOMP_PATHS.includes(p as PathName)) && !(await answers(rabbitStompUrl))) {
     console.log(`nothing answers at RABBITMQ_STOMP_URL (${new URL(rabbitStompUrl).host}): skipping ${RABBITMQ_STOMP_PATHS.join(', ')} (bash scripts/rabbitmq-plugins.sh enable turns it on for a local RabbitMQ; see docs/tests.md)`);
-    paths = paths.filter((p) => !RABBITMQ_STOMP_PATHS.includes(p));
+    paths = paths.filter((p) => !RABBITMQ_STOMP_PATHS.includes(p as PathName));
   }
   if (onlyBackpressure) paths = [];
 
@@ -127,8 +138,33 @@ async function main(): Promise<number> {
     await redis.start();
     if (withBackpressure) await own.start();
     for (const [i, path] of paths.entries()) {
+      if ((MQTT_PATHS as readonly string[]).includes(path)) {
+        const r = await runMqttScenario({
+          path: path as MqttPathName,
+          messages,
+          seed: seed + i,
+          faults: {
+            sigkill: faults.sigkill,
+            'connection-close': num('closes', MQTT_FULL_FAULTS['connection-close']),
+            'mqtt-cut': num('mqtt-cuts', MQTT_FULL_FAULTS['mqtt-cut']),
+            'device-cut': num('device-cuts', MQTT_FULL_FAULTS['device-cut']),
+            'mosquitto-restart': num('mosquitto-restarts', MQTT_FULL_FAULTS['mosquitto-restart']),
+            'redis-restart': faults['redis-restart'],
+            'poison-unroutable': poison,
+            'poison-too-large': poison,
+            reload: faults.reload ?? MQTT_FULL_FAULTS.reload,
+          },
+          publishSeconds: num('publish-seconds', 90),
+          amqpUrl,
+          redis,
+          admin,
+        });
+        reports.push(r);
+        console.log('\n' + formatTable([r]) + '\n');
+        continue;
+      }
       const r = await runScenario({
-        path,
+        path: path as PathName,
         messages,
         seed: seed + i,
         faults,

@@ -34,8 +34,9 @@ import type { SuiteRedis } from './suite-redis.js';
 import { Prng } from './prng.js';
 import { HARNESS_CONNECTION_PREFIX, type RabbitAdmin } from './rabbit-admin.js';
 import { analyse, type FaultRunReport, type SentRecord } from './report.js';
-import { DUPLICATE_ID_HEADER, ROUTE_HEADER, ROUTE_VALUE, parseBody, planStream, poisonBody, type Outgoing, type PoisonKind } from './stream.js';
+import { ROUTE_HEADER, ROUTE_VALUE, planStream, poisonBody, type Outgoing, type PoisonKind } from './stream.js';
 import { RELOAD_PREFETCHES, ReloadFault, reloadPoints } from './reload-fault.js';
+import { Gate, PacedStream, publishUntilConfirmed, recordUncertain, waitForDrain, withVhost } from './run-parts.js';
 
 export type MqttPathName = 'mqtt-amqp' | 'amqp-mqtt';
 export const MQTT_PATHS: readonly MqttPathName[] = ['mqtt-amqp', 'amqp-mqtt'];
@@ -69,12 +70,6 @@ export interface MqttScenarioOptions {
   log?: (line: string) => void;
 }
 
-function withVhost(url: string, vhost: string): string {
-  const u = new URL(url);
-  u.pathname = '/' + encodeURIComponent(vhost);
-  return u.toString();
-}
-
 /** Poison early, restarts mid-stream, the rest anywhere (as ./scenario.ts plans them). */
 function planFaults(counts: MqttFaultCounts, prng: Prng): { kind: MqttFaultKind; at: number }[] {
   const events: { kind: MqttFaultKind; at: number }[] = [];
@@ -88,22 +83,6 @@ function planFaults(counts: MqttFaultCounts, prng: Prng): { kind: MqttFaultKind;
     }
   }
   return events.sort((a, b) => a.at - b.at);
-}
-
-/** A one-slot lock: the publisher holds it per chunk, a Mosquitto restart for the whole restart. */
-class Gate {
-  private tail: Promise<void> = Promise.resolve();
-  async hold<T>(fn: () => Promise<T>): Promise<T> {
-    const prev = this.tail;
-    let release!: () => void;
-    this.tail = new Promise((r) => (release = r));
-    await prev;
-    try {
-      return await fn();
-    } finally {
-      release();
-    }
-  }
 }
 
 export async function runMqttScenario(o: MqttScenarioOptions): Promise<FaultRunReport> {
@@ -214,71 +193,28 @@ export async function runMqttScenario(o: MqttScenarioOptions): Promise<FaultRunR
     const plan = planStream(o.messages, prng, runId);
     const events = planFaults(faults, prng);
     log(`faults planned: ${events.map((e) => `${e.kind}@${Math.round(e.at * 100)}%`).join(', ')}`);
-    const poisonQueue: Outgoing[] = [];
-    let poisonNo = 0;
-    let published = 0;
-    let publishing = true;
-    const total = plan.messages.length;
-    const chunk = 100;
-    const intervalMs = (o.publishSeconds * 1000 * chunk) / total;
-
+    // A device cut during a chunk: MQTT.js sent its unacknowledged PUBLISHes again, so any may be at the source twice.
     const publishChunk = async (batch: Outgoing[]) => {
       const cutsBefore = deviceCuts;
-      for (let attempt = 1; ; attempt++) {
-        try {
-          await gate.hold(() => publisher.publish(batch));
-          break;
-        } catch (err) {
-          if (attempt === 1) log(`publish failed (${(err as Error).message}); re-publishing the chunk`);
-          for (const m of batch) if (m.type === 'normal') markUncertain(m);
-          if (attempt > 60) throw err;
-          await sleep(1000);
-          await publisher.open().catch(() => undefined);
-        }
-      }
-      // A device cut during this chunk: MQTT.js sent its unacknowledged PUBLISHes again, so any may be there twice.
-      if (deviceCuts !== cutsBefore) for (const m of batch) if (m.type === 'normal') markUncertain(m);
-      for (const m of batch) {
-        if (m.type === 'normal') {
-          if (m.identical) record.identical.sent += 1;
-          else if (m.resend) record.resends.set(m.seq, (record.resends.get(m.seq) ?? 0) + 1);
-          else record.sent.set(m.seq, m.id);
-        } else record.poison.set(m.poison, m.kind);
-      }
+      await publishUntilConfirmed(batch, { gate, publisher, record, log });
+      if (deviceCuts !== cutsBefore) for (const m of batch) recordUncertain(record, m);
     };
-    const markUncertain = (m: Outgoing & { type: 'normal' }) => {
-      if (m.identical) record.identical.uncertain += 1;
-      else record.uncertain.add(m.seq);
-    };
+    const stream = new PacedStream({ messages: plan.messages.map((m) => ({ type: 'normal' as const, ...m })), publishSeconds: o.publishSeconds, publishChunk });
+    const total = stream.total;
+    const publishLoop = stream.run();
 
-    const publishLoop = (async () => {
-      let next = Date.now();
-      for (let i = 0; i < total; i += chunk) {
-        const batch: Outgoing[] = [...poisonQueue.splice(0), ...plan.messages.slice(i, i + chunk).map((m) => ({ type: 'normal' as const, ...m }))];
-        await publishChunk(batch);
-        published = Math.min(total, i + chunk);
-        next += intervalMs;
-        const wait = next - Date.now();
-        if (wait > 0) await sleep(wait);
-      }
-      publishing = false;
-    })();
-
+    let poisonNo = 0;
     const injectPoison = async (kind: PoisonKind) => {
       poisonNo += 1;
       const n = poisonNo;
-      const m: Outgoing = {
+      const m: Outgoing & { type: 'poison' } = {
         type: 'poison',
         poison: n,
         kind,
         body: poisonBody(n, kind, runId, kind === 'too-large' ? tooLargeBytes : 0),
         ...(n % 2 === 0 ? { id: `faults-${runId}-poison-${n}` } : {}),
       };
-      if (publishing) {
-        poisonQueue.push(m);
-        while (!record.poison.has(n) && publishing) await sleep(50);
-        if (!record.poison.has(n)) await publishChunk([m]);
-      } else await publishChunk([m]);
+      await stream.poison(m, record);
     };
 
     const inject = async (kind: MqttFaultKind): Promise<boolean> => {
@@ -330,13 +266,13 @@ export async function runMqttScenario(o: MqttScenarioOptions): Promise<FaultRunR
       }
     };
 
-    const reloadLoop = reloads.run(reloadPoints(faults.reload), () => published, total, () => publishing).then((n) => {
+    const reloadLoop = reloads.run(reloadPoints(faults.reload), () => stream.published, total, () => stream.publishing).then((n) => {
       injected.reload = n;
     });
     for (const ev of events) {
-      while (published < ev.at * total && publishing) await sleep(100);
+      while (stream.published < ev.at * total && stream.publishing) await sleep(100);
       await bridge.ensureRunning();
-      log(`fault ${ev.kind} (published ${published}/${total})`);
+      log(`fault ${ev.kind} (published ${stream.published}/${total})`);
       const ok = await inject(ev.kind).catch((err: unknown) => {
         log(`fault ${ev.kind} failed: ${(err as Error).message}`);
         return false;
@@ -349,43 +285,7 @@ export async function runMqttScenario(o: MqttScenarioOptions): Promise<FaultRunR
     log(`published ${record.sent.size} distinct + ${[...record.resends.values()].reduce((a, b) => a + b, 0)} re-sends + ${record.identical.sent} byte-identical + ${record.poison.size} poison; faults done`);
 
     // ---- drain ----
-    await bridge.ensureRunning();
-    const quietMs = o.quietMs ?? 45_000;
-    const drainDeadline = Date.now() + (o.drainTimeoutMs ?? 300_000);
-    let lastCount = -1;
-    let lastProgress = Date.now();
-    for (;;) {
-      await sleep(1000);
-      const s = new Set<number>();
-      const p = new Set<number>();
-      const identicalIds = new Set<string>();
-      for (const m of [...target.messages, ...deadLetter.messages]) {
-        const b = parseBody(m.body);
-        if (b === undefined) continue;
-        if ('seq' in b) s.add(b.seq);
-        else if ('poison' in b) p.add(b.poison);
-        else identicalIds.add(String(m.headers[DUPLICATE_ID_HEADER]));
-      }
-      const count = target.messages.length + deadLetter.messages.length;
-      if (count !== lastCount) {
-        lastCount = count;
-        lastProgress = Date.now();
-      }
-      const complete = [...record.sent.keys()].every((k) => s.has(k)) && [...record.poison.keys()].every((k) => p.has(k)) && identicalIds.size >= record.identical.sent;
-      if (complete) {
-        await sleep(3000);
-        break;
-      }
-      if (Date.now() - Math.max(lastProgress, target.lastArrival, deadLetter.lastArrival) > quietMs) {
-        log(`target quiet for ${quietMs / 1000} s with messages missing: stopping the wait`);
-        break;
-      }
-      if (Date.now() > drainDeadline) {
-        log('drain timeout reached');
-        break;
-      }
-      await bridge.ensureRunning();
-    }
+    await waitForDrain({ bridge, record, target, deadLetter, quietMs: o.quietMs ?? 45_000, timeoutMs: o.drainTimeoutMs ?? 300_000, log });
     let leftAtSource: number | undefined;
     if (!sourceIsMqtt) {
       const conn = await amqp.connect(rabbitUrl, { clientProperties: { connection_name: `${HARNESS_CONNECTION_PREFIX} check` } });

@@ -36,9 +36,10 @@ import { stompAddress, stompDestination } from '../../src/config/stomp-address.j
 import { Prng } from './prng.js';
 import { HARNESS_CONNECTION_PREFIX, RabbitAdmin } from './rabbit-admin.js';
 import { analyse, type FaultRunReport, type SentRecord } from './report.js';
-import { DUPLICATE_ID_HEADER, ROUTE_HEADER, ROUTE_VALUE, parseBody, planStream, poisonBody, type Outgoing, type PoisonKind } from './stream.js';
+import { ROUTE_HEADER, ROUTE_VALUE, planStream, poisonBody, type Outgoing, type PoisonKind } from './stream.js';
 import { sleep } from '../support/wait.js';
 import { RELOAD_PREFETCHES, ReloadFault, reloadPoints } from './reload-fault.js';
+import { Gate, PacedStream, publishUntilConfirmed, waitForDrain, withVhost } from './run-parts.js';
 
 const execFileP = promisify(execFile);
 const ACTIVEMQ_SCRIPT = resolve(import.meta.dirname, '../../scripts/activemq.sh');
@@ -136,28 +137,6 @@ export function planFaults(counts: FaultCounts, prng: Prng): FaultEvent[] {
     }
   }
   return events.sort((a, b) => a.at - b.at);
-}
-
-function withVhost(url: string, vhost: string): string {
-  const u = new URL(url);
-  u.pathname = '/' + encodeURIComponent(vhost);
-  return u.toString();
-}
-
-/** A one-slot lock: the publisher holds it per chunk, a broker restart holds it for the whole restart. */
-class Gate {
-  private tail: Promise<void> = Promise.resolve();
-  async hold<T>(fn: () => Promise<T>): Promise<T> {
-    const prev = this.tail;
-    let release!: () => void;
-    this.tail = new Promise((r) => (release = r));
-    await prev;
-    try {
-      return await fn();
-    } finally {
-      release();
-    }
-  }
 }
 
 export async function runScenario(o: ScenarioOptions): Promise<FaultRunReport> {
@@ -350,59 +329,17 @@ export async function runScenario(o: ScenarioOptions): Promise<FaultRunReport> {
     const plan = planStream(o.messages, prng, runId);
     const events = planFaults(faults, prng);
     log(`faults planned: ${events.map((e) => `${e.kind}@${Math.round(e.at * 100)}%`).join(', ')}`);
-    const poisonQueue: Outgoing[] = [];
+    const publishChunk = (batch: Outgoing[]) => publishUntilConfirmed(batch, { gate, publisher, record, log });
+    const stream = new PacedStream({ messages: plan.messages.map((m) => ({ type: 'normal' as const, ...m })), publishSeconds: o.publishSeconds, publishChunk });
+    const total = stream.total;
+    const publishLoop = stream.run();
+
     let poisonNo = 0;
-    let published = 0;
-    let publishing = true;
-    const total = plan.messages.length;
-    const chunk = 100;
-    const intervalMs = (o.publishSeconds * 1000 * chunk) / total;
-
-    const publishChunk = async (batch: Outgoing[]) => {
-      for (let attempt = 1; ; attempt++) {
-        try {
-          await gate.hold(() => publisher.publish(batch));
-          break;
-        } catch (err) {
-          if (attempt === 1) log(`publish failed (${(err as Error).message}); re-publishing the chunk`);
-          // A message of a failed chunk may be at the source already: re-publishing can make it exist twice there.
-          for (const m of batch) {
-            if (m.type !== 'normal') continue;
-            if (m.identical) record.identical.uncertain += 1;
-            else record.uncertain.add(m.seq);
-          }
-          if (attempt > 60) throw err;
-          await sleep(1000);
-          await publisher.open().catch(() => undefined);
-        }
-      }
-      for (const m of batch) {
-        if (m.type === 'normal') {
-          if (m.identical) record.identical.sent += 1;
-          else if (m.resend) record.resends.set(m.seq, (record.resends.get(m.seq) ?? 0) + 1);
-          else record.sent.set(m.seq, m.id);
-        } else record.poison.set(m.poison, m.kind);
-      }
-    };
-
-    const publishLoop = (async () => {
-      let next = Date.now();
-      for (let i = 0; i < total; i += chunk) {
-        const batch: Outgoing[] = [...poisonQueue.splice(0), ...plan.messages.slice(i, i + chunk).map((m) => ({ type: 'normal' as const, ...m }))];
-        await publishChunk(batch);
-        published = Math.min(total, i + chunk);
-        next += intervalMs;
-        const wait = next - Date.now();
-        if (wait > 0) await sleep(wait);
-      }
-      publishing = false;
-    })();
-
     const injectPoison = async (kind: PoisonKind) => {
       poisonNo += 1;
       const n = poisonNo;
       const size = kind === 'too-large' && !targetIsStomp ? tooLargeBytes : 0;
-      const m: Outgoing = {
+      const m: Outgoing & { type: 'poison' } = {
         type: 'poison',
         poison: n,
         kind,
@@ -425,12 +362,8 @@ export async function runScenario(o: ScenarioOptions): Promise<FaultRunReport> {
           }
         });
         record.poison.set(n, kind);
-      } else if (publishing) {
-        poisonQueue.push(m);
-        while (!record.poison.has(n) && publishing) await sleep(50);
-        if (!record.poison.has(n)) await publishChunk([m]);
       } else {
-        await publishChunk([m]);
+        await stream.poison(m, record);
       }
     };
 
@@ -506,13 +439,13 @@ export async function runScenario(o: ScenarioOptions): Promise<FaultRunReport> {
       }
     };
 
-    const reloadLoop = reloads.run(reloadPoints(faults.reload ?? 0), () => published, total, () => publishing).then((n) => {
+    const reloadLoop = reloads.run(reloadPoints(faults.reload ?? 0), () => stream.published, total, () => stream.publishing).then((n) => {
       injected.reload = n;
     });
     for (const ev of events) {
-      while (published < ev.at * total && publishing) await sleep(100);
+      while (stream.published < ev.at * total && stream.publishing) await sleep(100);
       await bridge.ensureRunning();
-      log(`fault ${ev.kind} (published ${published}/${total})`);
+      log(`fault ${ev.kind} (published ${stream.published}/${total})`);
       const ok = await inject(ev.kind).catch((err: unknown) => {
         log(`fault ${ev.kind} failed: ${(err as Error).message}`);
         return false;
@@ -527,49 +460,7 @@ export async function runScenario(o: ScenarioOptions): Promise<FaultRunReport> {
     log(`published ${record.sent.size} distinct + ${[...record.resends.values()].reduce((a, b) => a + b, 0)} re-sends + ${record.identical.sent} byte-identical + ${record.poison.size} poison; faults done`);
 
     // ---- drain ----
-    await bridge.ensureRunning();
-    const quietMs = o.quietMs ?? 45_000;
-    const drainDeadline = Date.now() + (o.drainTimeoutMs ?? 300_000);
-    const seen = () => {
-      const s = new Set<number>();
-      const p = new Set<number>();
-      const identicalIds = new Set<string>();
-      for (const m of [...target.messages, ...deadLetter.messages]) {
-        const b = parseBody(m.body);
-        if (b === undefined) continue;
-        if ('seq' in b) s.add(b.seq);
-        else if ('poison' in b) p.add(b.poison);
-        else identicalIds.add(String(m.headers[DUPLICATE_ID_HEADER]));
-      }
-      return { s, p, identical: identicalIds.size };
-    };
-    let lastProgress = Date.now();
-    let lastCount = -1;
-    for (;;) {
-      await sleep(1000);
-      const { s, p, identical } = seen();
-      const count = target.messages.length + deadLetter.messages.length;
-      if (count !== lastCount) {
-        lastCount = count;
-        lastProgress = Date.now();
-      }
-      const complete =
-        [...record.sent.keys()].every((k) => s.has(k)) && [...record.poison.keys()].every((k) => p.has(k)) && identical >= record.identical.sent;
-      if (complete) {
-        // Wait a little longer for late extra copies (a resend after a reconnect).
-        await sleep(3000);
-        break;
-      }
-      if (Date.now() - Math.max(lastProgress, target.lastArrival, deadLetter.lastArrival) > quietMs) {
-        log(`target quiet for ${quietMs / 1000} s with messages missing: stopping the wait`);
-        break;
-      }
-      if (Date.now() > drainDeadline) {
-        log('drain timeout reached');
-        break;
-      }
-      await bridge.ensureRunning();
-    }
+    await waitForDrain({ bridge, record, target, deadLetter, quietMs: o.quietMs ?? 45_000, timeoutMs: o.drainTimeoutMs ?? 300_000, log });
     if (sourceOnRabbit) {
       const conn = await amqp.connect(rabbitUrl, { clientProperties: { connection_name: `${HARNESS_CONNECTION_PREFIX} check` } });
       const ch = await conn.createChannel();

@@ -16,7 +16,7 @@
  * are no transactions: a batch is its members sent together, each with its own outcome.
  */
 import type { MqttConnectionConfig } from '../../config/types.js';
-import { asError, MessageRejectedError, TransientError } from '../../shared/errors.js';
+import { MessageRejectedError, TransientError } from '../../shared/errors.js';
 import type { BridgeMessage } from '../../core/message.js';
 import type { TargetEndpoint, TargetHandlers } from '../../core/ports.js';
 import { CONFIRMED, failedMember, type BatchMemberResult } from '../../core/batch-result.js';
@@ -25,6 +25,7 @@ import type { Logger } from '../../shared/log.js';
 import { toMqtt } from '../../mapping/mqtt-mapping.js';
 import { mqttTopicAddress } from '../../config/mqtt-address.js';
 import { MqttEndpoint } from './mqtt-endpoint.js';
+import { confirmWithin } from '../confirm-timeout.js';
 import type { MqttSession, OutgoingPublish, PublishAck } from './mqtt-session.js';
 import { PUBACK_NO_SUBSCRIBERS, PUBACK_QUOTA_EXCEEDED, reasonName } from './mqtt-reasons.js';
 
@@ -108,22 +109,8 @@ export class MqttTarget extends MqttEndpoint implements TargetEndpoint {
 
   /** Waits for a PUBACK, at most confirmTimeout; past it the connection is treated as broken. */
   private confirmed<T>(session: MqttSession, promise: Promise<T>): Promise<T> {
-    return new Promise<T>((resolve, reject) => {
-      const timer = setTimeout(() => {
-        session.fail(
-          new TransientError(`${this.description}: no PUBACK within ${this.confirmTimeout} ms; treating the connection as broken`, { outcomeUnknown: true }),
-        );
-      }, this.confirmTimeout);
-      promise.then(
-        (v) => {
-          clearTimeout(timer);
-          resolve(v);
-        },
-        (e: unknown) => {
-          clearTimeout(timer);
-          reject(asError(e));
-        },
-      );
-    });
+    const timedOut = (): void =>
+      session.fail(new TransientError(`${this.description}: no PUBACK within ${this.confirmTimeout} ms; treating the connection as broken`, { outcomeUnknown: true }));
+    return confirmWithin(promise, this.confirmTimeout, timedOut);
   }
 }

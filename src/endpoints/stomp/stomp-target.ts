@@ -17,6 +17,7 @@ import type { Logger } from '../../shared/log.js';
 import { toStomp, type StompHeaders } from '../../mapping/stomp-mapping.js';
 import { escapeHeader, type StompSession } from './stomp-client.js';
 import { StompEndpoint } from './stomp-endpoint.js';
+import { confirmWithin } from '../confirm-timeout.js';
 
 /** ActiveMQ 5.x STOMP limits (StompWireFormat): exceeding one closes the connection. */
 export const STOMP_FRAME_LIMITS = {
@@ -133,25 +134,13 @@ export class StompTarget extends StompEndpoint implements TargetEndpoint {
 
   /** Waits for a receipt, at most confirmTimeout; past it the connection is treated as broken. */
   private confirmed<T>(session: StompSession, promise: Promise<T>, what: string): Promise<T> {
-    return new Promise<T>((resolve, reject) => {
-      const timer = setTimeout(() => {
-        session.fail(
-          new TransientError(`${this.description}: no RECEIPT for a ${what} within ${this.confirmTimeout} ms; treating the connection as broken`, {
-            outcomeUnknown: true,
-          }),
-        );
-      }, this.confirmTimeout);
-      promise.then(
-        (v) => {
-          clearTimeout(timer);
-          resolve(v);
-        },
-        (e: unknown) => {
-          clearTimeout(timer);
-          reject(fullRefusal(asError(e)));
-        },
+    const timedOut = (): void =>
+      session.fail(
+        new TransientError(`${this.description}: no RECEIPT for a ${what} within ${this.confirmTimeout} ms; treating the connection as broken`, {
+          outcomeUnknown: true,
+        }),
       );
-    });
+    return confirmWithin(promise, this.confirmTimeout, timedOut, fullRefusal);
   }
 }
 

@@ -15,6 +15,7 @@ import { routingScenarios } from './routing-scenarios.js';
 import { stompScenarios } from './stomp-scenarios.js';
 import { fullTargetScenarios } from './full-target-scenarios.js';
 import { pin, pinnedScenarios } from './pinned-scenarios.js';
+import { mqttScenarios } from './mqtt-scenarios.js';
 
 export type { RunResult } from './window.js';
 
@@ -364,6 +365,7 @@ export const scenarios: Scenario[] = [
   { group: 'amqp→amqp', name: DEDUPE_OFF, baseline: 'amqplib baseline', versus: SHOVEL, run: amqpBridge(false, true) },
   ...routingScenarios,
   ...stompScenarios,
+  ...mqttScenarios,
   ...fullTargetScenarios,
   ...pinnedScenarios,
   // '× dedupe off' here is against the amqp→amqp group's bridge without detection, when that group runs too.

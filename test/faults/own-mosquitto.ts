@@ -20,8 +20,15 @@ export class OwnMosquitto {
   readonly dir: string;
   port = 0;
 
-  constructor() {
-    this.dir = mkdtempSync(join(tmpdir(), 'broker-bridge-faults-mosquitto-'));
+  /**
+   * `name`: the start of its temporary folder's name (the bench finds its process by it); `extra`: more lines of its
+   * configuration (e.g. `max_inflight_messages 1000`).
+   */
+  constructor(
+    name = 'broker-bridge-faults-mosquitto-',
+    private readonly extra: readonly string[] = [],
+  ) {
+    this.dir = mkdtempSync(join(tmpdir(), name));
     // Started as root, Mosquitto drops to its own user: that user writes the persistence file and the log here.
     chmodSync(this.dir, 0o777);
   }
@@ -49,6 +56,7 @@ export class OwnMosquitto {
         'log_type warning',
         'log_type notice',
         'log_type information',
+        ...this.extra,
         '',
       ].join('\n'),
     );

@@ -36,7 +36,7 @@ import { HARNESS_CONNECTION_PREFIX, type RabbitAdmin } from './rabbit-admin.js';
 import { analyse, type FaultRunReport, type SentRecord } from './report.js';
 import { ROUTE_HEADER, ROUTE_VALUE, planStream, poisonBody, type Outgoing, type PoisonKind } from './stream.js';
 import { RELOAD_PREFETCHES, ReloadFault, reloadPoints } from './reload-fault.js';
-import { Gate, PacedStream, publishUntilConfirmed, recordUncertain, waitForDrain, withVhost } from './run-parts.js';
+import { Gate, PacedStream, fireFaults, publishUntilConfirmed, recordUncertain, waitForDrain, withVhost } from './run-parts.js';
 
 export type MqttPathName = 'mqtt-amqp' | 'amqp-mqtt';
 export const MQTT_PATHS: readonly MqttPathName[] = ['mqtt-amqp', 'amqp-mqtt'];
@@ -269,17 +269,7 @@ export async function runMqttScenario(o: MqttScenarioOptions): Promise<FaultRunR
     const reloadLoop = reloads.run(reloadPoints(faults.reload), () => stream.published, total, () => stream.publishing).then((n) => {
       injected.reload = n;
     });
-    for (const ev of events) {
-      while (stream.published < ev.at * total && stream.publishing) await sleep(100);
-      await bridge.ensureRunning();
-      log(`fault ${ev.kind} (published ${stream.published}/${total})`);
-      const ok = await inject(ev.kind).catch((err: unknown) => {
-        log(`fault ${ev.kind} failed: ${(err as Error).message}`);
-        return false;
-      });
-      if (ok) injected[ev.kind] = (injected[ev.kind] ?? 0) + 1;
-      await sleep(1500);
-    }
+    await fireFaults(events, { stream, bridge, inject, injected, log });
     await publishLoop;
     await reloadLoop;
     log(`published ${record.sent.size} distinct + ${[...record.resends.values()].reduce((a, b) => a + b, 0)} re-sends + ${record.identical.sent} byte-identical + ${record.poison.size} poison; faults done`);

@@ -187,3 +187,27 @@ export async function publishUntilConfirmed(
   }
   recordPublished(o.record, batch);
 }
+
+/**
+ * Fires each planned fault once the stream has passed its point (`at`: the fraction published), one after the other with
+ * a pause between them for the bridge to make progress, restarting a bridge that exited by itself first; counts the
+ * ones that took in `injected`.
+ */
+export async function fireFaults<K extends string>(
+  events: readonly { kind: K; at: number }[],
+  o: { stream: PacedStream; bridge: BridgeControl; inject: (kind: K) => Promise<boolean>; injected: Record<string, number>; log: (line: string) => void },
+): Promise<void> {
+  const { stream, log } = o;
+  for (const ev of events) {
+    while (stream.published < ev.at * stream.total && stream.publishing) await sleep(100);
+    await o.bridge.ensureRunning();
+    log(`fault ${ev.kind} (published ${stream.published}/${stream.total})`);
+    const ok = await o.inject(ev.kind).catch((err: unknown) => {
+      log(`fault ${ev.kind} failed: ${(err as Error).message}`);
+      return false;
+    });
+    if (ok) o.injected[ev.kind] = (o.injected[ev.kind] ?? 0) + 1;
+    // Let the bridge make progress between faults.
+    await sleep(1500);
+  }
+}

@@ -39,7 +39,7 @@ import { analyse, type FaultRunReport, type SentRecord } from './report.js';
 import { ROUTE_HEADER, ROUTE_VALUE, planStream, poisonBody, type Outgoing, type PoisonKind } from './stream.js';
 import { sleep } from '../support/wait.js';
 import { RELOAD_PREFETCHES, ReloadFault, reloadPoints } from './reload-fault.js';
-import { Gate, PacedStream, publishUntilConfirmed, waitForDrain, withVhost } from './run-parts.js';
+import { Gate, PacedStream, fireFaults, publishUntilConfirmed, waitForDrain, withVhost } from './run-parts.js';
 
 const execFileP = promisify(execFile);
 const ACTIVEMQ_SCRIPT = resolve(import.meta.dirname, '../../scripts/activemq.sh');
@@ -442,18 +442,7 @@ export async function runScenario(o: ScenarioOptions): Promise<FaultRunReport> {
     const reloadLoop = reloads.run(reloadPoints(faults.reload ?? 0), () => stream.published, total, () => stream.publishing).then((n) => {
       injected.reload = n;
     });
-    for (const ev of events) {
-      while (stream.published < ev.at * total && stream.publishing) await sleep(100);
-      await bridge.ensureRunning();
-      log(`fault ${ev.kind} (published ${stream.published}/${total})`);
-      const ok = await inject(ev.kind).catch((err: unknown) => {
-        log(`fault ${ev.kind} failed: ${(err as Error).message}`);
-        return false;
-      });
-      if (ok) injected[ev.kind] = (injected[ev.kind] ?? 0) + 1;
-      // Let the bridge make progress between faults.
-      await sleep(1500);
-    }
+    await fireFaults(events, { stream, bridge, inject, injected, log });
     await publishLoop;
     await reloadLoop;
     if ((faults.reload ?? 0) > 0) log(`reloads applied: ${JSON.stringify(reloads.done)}`);

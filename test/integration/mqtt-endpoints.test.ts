@@ -342,6 +342,18 @@ describe.each([MOSQUITTO_5, MOSQUITTO_4])('retained messages ($name)', (peer) =>
         for (const d of c.deliveries) source.ack(d);
         await source.ackBarrier();
         await source.close();
+        // Resumed, the session does not get the retained copy again (MQTT 5: asked only for a new subscription;
+        // 3.1.1: the source does not subscribe again when the broker kept its session).
+        const again = sourceOn(peer, topic, { settings: { clientId, forwardRetained } });
+        const c2 = collect(again);
+        await c2.opened;
+        await publishMqtt(peer, topic, [{ body: 'live again' }]);
+        await until('the second live message', () => c2.deliveries.length > 0);
+        await sleep(300);
+        expect(c2.deliveries.map((d) => d.message.body.toString())).toEqual(['live again']);
+        for (const d of c2.deliveries) again.ack(d);
+        await again.ackBarrier();
+        await again.close();
         // Nothing was left unacknowledged, the skipped retained copy included.
         expect(await readMqtt(peer, clientId, { quietMs: 300 })).toEqual([]);
       }
@@ -364,8 +376,10 @@ describe('MqttTarget', () => {
     const accepting = targetOn(MOSQUITTO_5, topic, { noSubscribers: 'accept' });
     await accepting.open({ onLost: () => undefined });
     await accepting.send(message('dropped by the broker, as asked'));
-    // MQTT 3.1.1 cannot say it: the PUBACK means taken.
-    const v4 = targetOn(MOSQUITTO_4, topic);
+  });
+
+  it.each([MOSQUITTO_4, RABBITMQ_MQTT, ACTIVEMQ_MQTT])('MQTT 3.1.1 ($name) cannot say a PUBLISH matched nobody: its PUBACK means taken', async (peer) => {
+    const v4 = targetOn(peer, uniqueTopic('nobody'));
     await v4.open({ onLost: () => undefined });
     await v4.send(message('taken'));
   });
@@ -393,6 +407,38 @@ describe('MqttTarget', () => {
     expect((err as Error).message).toContain("header 'big' is 70000 bytes; an MQTT string is at most 65535 bytes");
     await target.send(message('after'));
     expect(bodies(await readMqtt(peer, readers.get(topic)!, { atLeast: 1, quietMs: 300 }))).toEqual(['after']);
+  });
+});
+
+describe('what the brokers do (docs/mqtt.md#the-peers-checked-here)', () => {
+  it.each([
+    [MOSQUITTO_4, 20],
+    [RABBITMQ_MQTT, 10],
+    [ACTIVEMQ_MQTT, 100],
+  ] as const)('MQTT 3.1.1 ($0.name) sends %s QoS 1 messages unacknowledged, whatever the prefetch', async (peer, window) => {
+    const topic = await queueOn(peer, 'window');
+    await publishMqtt(peer, topic, Array.from({ length: window * 2 }, (_, i) => ({ body: `w${i}` })));
+    const source = sourceOn(peer, topic, { prefetch: 1000 });
+    const c = collect(source);
+    await c.opened;
+    await until(`${window} deliveries`, () => c.deliveries.length === window);
+    await sleep(1000);
+    expect(c.deliveries).toHaveLength(window);
+    for (const d of c.deliveries) source.ack(d);
+    await until(`${window * 2} deliveries`, () => c.deliveries.length === window * 2);
+    for (const d of c.deliveries.slice(window)) source.ack(d);
+    await source.ackBarrier();
+  });
+
+  it('Mosquitto 5 announces a receive maximum of 20 to a client (its max_inflight_messages)', async () => {
+    const session = await connectMqtt(mqttConnection(MOSQUITTO_5), { clientId: uniqueClientId('bbrm'), clean: true }, log);
+    expect(session.serverInfo.receiveMaximum).toBe(20);
+    await session.disconnect();
+  });
+
+  it('Mosquitto closes the connection on a PUBLISH with a control character in a user property (why the bridge leaves such headers out)', async () => {
+    const err = await publishMqtt(MOSQUITTO_5, uniqueTopic('ctl'), [{ body: 'x', headers: { bad: 'a\nb' } }]).catch((e: unknown) => e);
+    expect((err as Error).message).toMatch(/the broker closed the connection while publishing/);
   });
 });
 

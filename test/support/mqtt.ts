@@ -159,7 +159,8 @@ export async function publishMqtt(peer: MqttPeer, topic: string, messages: reado
     );
     await Promise.race([acks, closed]);
   } finally {
-    await client.endAsync();
+    // Forced: every PUBACK has come (or the connection is gone, and MQTT.js would wait for them for ever).
+    await client.endAsync(true);
   }
 }
 

@@ -1,6 +1,6 @@
 /**
  * CPU time of the processes that share the machine during a bench scenario — RabbitMQ (`beam.smp`), Redis (the one
- * the bench uses), ActiveMQ (`java … activemq`) — so that a reader sees where the 2 cores go, not only the bridge's
+ * the bench uses), ActiveMQ (`java … activemq`), the bench's own Mosquitto — so that a reader sees where the 2 cores go, not only the bridge's
  * share. Read from /proc (Linux); a process that is not there is left out.
  */
 import { readFileSync, readdirSync } from 'node:fs';
@@ -43,8 +43,10 @@ export function ownCpuMs(): CpuSample {
   return { total: (u.user + u.system) / 1000, system: u.system / 1000 };
 }
 
-export type Role = 'RabbitMQ' | 'Redis' | 'ActiveMQ';
-export const ROLES: readonly Role[] = ['RabbitMQ', 'Redis', 'ActiveMQ'];
+export type Role = 'RabbitMQ' | 'Redis' | 'ActiveMQ' | 'Mosquitto';
+export const ROLES: readonly Role[] = ['RabbitMQ', 'Redis', 'ActiveMQ', 'Mosquitto'];
+/** The folder name of the bench's own Mosquitto (./mqtt-scenarios.ts), by which its process is told from the machine's. */
+export const BENCH_MOSQUITTO_NAME = 'broker-bridge-bench-mosquitto-';
 
 function cmdline(pid: string): string {
   try {
@@ -89,6 +91,7 @@ export function findPids(): Partial<Record<Role, number>> {
     if (name === 'beam.smp' && /rabbit/.test(cmdline(pid))) consider('RabbitMQ', pid);
     else if (name === 'redis-server' && cmdline(pid).includes(`:${redisPort}`)) consider('Redis', pid);
     else if (name === 'java' && /activemq/i.test(cmdline(pid))) consider('ActiveMQ', pid);
+    else if (name === 'mosquitto' && cmdline(pid).includes(BENCH_MOSQUITTO_NAME)) consider('Mosquitto', pid);
   }
   return found;
 }

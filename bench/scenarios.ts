@@ -10,6 +10,7 @@ import { fullTargetScenarios } from './full-target-scenarios.js';
 import { pinnedScenarios } from './pinned-scenarios.js';
 import { moveScenarios } from './move-scenarios.js';
 import { natsScenarios } from './nats-scenarios.js';
+import { mqttScenarios } from './mqtt-scenarios.js';
 
 export type { Scenario } from './harness.js';
 
@@ -17,6 +18,7 @@ export const scenarios: Scenario[] = [
   ...amqpScenarios,
   ...routingScenarios,
   ...stompScenarios,
+  ...mqttScenarios,
   ...fullTargetScenarios,
   ...pinnedScenarios,
   ...moveScenarios,

@@ -9,6 +9,12 @@
 # rewritten from scripts/activemq/ on every start, data/ (KahaDB, logs) is kept, so `restart` keeps persistent
 # messages. The broker runs as the calling user (root on CI): Debian's packaged instance switches to a user that
 # cannot write under the repo.
+#
+# MQTT: Debian's activemq-mqtt.jar needs the MQTT codec of libmqtt-client-java (org.fusesource.mqtt), which the
+# activemq package does not pull in; without it the connector accepts TCP and never answers CONNECT (its log says
+# NoClassDefFoundError: org/fusesource/mqtt/codec/PINGRESP). `start` installs that package and links its jars into the
+# instance's lib/ (on ActiveMQ's extension class path); a broker started before that needs a `restart`, which `status`
+# and `start` say.
 set -euo pipefail
 
 SCRIPT_DIR="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
@@ -21,6 +27,9 @@ OUT_FILE="$DATA_DIR/console.log"
 ACTIVEMQ_HOME=/usr/share/activemq
 STOMP_HOST=127.0.0.1
 STOMP_PORT=61613
+MQTT_PORT=1885
+# The MQTT codec ActiveMQ's MQTT transport loads (libmqtt-client-java) and what it needs (libhawtdispatch-java).
+MQTT_JARS=(/usr/share/java/mqtt-client.jar /usr/share/java/hawtdispatch.jar /usr/share/java/hawtdispatch-transport.jar)
 START_TIMEOUT="${ACTIVEMQ_START_TIMEOUT:-60}"
 STOP_TIMEOUT="${ACTIVEMQ_STOP_TIMEOUT:-30}"
 
@@ -43,6 +52,40 @@ ensure_installed() {
   fi
   [[ -f "$ACTIVEMQ_HOME/bin/activemq.jar" ]] || die "the activemq package is installed but $ACTIVEMQ_HOME/bin/activemq.jar is missing"
   command -v java >/dev/null || die "java is not on PATH (the activemq package should have pulled in a JRE)"
+}
+
+ensure_mqtt_codec() {
+  local jar
+  for jar in "${MQTT_JARS[@]}"; do [[ -f "$jar" ]] || break; done
+  [[ -f "$jar" ]] && return 0
+  log "installing Debian's libmqtt-client-java (the MQTT codec of ActiveMQ's MQTT connector)"
+  export DEBIAN_FRONTEND=noninteractive
+  if ! apt-get install -y -qq --no-install-recommends libmqtt-client-java >/dev/null; then
+    apt-get update -qq
+    apt-get install -y -qq --no-install-recommends libmqtt-client-java >/dev/null
+  fi
+  for jar in "${MQTT_JARS[@]}"; do [[ -f "$jar" ]] || die "libmqtt-client-java is installed but $jar is missing"; done
+}
+
+# True when an MQTT 3.1.1 CONNECT on the MQTT port is answered with a CONNACK that accepts it (20 02 00 00).
+mqtt_ready() {
+  timeout 3 bash -c '
+    exec 3<>"/dev/tcp/$0/$1" || exit 1
+    printf "\x10\x15\x00\x04MQTT\x04\x02\x00\x0a\x00\x09bb-probe1" >&3
+    [[ "$(head -c 4 <&3 | od -An -tx1 | tr -d " \n")" == 20020000 ]] || exit 1
+    printf "\xe0\x00" >&3
+  ' "$STOMP_HOST" "$MQTT_PORT" 2>/dev/null
+}
+
+# A line about MQTT for `start` and `status`: answering, or what to do.
+mqtt_note() {
+  if mqtt_ready; then
+    echo "MQTT on $STOMP_HOST:$MQTT_PORT"
+  elif grep -q 'NoClassDefFoundError: org/fusesource/mqtt' "$OUT_FILE" 2>/dev/null; then
+    echo "MQTT on $STOMP_HOST:$MQTT_PORT does not answer: this broker started without the MQTT codec; run \`$0 restart\`"
+  else
+    echo "MQTT on $STOMP_HOST:$MQTT_PORT does not answer CONNECT"
+  fi
 }
 
 # The pid from the pid file when that process is alive, else nothing.
@@ -82,17 +125,20 @@ log_tail() {
 }
 
 write_conf() {
-  mkdir -p "$CONF_DIR" "$DATA_DIR"
+  mkdir -p "$CONF_DIR" "$DATA_DIR" "$INSTANCE_DIR/lib"
   cp "$SCRIPT_DIR/activemq/activemq.xml" "$CONF_DIR/activemq.xml"
   cp "$SCRIPT_DIR/activemq/log4j.properties" "$CONF_DIR/log4j.properties"
+  local jar
+  for jar in "${MQTT_JARS[@]}"; do ln -sf "$jar" "$INSTANCE_DIR/lib/"; done
 }
 
 do_start() {
   ensure_installed
+  ensure_mqtt_codec
   local pid
   if pid="$(running_pid)"; then
     if stomp_ready; then
-      log "already running (pid $pid), STOMP on $STOMP_HOST:$STOMP_PORT"
+      log "already running (pid $pid), STOMP on $STOMP_HOST:$STOMP_PORT; $(mqtt_note)"
       return 0
     fi
     log "pid $pid is alive but STOMP does not answer yet; waiting"
@@ -122,7 +168,7 @@ do_start() {
       exit 1
     fi
     if stomp_ready; then
-      log "running (pid $pid), STOMP on $STOMP_HOST:$STOMP_PORT"
+      log "running (pid $pid), STOMP on $STOMP_HOST:$STOMP_PORT; $(mqtt_note)"
       return 0
     fi
     sleep 0.2
@@ -164,7 +210,7 @@ do_status() {
   local pid
   if pid="$(running_pid)"; then
     if stomp_ready; then
-      log "running (pid $pid), STOMP on $STOMP_HOST:$STOMP_PORT"
+      log "running (pid $pid), STOMP on $STOMP_HOST:$STOMP_PORT; $(mqtt_note)"
       return 0
     fi
     log "pid $pid is alive but STOMP on $STOMP_HOST:$STOMP_PORT does not answer"

@@ -9,12 +9,13 @@ import { suggestion } from './suggest.js';
 import { resolveTarget } from './amqp-address.js';
 import { stompDestination } from './stomp-address.js';
 import { asRecord, asString, type Data } from './raw-data.js';
+import { checkEndpointKeys, checkMqttBridges } from './mqtt-checks.js';
 
 function has(obj: Data, key: string): boolean {
   return obj[key] !== undefined;
 }
 
-type ConnectionType = 'amqp' | 'stomp' | 'nats';
+type ConnectionType = 'amqp' | 'stomp' | 'nats' | 'mqtt';
 
 /**
  * The queue a name stands for on a connection, by the rule the endpoints use (stompDestination), so that `orders` and
@@ -38,7 +39,7 @@ function checkConnections(raw: Data, out: ProblemCollector): Map<string, Connect
   const connections = asRecord(raw.connections) ?? {};
   for (const [name, value] of Object.entries(connections)) {
     const c = asRecord(value);
-    const type = c?.type === 'amqp' || c?.type === 'stomp' || c?.type === 'nats' ? c.type : undefined;
+    const type = c?.type === 'amqp' || c?.type === 'stomp' || c?.type === 'nats' || c?.type === 'mqtt' ? c.type : undefined;
     types.set(name, type);
     if (c === undefined) continue;
     if (has(c, 'url') && has(c, 'urls')) {
@@ -57,6 +58,8 @@ function checkTarget(
   type: ConnectionType,
   out: ProblemCollector,
 ): void {
+  // MQTT's own keys on every protocol, and an MQTT target's shape: ./mqtt-checks.ts.
+  checkEndpointKeys(path, target, path[2] === 'dead-letter' ? 'dead-letter' : 'target', connection, type, out);
   if (type === 'nats') {
     for (const key of ['queue', 'exchange', 'routing-key']) {
       if (has(target, key)) {
@@ -67,8 +70,9 @@ function checkTarget(
     return;
   }
   if (has(target, 'subject')) {
-    out.atKey([...path, 'subject'], `applies only to a NATS target (connection '${connection}' is ${type}); use queue${type === 'amqp' ? ' or exchange with routing-key' : ''}`);
+    out.atKey([...path, 'subject'], `applies only to a NATS target (connection '${connection}' is ${type}); use ${type === 'mqtt' ? 'topic' : `queue${type === 'amqp' ? ' or exchange with routing-key' : ''}`}`);
   }
+  if (type === 'mqtt') return;
   if (type === 'amqp') {
     const hasQueue = has(target, 'queue');
     const hasExchange = has(target, 'exchange');
@@ -99,6 +103,8 @@ function checkTarget(
 
 /** A NATS source names a stream and a consumer; an AMQP or STOMP one a queue, and neither of those. */
 function checkSource(path: readonly PropertyKey[], source: Data, connection: string, type: ConnectionType, out: ProblemCollector): void {
+  // MQTT's own keys on every protocol, and an MQTT source's topic filter: ./mqtt-checks.ts.
+  checkEndpointKeys(path, source, 'source', connection, type, out);
   if (type === 'nats') {
     if (has(source, 'queue')) out.atKey([...path, 'queue'], `not valid on a NATS source (connection '${connection}' is nats); use stream and consumer`);
     if (!has(source, 'stream')) out.atValue(path, 'missing stream; a NATS source takes stream (a JetStream stream) and consumer (a durable pull consumer)');
@@ -109,7 +115,13 @@ function checkSource(path: readonly PropertyKey[], source: Data, connection: str
     return;
   }
   for (const key of ['stream', 'consumer']) {
-    if (has(source, key)) out.atKey([...path, key], `applies only to a NATS source (connection '${connection}' is ${type}); use queue`);
+    if (has(source, key)) out.atKey([...path, key], `applies only to a NATS source (connection '${connection}' is ${type}); use ${type === 'mqtt' ? 'topic' : 'queue'}`);
+  }
+  if (type === 'mqtt') {
+    if (source.exclusive === true) {
+      out.atKey([...path, 'exclusive'], `not supported on an MQTT source (connection '${connection}' is mqtt): MQTT has no exclusive subscriber; remove exclusive (one bridge process per client id is the broker's rule already)`);
+    }
+    return;
   }
   // Worded as the schema worded it when queue was required of every source.
   if (!has(source, 'queue')) out.atValue([...path, 'queue'], 'missing; expected a queue name (a non-empty string)');
@@ -209,7 +221,8 @@ export function crossCheck(rawInput: unknown, out: ProblemCollector): void {
     if (target) checkTarget(['bridges', i, 'target'], target.ep, target.connection, target.type, out);
     if (deadLetter) checkTarget(['bridges', i, 'dead-letter'], deadLetter.ep, deadLetter.connection, deadLetter.type, out);
 
-    const sourceQueue = source && source.type !== 'nats' ? asString(source.ep.queue) : undefined;
+    // A NATS or MQTT source has no queue (a `queue` there is refused above); an MQTT loop is ./mqtt-checks.ts's rule.
+    const sourceQueue = source && source.type !== 'nats' && source.type !== 'mqtt' ? asString(source.ep.queue) : undefined;
     if (source === undefined || sourceQueue === undefined) return;
     const sourceAddress = queueAddress(source.type, sourceQueue);
     for (const [role, t] of [['target', target], ['dead-letter', deadLetter]] as const) {
@@ -224,4 +237,5 @@ export function crossCheck(rawInput: unknown, out: ProblemCollector): void {
       );
     }
   });
+  checkMqttBridges(raw, out);
 }

@@ -39,9 +39,9 @@ const REFERENCE = /^([A-Za-z_][A-Za-z0-9_]*)(?::-([\s\S]*))?$/;
  */
 const TEMPLATE_REFERENCE = /^(header|property)\./;
 
-/** The keys of a bridge that take address templates: its target's routing key (AMQP), queue (STOMP destination) and subject (NATS). */
+/** The keys of a bridge that take address templates: its target's routing key (AMQP), queue (STOMP destination), subject (NATS) and topic (MQTT). */
 export function isTemplateKey(path: KeyPath): boolean {
-  return path.length === 4 && path[0] === 'bridges' && path[2] === 'target' && (path[3] === 'routing-key' || path[3] === 'queue' || path[3] === 'subject');
+  return path.length === 4 && path[0] === 'bridges' && path[2] === 'target' && (path[3] === 'routing-key' || path[3] === 'queue' || path[3] === 'subject' || path[3] === 'topic');
 }
 
 /** Reads the file of a VAR_FILE variable; throws like fs.readFileSync. */

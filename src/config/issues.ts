@@ -99,8 +99,8 @@ export function reportIssues(issues: readonly Issue[], root: z.ZodType, input: u
       out.atValue(
         path,
         present
-          ? `expected ${options.join(' or ')}, got ${describeValue(value)}${guess ? ` (did you mean '${guess}'?)` : ''}`
-          : `missing; expected ${issue.discriminator}: ${options.join(' or ')}`,
+          ? `expected ${orList(options)}, got ${describeValue(value)}${guess ? ` (did you mean '${guess}'?)` : ''}`
+          : `missing; expected ${issue.discriminator}: ${orList(options)}`,
       );
       continue;
     }
@@ -108,4 +108,9 @@ export function reportIssues(issues: readonly Issue[], root: z.ZodType, input: u
     const got = SECRET_KEYS.has(String(path[path.length - 1])) ? 'a value (not shown: it is a secret)' : describeValue(value);
     out.atValue(path, present ? `${issue.message}, got ${got}` : `missing; ${issue.message}`);
   }
+}
+
+/** `a or b`, `a, b or c`. */
+export function orList(options: readonly string[]): string {
+  return options.length <= 2 ? options.join(' or ') : `${options.slice(0, -1).join(', ')} or ${options[options.length - 1]}`;
 }

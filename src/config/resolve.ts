@@ -8,7 +8,7 @@ import { isTemplated, parseAddressTemplate } from '../routing/address-template.j
 import { hasHeaderRules, type HeaderRules } from '../routing/header-rules.js';
 import { compileSelector } from '../routing/selector.js';
 import { camelKeys } from './camel-keys.js';
-import type { BridgeConfig, Config, ConnectionConfig, ConnectionKeysResolved, RedisTopology, TargetConfig } from './types.js';
+import type { BridgeConfig, Config, ConnectionConfig, ConnectionKeysResolved, RedisTopology, SourceConfig, TargetConfig } from './types.js';
 import {
   bridgeSettingDefaults,
   DEFAULT_REDIS_URL,
@@ -19,6 +19,7 @@ import {
   type ConfigFileTarget,
 } from './schema.js';
 import { urlWithPassword, type ConfigFiles, type ConnectionFiles } from './files.js';
+import { defaultClientId } from './mqtt-address.js';
 
 /** The bridge settings a layer sets, and only those, so that spreading it over a lower layer never writes `undefined`. */
 function settingsSetIn(layer: Partial<BridgeSettingValues> | undefined): Partial<BridgeSettingValues> {
@@ -50,6 +51,7 @@ function resolveConnection(name: string, c: ConfigFileConnection, files: Connect
   if (c.type === 'nats') {
     return { ...camelKeys(c, [...CONNECTION_KEYS_RESOLVED, 'credentials-file']), ...resolved, ...(files.credentials !== undefined ? { credentials: files.credentials } : {}) };
   }
+  if (c.type === 'mqtt') return { ...camelKeys(c, CONNECTION_KEYS_RESOLVED), ...resolved };
   return {
     ...camelKeys(c, [...CONNECTION_KEYS_RESOLVED, 'heart-beat']),
     heartBeat: parseHeartBeat(c['heart-beat']),
@@ -64,21 +66,50 @@ function lookup(connections: Record<string, ConnectionConfig>, name: string): Co
   return c;
 }
 
-function resolveTarget(connections: Record<string, ConnectionConfig>, t: ConfigFileTarget, takesTemplates = false): TargetConfig {
+type Role = 'source' | 'target' | 'dead-letter';
+
+function resolveTarget(connections: Record<string, ConnectionConfig>, t: ConfigFileTarget, bridge: string, role: Role): TargetConfig {
   const connection = lookup(connections, t.connection);
   const target: TargetConfig = { ...camelKeys(t, ['connection']), connection };
   if (connection.type === 'amqp') target.routingKey = t['routing-key'] ?? t.queue ?? '';
-  // A target's routing-key and queue reach here as templates (./env.ts leaves `$${` to them): one without a reference
-  // is its literal text, `$${` unescaped, so that a fixed address means what it did before templates.
-  if (takesTemplates) {
-    const text = connection.type === 'amqp' ? target.routingKey : connection.type === 'nats' ? target.subject : target.queue;
+  if (connection.type === 'mqtt') {
+    target.qos = t.qos ?? 1;
+    target.retain = t.retain ?? false;
+    target.noSubscribers = t['no-subscribers'] ?? 'refuse';
+    target.clientId = t['client-id'] ?? defaultClientId(connection, bridge, role);
+  }
+  // A target's routing-key, queue, subject and topic reach here as templates (./env.ts leaves `$${` to them): one
+  // without a reference is its literal text, `$${` unescaped, so that a fixed address means what it did before templates.
+  if (role === 'target') {
+    const text = connection.type === 'amqp' ? target.routingKey : connection.type === 'nats' ? target.subject : connection.type === 'mqtt' ? target.topic : target.queue;
     const parsed = text === undefined ? undefined : parseAddressTemplate(text);
     if (parsed !== undefined && !('error' in parsed) && isTemplated(parsed.template)) target.template = parsed.template.source;
     if (target.routingKey !== undefined) target.routingKey = literalOf(target.routingKey);
     if (target.queue !== undefined) target.queue = literalOf(target.queue);
     if (target.subject !== undefined) target.subject = literalOf(target.subject);
+    if (target.topic !== undefined) target.topic = literalOf(target.topic);
   }
   return target;
+}
+
+function resolveSource(connections: Record<string, ConnectionConfig>, b: ConfigFileBridge): SourceConfig {
+  const connection = lookup(connections, b.source.connection);
+  const s = b.source;
+  const exclusive = s.exclusive ?? false;
+  if (connection.type === 'nats') return { connection, queue: s.stream ?? '', consumer: s.consumer ?? '', exclusive };
+  if (connection.type === 'mqtt') {
+    return {
+      ...camelKeys(s, ['connection', 'queue', 'consumer', 'exclusive']),
+      connection,
+      queue: '',
+      exclusive,
+      qos: s.qos ?? 1,
+      forwardRetained: s['forward-retained'] ?? false,
+      topicSeparator: s['topic-separator'] ?? '/',
+      clientId: s['client-id'] ?? defaultClientId(connection, b.name, 'source'),
+    };
+  }
+  return { connection, queue: s.queue ?? '', exclusive };
 }
 
 /** A fixed address as its literal text (`$${` unescaped); a template stays as written. */
@@ -100,9 +131,9 @@ function resolveBridge(
   };
   return {
     name: b.name,
-    source: sourceOf(lookup(connections, b.source.connection), b.source),
-    target: resolveTarget(connections, b.target, true),
-    ...(b['dead-letter'] !== undefined ? { deadLetter: resolveTarget(connections, b['dead-letter']) } : {}),
+    source: resolveSource(connections, b),
+    target: resolveTarget(connections, b.target, b.name, 'target'),
+    ...(b['dead-letter'] !== undefined ? { deadLetter: resolveTarget(connections, b['dead-letter'], b.name, 'dead-letter') } : {}),
     ...headerRulesOf(b),
     // The cross-checks compiled it already and reported a bad one: this cannot throw for a file that got here.
     ...(b.filter !== undefined ? { filter: compileSelector(b.filter) } : {}),
@@ -111,12 +142,6 @@ function resolveBridge(
 }
 
 /** The cross-checks guarantee a queue (AMQP, STOMP) or a stream and a consumer (NATS). */
-function sourceOf(connection: ConnectionConfig, s: ConfigFileBridge['source']): BridgeConfig['source'] {
-  const exclusive = s.exclusive ?? false;
-  if (connection.type === 'nats') return { connection, queue: s.stream ?? '', consumer: s.consumer ?? '', exclusive };
-  return { connection, queue: s.queue ?? '', exclusive };
-}
-
 /** The bridge's header rules, in the file's order; nothing when it has none. */
 function headerRulesOf(b: ConfigFileBridge): { headerRules?: HeaderRules } {
   const rules: HeaderRules = {

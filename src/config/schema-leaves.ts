@@ -49,7 +49,19 @@ export const AMQP_SCHEMES = ['amqp', 'amqps'] as const;
 export const STOMP_SCHEMES = ['stomp', 'stomp+ssl', 'tcp'] as const;
 /** NATS: `nats://` plain TCP, `tls://` TLS from the first byte (the nats.js spelling). */
 export const NATS_SCHEMES = ['nats', 'tls'] as const;
+export const MQTT_SCHEMES = ['mqtt', 'mqtts'] as const;
+/** The longest packet MQTT can frame (a 4-byte remaining length: 268,435,455 bytes + 5 bytes of fixed header). */
+export const MQTT_MAX_PACKET_BYTES = 268_435_460;
 export const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace'] as const;
 /** What a bridge does with a message its filter does not select (`filter-miss`). */
 export const FILTER_MISS_POLICIES = ['skip', 'dead-letter'] as const;
 export const BRIDGE_NAME_PATTERN = /^[A-Za-z0-9._-]+$/;
+
+const clientIdError = 'expected an MQTT client identifier: 1 to 200 characters, no NUL';
+export function clientId() {
+  return z
+    .string({ error: clientIdError })
+    .min(1, { error: clientIdError })
+    .max(200, { error: clientIdError })
+    .refine((v) => !v.includes('\0'), { error: clientIdError });
+}

@@ -8,7 +8,7 @@
  */
 import { z } from 'zod';
 import { connectionSchema, passwordFile, tlsSchema } from './schema-connections.js';
-import { BRIDGE_NAME_PATTERN, FILTER_MISS_POLICIES, LOG_LEVELS, bool, intAtLeast, intRange, millis, text, urlList, urlOf } from './schema-leaves.js';
+import { BRIDGE_NAME_PATTERN, FILTER_MISS_POLICIES, LOG_LEVELS, bool, clientId, intAtLeast, intRange, millis, text, urlList, urlOf } from './schema-leaves.js';
 import { DEFAULT_TEMPLATE_VALUES, MAX_VALUE_BYTES } from '../routing/address-values.js';
 
 export { STOMP_READ_LIMITS } from './schema-connections.js';
@@ -82,6 +82,26 @@ const endpointShape = {
   connection: text('a connection name').describe('Name of an entry under connections.'),
 };
 
+/**
+ * An MQTT-only key of a source or target: optional in the file, its default applied when an MQTT endpoint is resolved
+ * (resolve.ts), so that AMQP and STOMP endpoints resolve exactly as before; the default is documented in the schema.
+ */
+function mqttOnly<S extends z.ZodType>(schema: S, defaultValue: z.output<S>, description: string) {
+  return schema.optional().meta({ description, default: defaultValue });
+}
+
+const qosError = 'expected 1 (QoS 1, at least once: the bridge settles a message only on a PUBACK)';
+/** MQTT keys of a source or a target; the cross-checks refuse them on another protocol. */
+const mqttEndpointShape = {
+  qos: mqttOnly(z.literal(1, { error: qosError }), 1, 'MQTT only: the QoS of the subscription or of each PUBLISH; 1 (at least once), the only one the promise holds for.'),
+  'client-id': clientId()
+    .optional()
+    .describe("MQTT only: this endpoint's client identifier, instead of <connection's client-id>-<bridge>-<role>."),
+};
+
+export const TOPIC_SEPARATORS = ['/', '.'] as const;
+export const NO_SUBSCRIBERS_POLICIES = ['refuse', 'accept'] as const;
+
 export const sourceSchema = z
   .strictObject(
     {
@@ -100,10 +120,30 @@ export const sourceSchema = z
       exclusive: bool()
         .optional()
         .describe(
-          'AMQP and STOMP: one active bridge: consume as the only consumer of the queue, while other processes with the same bridge stand by and take over when it goes (AMQP: an exclusive consumer, the others see state standby; ActiveMQ Classic STOMP: activemq.exclusive, the others are not told; refused on peers without exclusive consumers, such as RabbitMQ\'s STOMP plugin, and on NATS). Default false (competing consumers).',
+          'AMQP and STOMP: one active bridge: consume as the only consumer of the queue, while other processes with the same bridge stand by and take over when it goes (AMQP: an exclusive consumer, the others see state standby; ActiveMQ Classic STOMP: activemq.exclusive, the others are not told; refused on peers without exclusive consumers, such as RabbitMQ\'s STOMP plugin, and on NATS and MQTT). Default false (competing consumers).',
         ),
+      topic: text('an MQTT topic filter')
+        .optional()
+        .describe(
+          "MQTT only: the topic filter to subscribe to (e.g. \"sensors/+/temp\"), with a persistent session: QoS 1 messages published while the bridge is down wait at the broker.",
+        ),
+      ...mqttEndpointShape,
+      'shared-group': text('a shared subscription group name')
+        .regex(/^[^/+#\0]+$/, { error: "expected a shared subscription group name without '/', '+', '#' or NUL" })
+        .optional()
+        .describe('MQTT 5 only: subscribe as $share/<group>/<topic>, so that replicas of the bridge (each with its own client-id) share the messages.'),
+      'forward-retained': mqttOnly(
+        bool(),
+        false,
+        'MQTT only: forward the retained message the broker sends when the subscription is made (false: it is acknowledged and not forwarded; retained messages published while subscribed are forwarded).',
+      ),
+      'topic-separator': mqttOnly(
+        z.enum(TOPIC_SEPARATORS, { error: 'expected "/" or "."' }),
+        '/',
+        'MQTT only: how ${property.topic} (the topic a message was published to) reads in a target template: "/" as published; "." with "/" and "." swapped, as RabbitMQ\'s MQTT plugin maps topics to routing keys (sensors/d1/temp → sensors.d1.temp).',
+      ),
     },
-    { error: 'expected a mapping with connection and queue (NATS: stream and consumer)' },
+    { error: 'expected a mapping with connection and queue (NATS: stream and consumer; MQTT: topic)' },
   )
   .describe('Where messages are consumed.');
 
@@ -131,8 +171,20 @@ export const targetSchema = z
         .describe(
           "NATS only: the subject to publish to with JetStream; a stream must capture it (the bridge never creates streams). In a bridge's target (not dead-letter): may be an address template, e.g. \"orders.${header.region:-unknown}\".",
         ),
+      topic: text('an MQTT topic name')
+        .optional()
+        .describe(
+          "MQTT only: the topic to publish to, QoS 1 (the PUBACK is the confirmation). In a bridge's target (not dead-letter): may be an address template, e.g. \"devices/${header.device}/events\"; a value never brings '/', '+', '#' or NUL.",
+        ),
+      ...mqttEndpointShape,
+      retain: mqttOnly(bool(), false, 'MQTT only: publish with the retain flag.'),
+      'no-subscribers': mqttOnly(
+        z.enum(NO_SUBSCRIBERS_POLICIES, { error: 'expected refuse or accept' }),
+        'refuse',
+        "MQTT 5 only: a PUBACK saying no subscription matched (reason 0x10: the broker dropped the message). refuse = a refusal (reason unroutable), dead-lettered after max-delivery-attempts, as an unroutable AMQP publish; accept = taken as delivered. A retained publish is kept by the broker and always accepted. MQTT 3.1.1 brokers cannot say it.",
+      ),
     },
-    { error: 'expected a mapping with connection and queue (or exchange; NATS: subject)' },
+    { error: 'expected a mapping with connection and queue (or exchange; NATS: subject; MQTT: topic)' },
   )
   .describe('Where messages are forwarded.');
 
@@ -194,7 +246,7 @@ const bridgeSettings = {
   'template-values': setting(
     text('a regular expression for one character of a template value'),
     DEFAULT_TEMPLATE_VALUES,
-    `The characters a value taken from a message may have in a templated target address: a JavaScript regular expression that one character must match (e.g. "[A-Za-z0-9._:@-]"). A value with another character, over ${MAX_VALUE_BYTES} bytes, or made of dots alone is dead-lettered with reason unsafe-address. A pattern that admits a separator of the target's protocol (STOMP: , / * > #; AMQP: * #), a control or a white-space character is refused (docs/security.md).`,
+    `The characters a value taken from a message may have in a templated target address: a JavaScript regular expression that one character must match (e.g. "[A-Za-z0-9._:@-]"). A value with another character, over ${MAX_VALUE_BYTES} bytes, or made of dots alone is dead-lettered with reason unsafe-address. A pattern that admits a separator of the target's protocol (STOMP: , / * > #; AMQP: * #; NATS: * >; MQTT: / + #), a control or a white-space character is refused (docs/security.md).`,
   ),
   'max-addresses': setting(
     intAtLeast(1),
@@ -321,7 +373,7 @@ export const configFileSchema = z
   .meta({
     title: 'broker-bridge configuration (bridges.yaml)',
     description:
-      'Bridges between AMQP 0-9-1, STOMP and NATS JetStream brokers. String values may use ${VAR} and ${VAR:-default} from the environment.',
+      'Bridges between AMQP 0-9-1, STOMP, NATS JetStream and MQTT brokers. String values may use ${VAR} and ${VAR:-default} from the environment.',
   });
 
 /** The file as validated, kebab-case keys, schema defaults applied except for the layered bridge settings. */
@@ -329,4 +381,5 @@ export type ConfigFile = z.output<typeof configFileSchema>;
 export type ConfigFileBridge = ConfigFile['bridges'][number];
 export type ConfigFileConnection = ConfigFile['connections'][string];
 export type ConfigFileTarget = z.output<typeof targetSchema>;
+export type ConfigFileSource = z.output<typeof sourceSchema>;
 export type ConfigFileTls = z.output<typeof tlsSchema>;

@@ -1,13 +1,14 @@
 /**
  * The address that keys a target's duplicate-ID cache, from a bridge's resolved target: the very functions the
- * endpoints use for their `address` (amqp-address.ts targetAddress, stomp-address.ts stompAddress: broker from the
- * connection's first URL, then the destination). The start-up in-flight warning groups bridges by it, and the service
+ * endpoints use for their `address` (amqp-address.ts targetAddress, stomp-address.ts stompAddress, mqtt-address.ts
+ * mqttTopicAddress: broker from the connection's first URL, then the destination or topic). The start-up in-flight warning groups bridges by it, and the service
  * matches the cache's reports of a lost cache to bridges by it, so both see the bridges that really share a cache,
  * whatever their connections are called.
  */
 import { targetAddress } from './amqp-address.js';
 import { stompAddress, stompDestination } from './stomp-address.js';
 import { natsSubjectAddress } from './nats-address.js';
+import { mqttTopicAddress } from './mqtt-address.js';
 import type { TargetConfig } from './types.js';
 import { parseAddressTemplate, type AddressTemplate } from '../routing/address-template.js';
 
@@ -15,13 +16,14 @@ export function cacheAddress(target: TargetConfig): string {
   const c = target.connection;
   if (c.type === 'stomp') return stompAddress(c, stompDestination(target.queue ?? ''));
   if (c.type === 'nats') return natsSubjectAddress(c, target.subject ?? '');
+  if (c.type === 'mqtt') return mqttTopicAddress(c, target.topic ?? '');
   return targetAddress(c, target);
 }
 
 /**
  * The address template of a bridge's target (its routing key on AMQP — `routing-key`, else the queue through the
- * default exchange — or its STOMP queue), when it has references; undefined for a fixed target. The configuration
- * has checked its syntax.
+ * default exchange —, its STOMP queue or its MQTT topic), when it has references; undefined for a fixed target. The
+ * configuration has checked its syntax.
  */
 export function targetTemplate(target: TargetConfig): AddressTemplate | undefined {
   const text = target.template;
@@ -33,7 +35,7 @@ export function targetTemplate(target: TargetConfig): AddressTemplate | undefine
 
 /** Where one message goes, for a templated target: what the endpoint is given, and the cache address it is keyed by. */
 export interface ResolvedRoute {
-  /** AMQP: the routing key (on the target's exchange); STOMP: the destination; NATS: the subject. */
+  /** AMQP: the routing key (on the target's exchange); STOMP: the destination; NATS: the subject; MQTT: the topic. */
   route: string;
   /** The duplicate-ID cache's address: exactly cacheAddress() of a fixed target with this routing key or queue. */
   address: string;
@@ -46,5 +48,6 @@ export function resolvedRoute(target: TargetConfig, resolved: string): ResolvedR
     return { route: destination, address: stompAddress(c, destination) };
   }
   if (c.type === 'nats') return { route: resolved, address: natsSubjectAddress(c, resolved) };
+  if (c.type === 'mqtt') return { route: resolved, address: mqttTopicAddress(c, resolved) };
   return { route: resolved, address: targetAddress(c, { exchange: target.exchange, routingKey: resolved }) };
 }

@@ -1,5 +1,5 @@
 /**
- * Checks of the address templates in a bridge's target (`routing-key`, `queue` or `subject`, see
+ * Checks of the address templates in a bridge's target (`routing-key`, `queue`, `subject` or `topic`, see
  * ../routing/address-template.ts): a bad template is a located problem at the offending `${` itself, saying its
  * column inside the template. Like ./cross-checks.ts they run on the plain data (after `${VAR}` substitution, which
  * leaves template references alone in these keys: ./env.ts isTemplateKey).
@@ -16,7 +16,7 @@ export function checkTemplates(rawInput: unknown, source: string, out: ProblemCo
   raw.bridges.forEach((value: unknown, i) => {
     const target = asRecord(asRecord(value)?.target);
     if (target === undefined) return;
-    for (const key of ['routing-key', 'queue', 'subject']) {
+    for (const key of ['routing-key', 'queue', 'subject', 'topic']) {
       const text = target[key];
       if (typeof text !== 'string') continue;
       const parsed = parseAddressTemplate(text);
@@ -81,9 +81,9 @@ function isAddressProtocol(p: string | undefined): p is AddressProtocol {
   return p !== undefined && Object.hasOwn(ADDRESS_SEPARATORS, p);
 }
 
-/** The target's routing key or queue has a template reference. */
+/** The target's routing key, queue, subject or topic has a template reference. */
 function hasTemplate(target: Record<string, unknown>): boolean {
-  return ['routing-key', 'queue'].some((key) => {
+  return ['routing-key', 'queue', 'subject', 'topic'].some((key) => {
     const text = asString(target[key]);
     if (text === undefined) return false;
     const parsed = parseAddressTemplate(text);

@@ -10,7 +10,7 @@
 import type { HeaderRules } from '../routing/header-rules.js';
 import type { Selector } from '../routing/selector.js';
 import type { CamelKeys } from './camel-keys.js';
-import type { BridgeSettingValues, ConfigFile, ConfigFileBridge, ConfigFileConnection, ConfigFileTarget, ConfigFileTls } from './schema.js';
+import type { BridgeSettingValues, ConfigFile, ConfigFileBridge, ConfigFileConnection, ConfigFileSource, ConfigFileTarget, ConfigFileTls } from './schema.js';
 
 /**
  * A `tls:` block with its files read (at load time). Key material and the passphrase are secrets: they go to the TLS
@@ -58,23 +58,34 @@ export type NatsConnectionConfig = CamelKeys<Omit<Extract<ConfigFileConnection, 
     credentials?: string;
   };
 
-export type ConnectionConfig = AmqpConnectionConfig | StompConnectionConfig | NatsConnectionConfig;
+export type MqttConnectionConfig = CamelKeys<Omit<Extract<ConfigFileConnection, { type: 'mqtt' }>, ConnectionKeysResolved>> &
+  ResolvedConnection;
 
-export interface SourceConfig {
+export type ConnectionConfig = AmqpConnectionConfig | StompConnectionConfig | NatsConnectionConfig | MqttConnectionConfig;
+
+/**
+ * `queue` on AMQP and STOMP (and the stream on NATS, '' on MQTT); `topic` and the other MQTT keys on MQTT, where
+ * resolving applies their defaults and sets `clientId` to the one the endpoint connects with
+ * (../config/mqtt-address.ts defaultClientId, unless the file sets it).
+ */
+export type SourceConfig = CamelKeys<Omit<ConfigFileSource, 'connection' | 'queue' | 'consumer' | 'exclusive'>> & {
   connection: ConnectionConfig;
-  /** AMQP and STOMP: the queue. NATS: the stream (`stream`), so that messages and checks can name what is read. */
+  /** AMQP and STOMP: the queue. NATS: the stream (`stream`), so that messages and checks can name what is read. MQTT: ''. */
   queue: string;
   /** NATS only: the durable pull consumer (`consumer`). */
   consumer?: string;
   /** `exclusive`: the only active consumer of the queue; other processes stand by. */
   exclusive: boolean;
-}
+};
 
-/** On an AMQP connection, routingKey is always set: `routing-key`, else the queue, else ''. */
+/**
+ * On an AMQP connection, routingKey is always set: `routing-key`, else the queue, else ''. On MQTT, the MQTT keys have
+ * their defaults and `clientId` is set (as for SourceConfig).
+ */
 export type TargetConfig = CamelKeys<Omit<ConfigFileTarget, 'connection'>> & {
   connection: ConnectionConfig;
   /**
-   * A bridge's target only: its routing key (AMQP), queue (STOMP) or subject (NATS) when that is an address template with references
+   * A bridge's target only: its routing key (AMQP), queue (STOMP), subject (NATS) or topic (MQTT) when that is an address template with references
    * (src/routing/address-template.ts), as written; the key itself keeps the same text. Undefined for a fixed target,
    * whose routing key or queue is then the literal address (`$${` unescaped).
    */

@@ -18,6 +18,7 @@ const MEMBERS: Readonly<Record<keyof SourceEndpoint, 'method' | 'property'>> = {
   setWindow: 'method',
   depth: 'method',
   brokerSelects: 'property',
+  acksInOrder: 'property',
   connectionName: 'property',
   close: 'method',
 };

@@ -67,10 +67,16 @@ export function withDuplicateId(message: BridgeMessage, headerName: string, id: 
 /**
  * A digest of everything that identifies a message's content. Two deliveries of the same source message have the same
  * fingerprint; two different messages with identical content do too, which is why stamps are claimed one per delivery.
+ *
+ * `expiresAt` is left out: it is derived at delivery from what the broker says is left (AMQP `expiration` + now, an
+ * MQTT 5 message expiry interval the broker counts down), so it differs between two deliveries of one message, whose
+ * redelivery would then never find its stamp and go out under a second ID. What it comes from stays in where it is
+ * stable (AMQP's verbatim `expiration`).
  */
 export function fingerprint(message: BridgeMessage): string {
   const h = createHash('sha256');
-  h.update(canonical(message.properties as unknown as HeaderValue));
+  const { expiresAt: _derived, ...properties } = message.properties;
+  h.update(canonical(properties));
   h.update('\u0000');
   h.update(canonical(message.headers));
   h.update('\u0000');

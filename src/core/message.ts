@@ -1,6 +1,7 @@
 /**
  * The protocol-neutral message every endpoint reads into and writes from.
- * AMQP and STOMP adapters map to and from this shape (see src/mapping/); the session never sees a protocol frame.
+ * AMQP, STOMP, NATS and MQTT adapters map to and from this shape (see src/mapping/); the session never sees a protocol
+ * frame.
  */
 
 /** A header value as a protocol decoded it. AMQP tables can nest; STOMP values are always strings. */
@@ -40,6 +41,11 @@ export interface MessageProperties {
   expiresAt?: number;
   /** Creation time in epoch ms (AMQP carries seconds; STOMP/JMS `timestamp` carries ms). */
   timestamp?: number;
+  /**
+   * The MQTT topic the message was published to (an MQTT source), for address templates (`${property.topic}`); no
+   * other protocol carries it, and no target writes it (src/mapping/mqtt-mapping.ts).
+   */
+  topic?: string;
 }
 
 export interface BridgeMessage {

@@ -42,7 +42,8 @@ export interface SourceEndpoint {
   ack(delivery: SourceDelivery): void;
   /**
    * Resolves once every ack issued so far has been processed by the broker (AMQP: a synchronous method on the same
-   * channel after the acks; STOMP: a receipt on the last ACK). Rejects with TransientError if the connection is lost.
+   * channel after the acks; STOMP: a receipt on the last ACK; MQTT: a PINGRESP after the last PUBACK, which with
+   * `acksInOrder` waits until the acks held back are written). Rejects with TransientError if the connection is lost.
    */
   ackBarrier(): Promise<void>;
   /**
@@ -73,6 +74,14 @@ export interface SourceEndpoint {
    * seconds; rejects when the broker cannot be asked. Absent where the protocol cannot tell (STOMP).
    */
   depth?(): Promise<number>;
+  /**
+   * Optional: true when an ack takes effect at the broker only once every earlier delivery of the session is acked
+   * (MQTT: PUBACKs go in the order the PUBLISHes came, MQTT section 4.6). A delivery never acked then holds back the
+   * acks after it, and after close those deliveries come back with it, redelivered: a message acked and forwarded may
+   * thus come again, which the duplicate-ID cache drops (a stamp is claimed back). Absent or false: each ack stands
+   * alone (AMQP, STOMP client-individual).
+   */
+  readonly acksInOrder?: boolean;
   /**
    * Optional: true when the broker applies the bridge's filter to what it delivers (an ActiveMQ Classic STOMP
    * subscription with a `selector`), so that messages it does not select stay in the queue; read after `open`

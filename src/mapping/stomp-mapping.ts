@@ -189,7 +189,11 @@ export interface EncodedValue {
   note: string;
 }
 
-/** One custom header value as text, by the rules of this module's header comment (also used for NATS headers). */
+/**
+ * A header value as text, the way STOMP (and NATS headers, MQTT 5 user properties: ./nats-mapping.ts,
+ * ./mqtt-mapping.ts) carry it: see the header comment and docs/mapping.md#custom-headers. `utf8Bytes`: bytes are read
+ * as UTF-8 when valid (the duplicate-ID header).
+ */
 export function encodeHeaderValue(value: HeaderValue, utf8Bytes: boolean): EncodedValue {
   let out: EncodedValue;
   if (typeof value === 'string') out = { value, note: '' };

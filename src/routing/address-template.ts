@@ -35,6 +35,8 @@ export const PROPERTY_NAMES: ReadonlySet<string> = new Set([
   'userId',
   'appId',
   'priority',
+  // The MQTT topic a message was published to (an MQTT source: ../mapping/mqtt-mapping.ts); absent elsewhere.
+  'topic',
 ]);
 
 export interface TemplateReference {
@@ -158,6 +160,9 @@ export function resolveAddress(template: AddressTemplate, message: TemplateInput
   if (out === '') return { ok: false, kind: 'unresolved', reason: `${template.source} resolves to an empty address` };
   if (protocol === 'amqp' && Buffer.byteLength(out, 'utf8') > 255) {
     return { ok: false, kind: 'unsafe', reason: `${template.source} resolves to a routing key over 255 bytes`, value: out };
+  }
+  if (protocol === 'mqtt' && Buffer.byteLength(out, 'utf8') > 65_535) {
+    return { ok: false, kind: 'unsafe', reason: `${template.source} resolves to a topic over 65,535 bytes`, value: out };
   }
   return { ok: true, value: out };
 }

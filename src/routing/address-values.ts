@@ -25,6 +25,9 @@ export const ADDRESS_SEPARATORS = {
   // NATS subjects: `*` and `>` are wildcards (a publish to one is refused, a subscription would match many); `.`
   // separates tokens and stays allowed, as on AMQP routing keys.
   nats: { chars: '*>', what: 'a NATS subject wildcard' },
+  // MQTT topics: `/` separates levels (a value would add one: another topic), `+` and `#` are wildcards (a PUBLISH
+  // to one is a protocol error that closes the connection). NUL, refused by MQTT, is a control character.
+  mqtt: { chars: '/+#', what: 'an MQTT topic level separator or wildcard' },
 } as const satisfies Record<string, { chars: string; what: string }>;
 
 export type AddressProtocol = keyof typeof ADDRESS_SEPARATORS;

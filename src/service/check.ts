@@ -31,6 +31,7 @@ import { describeTopology } from '../cache/redis-client.js';
 import { checkNats } from './check-nats.js';
 
 import type { Finding } from './finding.js';
+import { checkMqtt } from './check-mqtt.js';
 
 export type { Finding } from './finding.js';
 
@@ -60,7 +61,9 @@ export async function checkConfig(config: Config, options: CheckOptions = {}): P
         ? checkAmqp(conn, config.bridges, declare, learnt)
         : conn.type === 'nats'
           ? checkNats(conn, config)
-          : checkStomp(conn, config.bridges, learnt),
+          : conn.type === 'mqtt'
+            ? checkMqtt(conn, config.bridges)
+            : checkStomp(conn, config.bridges, learnt),
     ),
     checkRedis(config),
   ]);

@@ -40,6 +40,7 @@ import { analyse, type FaultRunReport, type SentRecord } from './report.js';
 import { RELOAD_PREFETCHES, ReloadFault, reloadPoints } from './reload-fault.js';
 import { POSSIBLE_DUPLICATE_HEADER, ROUTE_HEADER, ROUTE_VALUE, planStream, poisonBody, type Outgoing } from './stream.js';
 import { StreamPublisher, drainUntilComplete, runFaultSchedule } from './stream-run.js';
+import { withVhost } from './run-parts.js';
 import type { SuiteRedis } from './suite-redis.js';
 
 export type NatsPathName = 'amqp-jetstream' | 'jetstream-amqp';
@@ -71,12 +72,6 @@ const TARGET_SUBJECT = 'faults.tgt';
 const SOURCE_STREAM = 'FAULTS_SRC';
 const SOURCE_SUBJECT = 'faults.src';
 const LEASE_MS = 5000;
-
-function withVhost(url: string, vhost: string): string {
-  const u = new URL(url);
-  u.pathname = '/' + encodeURIComponent(vhost);
-  return u.toString();
-}
 
 export async function runNatsScenario(o: NatsScenarioOptions): Promise<FaultRunReport> {
   const started = Date.now();

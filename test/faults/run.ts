@@ -2,9 +2,10 @@
  * The fault-injection suite (`npm run test:faults`): runs the real bridge on each path while faults are injected,
  * prints one table, and exits non-zero if anything was lost, arrived under two IDs, or an extra copy was unflagged.
  *
- *   npm run test:faults -- [--path amqp-amqp|amqp-stomp|stomp-amqp|stomp-rabbitmq-amqp|amqp-stomp-rabbitmq|amqp-jetstream|jetstream-amqp|all]
+ *   npm run test:faults -- [--path amqp-amqp|amqp-stomp|stomp-amqp|stomp-rabbitmq-amqp|amqp-stomp-rabbitmq|amqp-jetstream|jetstream-amqp|mqtt-amqp|amqp-mqtt|all]
  *     [--messages 20000] [--seed N]
  *     [--sigkills 5] [--sigstops 1] [--closes 5] [--broker-restarts 1] [--stalls 1] [--redis-restarts 1] [--poison 2] [--reloads 15]
+ *     [--mqtt-cuts 5] [--device-cuts 5] [--mosquitto-restarts 2]
  *     [--publish-seconds 90] [--stall-ms 30000] [--backpressure | --no-backpressure] [--bp-messages 100000]
  *     [--redis standalone|cluster|sentinel] [--redis-failovers 1] [--redis-data-losses 0] [--nats-restarts 1]
  *
@@ -17,6 +18,11 @@
  * not running. redis-failover (cluster, sentinel) SIGKILLs the master holding the bridge's keys; redis-data-loss wipes
  * the cache under the running bridge (standalone: a restart without the AOF, then FLUSHALL; cluster, sentinel:
  * FLUSHALL on the master) — after one, a re-sent ID may pass: the table shows it, and it is not a failure.
+ *
+ * The MQTT paths (./mqtt-scenario.ts) run against a Mosquitto of the suite's own (a free port, persistence on), which
+ * `--mosquitto-restarts` restarts; `--mqtt-cuts` cuts the bridge's MQTT connection, `--device-cuts` the devices'
+ * (mqtt-amqp: their unacknowledged PUBLISHes are sent again); `--closes` closes its RabbitMQ connection. They do no
+ * broker restart of RabbitMQ and no target stall.
  *
  * Every flag also reads from the environment as FAULTS_<FLAG> (e.g. FAULTS_MESSAGES=5000). Services: AMQP_URL,
  * STOMP_URL (ActiveMQ paths are skipped without it), RABBITMQ_STOMP_URL (default stomp://guest:guest@127.0.0.1:61614,
@@ -32,6 +38,7 @@ import { RabbitAdmin } from './rabbit-admin.js';
 import { formatTable, violations, type FaultRunReport } from './report.js';
 import { ACTIVEMQ_PATHS, FULL_FAULTS, PATHS, RABBITMQ_STOMP_PATHS, runScenario, type FaultCounts, type PathName } from './scenario.js';
 import { connect } from 'node:net';
+import { MQTT_FULL_FAULTS, MQTT_PATHS, runMqttScenario, type MqttPathName } from './mqtt-scenario.js';
 import { formatBackpressure, runBackpressure, type BackpressureReport } from './backpressure.js';
 import { NATS_PATHS, runNatsScenario, type NatsPathName } from './nats-scenario.js';
 
@@ -58,6 +65,9 @@ const { values } = parseArgs({
     backpressure: { type: 'boolean' },
     'no-backpressure': { type: 'boolean' },
     'bp-messages': { type: 'string' },
+    'mqtt-cuts': { type: 'string' },
+    'device-cuts': { type: 'string' },
+    'mosquitto-restarts': { type: 'string' },
   },
   allowPositionals: false,
 });
@@ -101,8 +111,8 @@ async function main(): Promise<number> {
   const pathOpt = opt('path') ?? 'all';
   const onlyBackpressure = values.backpressure === true || opt('backpressure') === '1';
   const withBackpressure = onlyBackpressure || (values['no-backpressure'] !== true && pathOpt === 'all' && opt('no-backpressure') === undefined);
-  const ALL: readonly (PathName | NatsPathName)[] = [...PATHS, ...NATS_PATHS];
-  let paths: (PathName | NatsPathName)[] = pathOpt === 'all' ? [...ALL] : [pathOpt as PathName];
+  const ALL: readonly (PathName | NatsPathName | MqttPathName)[] = [...PATHS, ...NATS_PATHS, ...MQTT_PATHS];
+  let paths: (PathName | NatsPathName | MqttPathName)[] = pathOpt === 'all' ? [...ALL] : [pathOpt as PathName];
   for (const p of paths) if (!ALL.includes(p)) throw new Error(`--path expects one of ${ALL.join(', ')} or all, got '${p}'`);
   if (!stompUrl) {
     const skipped = paths.filter((p) => ACTIVEMQ_PATHS.includes(p as PathName));
@@ -151,6 +161,31 @@ async function main(): Promise<number> {
           redisRestarts: faults['redis-restart'],
           reloads: faults.reload ?? 0,
           poison,
+          publishSeconds: num('publish-seconds', 90),
+          amqpUrl,
+          redis,
+          admin,
+        });
+        reports.push(r);
+        console.log('\n' + formatTable([r]) + '\n');
+        continue;
+      }
+      if ((MQTT_PATHS as readonly string[]).includes(path)) {
+        const r = await runMqttScenario({
+          path: path as MqttPathName,
+          messages,
+          seed: seed + i,
+          faults: {
+            sigkill: faults.sigkill,
+            'connection-close': num('closes', MQTT_FULL_FAULTS['connection-close']),
+            'mqtt-cut': num('mqtt-cuts', MQTT_FULL_FAULTS['mqtt-cut']),
+            'device-cut': num('device-cuts', MQTT_FULL_FAULTS['device-cut']),
+            'mosquitto-restart': num('mosquitto-restarts', MQTT_FULL_FAULTS['mosquitto-restart']),
+            'redis-restart': faults['redis-restart'],
+            'poison-unroutable': poison,
+            'poison-too-large': poison,
+            reload: faults.reload ?? MQTT_FULL_FAULTS.reload,
+          },
           publishSeconds: num('publish-seconds', 90),
           amqpUrl,
           redis,

@@ -43,6 +43,7 @@ import { ROUTE_HEADER, ROUTE_VALUE, parseBody, planStream, poisonBody, type Outg
 import { StreamPublisher, drainUntilComplete, runFaultSchedule } from './stream-run.js';
 import { sleep } from '../support/wait.js';
 import { RELOAD_PREFETCHES, ReloadFault, reloadPoints } from './reload-fault.js';
+import { Gate, withVhost } from './run-parts.js';
 
 /** The second bridge's prefetch: neither of RELOAD_PREFETCHES, which the reload fault toggles on the first bridge. */
 const SECOND_BRIDGE_PREFETCH = 400;
@@ -146,28 +147,6 @@ export function planFaults(counts: FaultCounts, prng: Prng): FaultEvent[] {
     }
   }
   return events.sort((a, b) => a.at - b.at);
-}
-
-function withVhost(url: string, vhost: string): string {
-  const u = new URL(url);
-  u.pathname = '/' + encodeURIComponent(vhost);
-  return u.toString();
-}
-
-/** A one-slot lock: the publisher holds it per chunk, a broker restart holds it for the whole restart. */
-class Gate {
-  private tail: Promise<void> = Promise.resolve();
-  async hold<T>(fn: () => Promise<T>): Promise<T> {
-    const prev = this.tail;
-    let release!: () => void;
-    this.tail = new Promise((r) => (release = r));
-    await prev;
-    try {
-      return await fn();
-    } finally {
-      release();
-    }
-  }
 }
 
 export async function runScenario(o: ScenarioOptions): Promise<FaultRunReport> {
@@ -391,15 +370,13 @@ export async function runScenario(o: ScenarioOptions): Promise<FaultRunReport> {
     };
     const reopen = () => Promise.all(publishers.map((p) => p.open())).then(() => undefined);
     const stream = new StreamPublisher(plan.messages, record, o.publishSeconds, sendChunk, reopen, log);
-    const poisonQueue = stream.poisonQueue;
-    const publishChunk = (batch: Outgoing[]) => stream.publishChunk(batch);
     const publishLoop = stream.start();
 
     const injectPoison = async (kind: PoisonKind) => {
       poisonNo += 1;
       const n = poisonNo;
       const size = kind === 'too-large' && !targetIsStomp ? tooLargeBytes : 0;
-      const m: Outgoing = {
+      const m: Outgoing & { type: 'poison' } = {
         type: 'poison',
         poison: n,
         kind,
@@ -422,12 +399,8 @@ export async function runScenario(o: ScenarioOptions): Promise<FaultRunReport> {
           }
         });
         record.poison.set(n, kind);
-      } else if (stream.publishing) {
-        poisonQueue.push(m);
-        while (!record.poison.has(n) && stream.publishing) await sleep(50);
-        if (!record.poison.has(n)) await publishChunk([m]);
       } else {
-        await publishChunk([m]);
+        await stream.poison(m);
       }
     };
 

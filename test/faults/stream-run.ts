@@ -1,5 +1,5 @@
 /**
- * What every fault scenario (./scenario.ts, ./nats-scenario.ts) does with the numbered stream around its faults:
+ * What every fault scenario (./scenario.ts, ./nats-scenario.ts, ./mqtt-scenario.ts) does with the numbered stream around its faults:
  * publish it paced over the run (a failed chunk is published again, and its messages recorded as possibly twice at the
  * source), and, after the faults, wait until every message and poison message arrived at the target or the
  * dead-letter destination, or the target went quiet, or the drain's time ran out.
@@ -8,6 +8,7 @@ import { sleep } from '../support/wait.js';
 import type { Collector } from './harness-clients.js';
 import type { SentRecord } from './report.js';
 import { DUPLICATE_ID_HEADER, parseBody, type Outgoing, type StreamMessage } from './stream.js';
+import { recordPublished, recordUncertain } from './run-parts.js';
 
 export class StreamPublisher {
   /** Normal messages published so far (the fault schedule's clock). */
@@ -57,23 +58,23 @@ export class StreamPublisher {
       } catch (err) {
         if (attempt === 1) this.log(`publish failed (${(err as Error).message}); re-publishing the chunk`);
         // A message of a failed chunk may be at the source already: re-publishing can make it exist twice there.
-        for (const m of batch) {
-          if (m.type !== 'normal') continue;
-          if (m.identical) record.identical.uncertain += 1;
-          else record.uncertain.add(m.seq);
-        }
+        for (const m of batch) recordUncertain(record, m);
         if (attempt > 60) throw err;
         await sleep(1000);
         await this.reopen().catch(() => undefined);
       }
     }
-    for (const m of batch) {
-      if (m.type === 'normal') {
-        if (m.identical) record.identical.sent += 1;
-        else if (m.resend) record.resends.set(m.seq, (record.resends.get(m.seq) ?? 0) + 1);
-        else record.sent.set(m.seq, m.id);
-      } else record.poison.set(m.poison, m.kind);
+    recordPublished(record, batch);
+  }
+
+  /** Publishes a poison message with the stream (in its next chunk, or alone once publishing ended); resolves once recorded. */
+  async poison(m: Outgoing & { type: 'poison' }): Promise<void> {
+    if (this.publishing) {
+      this.poisonQueue.push(m);
+      while (!this.record.poison.has(m.poison) && this.publishing) await sleep(50);
+      if (this.record.poison.has(m.poison)) return;
     }
+    await this.publishChunk([m]);
   }
 }
 

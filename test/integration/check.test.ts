@@ -254,6 +254,47 @@ describe('broker-bridge check', () => {
     }
   });
 
+  it('reports each MQTT peer: reachable, the version it speaks, the login; a version 5 connection to a 3.1.1-only broker is an error', () => {
+    const rabbitMqtt = new URL(services.rabbitMqttUrl);
+    const yaml = [
+      'connections:',
+      `  rabbit: { type: amqp, url: "${services.amqpUrl}" }`,
+      `  mosquitto: { type: mqtt, url: "${services.mosquittoUrl}" }`,
+      `  rabbitmqtt: { type: mqtt, url: "${rabbitMqtt.toString()}", protocol-version: 4 }`,
+      `  rabbitmqtt5: { type: mqtt, url: "${rabbitMqtt.toString()}" }`,
+      'id-cache:',
+      `  redis-url: "redis://127.0.0.1:${redisPort}"`,
+      'bridges:',
+      '  - name: devices-in',
+      `    source: { connection: mosquitto, topic: "check/${uniqueName('t')}/+", shared-group: g1 }`,
+      `    target: { connection: rabbit, queue: "${target}" }`,
+      `    dead-letter: { connection: rabbit, queue: "${deadLetter}" }`,
+      '  - name: to-rabbit-mqtt',
+      `    source: { connection: rabbit, queue: "${source}" }`,
+      '    target: { connection: rabbitmqtt, topic: "check/out" }',
+      `    dead-letter: { connection: rabbit, queue: "${deadLetter}" }`,
+      '  - name: to-rabbit-mqtt5',
+      `    source: { connection: rabbit, queue: "${source}" }`,
+      '    target: { connection: rabbitmqtt5, topic: "check/out" }',
+      `    dead-letter: { connection: rabbit, queue: "${deadLetter}" }`,
+      '',
+    ].join('\n');
+    const r = checkJson(yaml);
+    expect(r.exitCode).toBe(1);
+    const about = (subject: string) => r.findings.filter((f) => f.subject === subject).map((f) => `${f.level} ${f.message}`);
+    expect(about('connection mosquitto')).toEqual([expect.stringMatching(/^ok reachable: mosquitto \(127\.0\.0\.1:1883\), MQTT 5, anonymous \(no user name in the URL\)$/)]);
+    expect(about('connection rabbitmqtt')).toEqual([
+      expect.stringMatching(/^ok reachable: rabbitmqtt \(127\.0\.0\.1:1884\), MQTT 3\.1\.1, logged in as guest$/),
+      expect.stringMatching(/^info MQTT 3\.1\.1 carries no headers/),
+    ]);
+    expect(about('connection rabbitmqtt5')).toEqual([
+      expect.stringMatching(/^error MQTT connection 'rabbitmqtt5' \(127\.0\.0\.1:1884\): the broker speaks MQTT 3\.1\.1 only .*set protocol-version: 4/),
+    ]);
+    expect(about('bridge devices-in')).toContainEqual(expect.stringMatching(/^info source '\$share\/g1\/check\/.*\/\+' on mosquitto as client id 'bb-devices-in-source': not checkable without subscribing/));
+    // The warning validate gives about a 3.1.1 target is a finding too.
+    expect(r.findings).toContainEqual(expect.objectContaining({ level: 'warning', subject: 'config', message: expect.stringContaining("its target is MQTT 3.1.1 (connection 'rabbitmqtt')") as string }));
+  });
+
   it('reports an invalid file as an error with its location (exit 1), connecting to nothing', () => {
     const r = check('connections: {}\nbridges:\n  - name: x\n    source: { connection: nowhere, queue: q }\n    target: { connection: nowhere, queue: q }\n');
     expect(r.code).toBe(1);

@@ -82,7 +82,7 @@ function dockerfileInstruction(text: string, name: string): string | undefined {
 describe('docker-compose.yml', () => {
   it('has the brokers, Redis and the bridge, and Prometheus and Grafana only in the monitoring profile', () => {
     const inProfile = (name: string) => strings(service(name).profiles);
-    expect(Object.keys(services).filter((n) => inProfile(n).length === 0).sort()).toEqual(['activemq', 'bridge', 'nats', 'rabbitmq', 'redis']);
+    expect(Object.keys(services).filter((n) => inProfile(n).length === 0).sort()).toEqual(['activemq', 'bridge', 'mosquitto', 'nats', 'rabbitmq', 'redis']);
     expect(Object.keys(services).filter((n) => inProfile(n).includes('monitoring')).sort()).toEqual(['grafana', 'prometheus']);
   });
 
@@ -90,6 +90,7 @@ describe('docker-compose.yml', () => {
     expect(service('rabbitmq').image).toMatch(/^rabbitmq:3\.13-management/);
     expect(service('activemq').image).toMatch(/^apache\/activemq-classic:5\.18\./);
     expect(service('redis').image).toMatch(/^redis:7/);
+    expect(service('mosquitto').image).toMatch(/^eclipse-mosquitto:2/);
   });
 
   it('gives every backing service a healthcheck that checks the service itself', () => {
@@ -99,6 +100,20 @@ describe('docker-compose.yml', () => {
     expect(test('redis')).toMatch(/redis-cli.*ping/);
     // ActiveMQ: the STOMP port the bridge uses, not the web console or OpenWire.
     expect(test('activemq')).toContain('61613');
+    // Mosquitto: a subscriber on the MQTT port gets a message ($$ is compose's $).
+    expect(test('mosquitto')).toMatch(/mosquitto_sub .*-p 1883 .*\$\$SYS\/broker\/uptime/);
+  });
+
+  it('runs Mosquitto with persistence on a named volume and no limit on what an offline session queues', () => {
+    const m = service('mosquitto');
+    const mounts = strings(m.volumes).map((v) => v.split(':'));
+    const conf = read(mounts.find((v) => v[1] === '/mosquitto/config/mosquitto.conf')![0]!.replace(/^\.\//, ''));
+    expect(conf).toMatch(/^persistence true$/m);
+    expect(conf).toMatch(/^persistence_location \/mosquitto\/data\/$/m);
+    expect(conf).toMatch(/^max_queued_messages 0$/m);
+    expect(conf).toMatch(/^listener 1883 /m);
+    const data = mounts.find((v) => v[1] === '/mosquitto/data');
+    expect(Object.keys(obj(compose.volumes, 'volumes'))).toContain(data?.[0]);
   });
 
   it('runs NATS with JetStream, its store on a named volume, healthy only once JetStream answers', () => {
@@ -126,7 +141,7 @@ describe('docker-compose.yml', () => {
 
   it('keeps broker data on named volumes', () => {
     const declared = Object.keys(obj(compose.volumes, 'volumes'));
-    for (const name of ['rabbitmq', 'activemq', 'redis']) {
+    for (const name of ['rabbitmq', 'activemq', 'mosquitto', 'redis']) {
       const named = strings(service(name).volumes).map((v) => v.split(':')[0]);
       expect(named.some((v) => declared.includes(v ?? '')), `${name} has a named volume`).toBe(true);
     }
@@ -140,7 +155,7 @@ describe('docker-compose.yml', () => {
     expect(join(root, context, dockerfile)).toBe(join(root, 'Dockerfile'));
 
     const dependsOn = obj(bridge.depends_on, 'bridge.depends_on');
-    for (const name of ['rabbitmq', 'activemq', 'redis']) {
+    for (const name of ['rabbitmq', 'activemq', 'mosquitto', 'redis']) {
       expect(obj(dependsOn[name], `depends_on.${name}`).condition, name).toBe('service_healthy');
     }
     expect(bridge.restart).toBe('unless-stopped');
@@ -150,6 +165,7 @@ describe('docker-compose.yml', () => {
     const expected = [
       ['AMQP_URL', 'amqp:', 'rabbitmq', 5672],
       ['STOMP_URL', 'stomp:', 'activemq', 61613],
+      ['MQTT_URL', 'mqtt:', 'mosquitto', 1883],
       ['REDIS_URL', 'redis:', 'redis', 6379],
     ] as const;
     for (const [name, protocol, host, port] of expected) {

@@ -35,6 +35,7 @@ import { execFile } from 'node:child_process';
 import { connect } from 'node:net';
 import { resolve } from 'node:path';
 import type { StartedTestContainer } from 'testcontainers';
+import { useMqttPeers } from './mqtt-setup.js';
 
 const SERVICE_VARS = ['AMQP_URL', 'REDIS_URL', 'STOMP_URL'] as const;
 type ServiceVar = (typeof SERVICE_VARS)[number];
@@ -85,6 +86,8 @@ const LOCAL: Record<ServiceVar, { url: string; port: number }> = {
 };
 const LOCAL_MANAGEMENT = { url: 'http://guest:guest@127.0.0.1:15672', port: 15672 };
 const LOCAL_RABBITMQ_STOMP = { url: 'stomp://guest:guest@127.0.0.1:61614', port: 61614 };
+/** RabbitMQ's MQTT plugin, as scripts/rabbitmq-plugins.sh enables it (./mqtt-setup.ts takes it from there). */
+const LOCAL_RABBITMQ_MQTT_PORT = 1884;
 const HOW_TO_ENABLE_RABBITMQ_STOMP = [
   "RabbitMQ's STOMP plugin is the second STOMP peer of the tests. Enable it on 127.0.0.1:61614 (not 61613, ActiveMQ's",
   'port: the clash stops RabbitMQ from booting), on the running node:',
@@ -154,7 +157,10 @@ export async function setup(): Promise<void> {
   await enableLocalRabbitPlugins();
   await useLocalManagement();
   const missing = unset.filter((name) => !process.env[name]);
-  if (missing.length === 0) return useRabbitStomp();
+  if (missing.length === 0) {
+    await useRabbitStomp();
+    return useMqttPeers();
+  }
 
   // Loaded only when needed: a run against existing services does not pay for (or depend on) testcontainers.
   const tc = await import('testcontainers');
@@ -187,6 +193,7 @@ export async function setup(): Promise<void> {
     }
   }
   await useRabbitStomp();
+  await useMqttPeers();
 }
 
 /** RABBITMQ_STOMP_URL: as set (probed), else the local plugin on 61614; fails the run with how to enable it. */
@@ -257,7 +264,8 @@ async function enableLocalRabbitPlugins(): Promise<void> {
   if (!amqp || !isLocalRabbit(amqp)) return;
   const needManagement = !process.env.RABBITMQ_MANAGEMENT_URL && (await probeTcp('127.0.0.1', LOCAL_MANAGEMENT.port)) !== undefined;
   const needStomp = !process.env.RABBITMQ_STOMP_URL && (await probeTcp('127.0.0.1', LOCAL_RABBITMQ_STOMP.port)) !== undefined;
-  if (!needManagement && !needStomp) return;
+  const needMqtt = !process.env.RABBITMQ_MQTT_URL && (await probeTcp('127.0.0.1', LOCAL_RABBITMQ_MQTT_PORT)) !== undefined;
+  if (!needManagement && !needStomp && !needMqtt) return;
   const { failed, stdout } = await runScriptOutput(RABBITMQ_PLUGINS_SCRIPT, 'enable', 240_000);
   if (failed === undefined) {
     console.log(`test services: ${stdout.trim().split('\n').pop() ?? ''}`);

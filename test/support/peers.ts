@@ -32,7 +32,7 @@ export const PEERS: readonly Peer[] = [
   { name: 'ActiveMQ Artemis', pattern: /\bArtemis\b/, testedBy: [] },
   { name: 'HornetQ', pattern: /\bHornetQ\b/, testedBy: [] },
   { name: 'Apache Kafka', pattern: /\bKafka\b/, testedBy: [] },
-  { name: 'Mosquitto', pattern: /\bMosquitto\b/, testedBy: [] },
+  { name: 'Mosquitto', pattern: /\bMosquitto\b/, testedBy: ['test/integration/mqtt-endpoints.test.ts', 'test/integration/mqtt-bridge.test.ts'] },
   { name: 'NATS', pattern: /\bNATS\b|\bJetStream\b/, testedBy: ['test/integration/nats-endpoints.test.ts', 'test/integration/nats-bridge.test.ts'] },
   { name: 'Apache Qpid', pattern: /\bQpid\b/, testedBy: [] },
   { name: 'Apache Pulsar', pattern: /\bPulsar\b/, testedBy: [] },

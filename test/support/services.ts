@@ -35,6 +35,18 @@ export const services = {
   get rabbitStompUrl(): string {
     return required('RABBITMQ_STOMP_URL');
   },
+  /** Mosquitto (MOSQUITTO_URL, default mqtt://127.0.0.1:1883), MQTT 5 and 3.1.1. */
+  get mosquittoUrl(): string {
+    return mqttPeer('MOSQUITTO');
+  },
+  /** RabbitMQ's MQTT plugin (RABBITMQ_MQTT_URL, default mqtt://guest:guest@127.0.0.1:1884), MQTT 3.1.1, vhost `/`. */
+  get rabbitMqttUrl(): string {
+    return mqttPeer('RABBITMQ_MQTT');
+  },
+  /** ActiveMQ's MQTT transport (ACTIVEMQ_MQTT_URL, default mqtt://127.0.0.1:1885), MQTT 3.1.1. */
+  get activemqMqttUrl(): string {
+    return mqttPeer('ACTIVEMQ_MQTT');
+  },
   /** RabbitMQ management API (http://guest:guest@127.0.0.1:15672), used by fault tests to close connections. */
   get rabbitManagementUrl(): string | undefined {
     return process.env.RABBITMQ_MANAGEMENT_URL;
@@ -65,4 +77,12 @@ function topologyList(name: string, unavailableVar: string, what: string, script
     `This test needs a ${what}, and ${why ? `the test setup could not start one (${why})` : `${name} is not set`}. ` +
       `Run \`bash ${script} start\` (it needs Debian's redis-server), or set ${vars} to a running one.`,
   );
+}
+
+/** An MQTT peer's URL (<name>_URL), or the sentence ./mqtt-setup.ts left in <name>_UNAVAILABLE. */
+function mqttPeer(name: 'MOSQUITTO' | 'RABBITMQ_MQTT' | 'ACTIVEMQ_MQTT'): string {
+  const v = process.env[`${name}_URL`];
+  if (v) return v;
+  const why = process.env[`${name}_UNAVAILABLE`];
+  throw new Error(why ? `This test needs ${why}` : `${name}_URL is not set (test/support/mqtt-setup.ts fills it when the broker answers locally).`);
 }

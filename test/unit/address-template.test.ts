@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { isTemplated, parseAddressTemplate, resolveAddress, type AddressTemplate } from '../../src/routing/address-template.js';
-import { encodeUnsafeValue, valueRule } from '../../src/routing/address-values.js';
+import { encodeUnsafeValue, valueRule, type AddressProtocol } from '../../src/routing/address-values.js';
 
 function parse(source: string): AddressTemplate {
   const r = parseAddressTemplate(source);
@@ -83,7 +83,7 @@ describe('address templates: resolution', () => {
 });
 
 describe('template values: the one rule (src/routing/address-values.ts)', () => {
-  const refuse = (value: string, protocol: 'amqp' | 'stomp' | 'nats', pattern?: string) => valueRule(pattern, protocol).refuse(value);
+  const refuse = (value: string, protocol: AddressProtocol, pattern?: string) => valueRule(pattern, protocol).refuse(value);
 
   it('the default admits letters, digits and . _ : - only', () => {
     for (const ok of ['eu', 'EU-west_1', 'a.b.c', 'urn:x:1', '0']) {
@@ -146,5 +146,17 @@ describe('template values: the one rule (src/routing/address-values.ts)', () => 
     expect(resolveAddress(strict, msg({ region: 'eu.west' }), 'nats')).toEqual({ ok: true, value: 'orders.eu.west' });
     // `>` is no separator of an AMQP routing key: a wide pattern lets it through there.
     expect(resolveAddress(strict, msg({ region: '>' }), 'amqp', valueRule('[\\s\\S]', 'amqp'))).toEqual({ ok: true, value: 'orders.>' });
+  });
+
+  it("MQTT: a value never brings a topic level separator '/', a wildcard '+' or '#', or a control character, whatever template-values says", () => {
+    const topic = parse('devices/${header.device}/events');
+    expect(resolveAddress(topic, msg({ device: 'd-1' }), 'mqtt')).toEqual({ ok: true, value: 'devices/d-1/events' });
+    for (const device of ['a/b', 'x+', 'x#', 'a\u0000b']) {
+      const r = resolveAddress(topic, msg({ device }), 'mqtt', valueRule('[\\s\\S]', 'mqtt'));
+      expect(r.ok, device).toBe(false);
+      if (!r.ok) expect(r.kind, device).toBe('unsafe');
+    }
+    expect(refuse('a/b', 'mqtt', '[\\s\\S]')).toMatch(/an MQTT topic level separator or wildcard$/);
+    expect(resolveAddress(parse('${property.topic}'), msg({}, { topic: 'sensors.d1.temp' }), 'amqp')).toEqual({ ok: true, value: 'sensors.d1.temp' });
   });
 });

@@ -149,13 +149,16 @@ describe('loadConfig: defaults and layering', () => {
 
   it('loads the example bridges.yaml of the repository', () => {
     const config = loadConfig(resolve(repoRoot, 'bridges.yaml'), {});
-    expect(config.bridges.map((b) => b.name)).toEqual(['orders-to-activemq', 'invoices-to-rabbit']);
+    expect(config.bridges.map((b) => b.name)).toEqual(['orders-to-activemq', 'invoices-to-rabbit', 'telemetry-to-rabbitmq']);
     expect(config.bridges.map((b) => [b.source.connection.name, b.target.connection.name, b.deadLetter?.queue])).toEqual([
       ['rabbit', 'activemq', 'orders.dead-letter'],
       ['activemq', 'rabbit', 'invoices.dead-letter'],
+      ['devices', 'rabbit', 'telemetry.dead-letter'],
     ]);
     expect(config.connections.rabbit?.urls).toEqual(['amqp://guest:guest@localhost:5672']);
     expect(config.connections.activemq?.urls).toEqual(['stomp://localhost:61613']);
+    expect(config.connections.devices?.urls).toEqual(['mqtt://localhost:1883']);
+    expect(config.bridges[2]?.source).toMatchObject({ topic: 'sensors/+/readings', topicSeparator: '.', clientId: 'bb-telemetry-to-rabbitmq-source' });
     expect(config.idCache.redis).toEqual({ kind: 'standalone', url: 'redis://localhost:6379' });
   });
 

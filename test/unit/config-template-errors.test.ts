@@ -40,7 +40,7 @@ describe('address templates in the configuration', () => {
       "x.yaml:7:69 bridges[0].target.routing-key: bad address template at column 8 of 'orders.${header.region': unclosed ${ (expected ${header.NAME}, ${property.NAME} or ${header.NAME:-fallback}; write $${ for a literal ${)",
     ]);
     expect(problems(yaml('{ connection: mq, queue: "orders.${property.colour}" }'))).toEqual([
-      "x.yaml:7:46 bridges[0].target.queue: bad address template at column 8 of 'orders.${property.colour}': unknown property 'colour' in ${property.colour} (expected one of contentType, contentEncoding, correlationId, replyTo, messageId, type, userId, appId, priority)",
+      "x.yaml:7:46 bridges[0].target.queue: bad address template at column 8 of 'orders.${property.colour}': unknown property 'colour' in ${property.colour} (expected one of contentType, contentEncoding, correlationId, replyTo, messageId, type, userId, appId, priority, topic)",
     ]);
     expect(problems(yaml('{ connection: rabbit, exchange: x, routing-key: "a.${header.}" }'))).toEqual([
       "x.yaml:7:64 bridges[0].target.routing-key: bad address template at column 3 of 'a.${header.}': ${header.} names no header (expected header.NAME: letters, digits, '.', '_' or '-')",

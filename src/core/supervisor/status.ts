@@ -38,18 +38,26 @@ export interface BridgeStatus {
 }
 
 export function describeSource(bridge: BridgeConfig): string {
-  return `${bridge.source.connection.type} ${bridge.source.connection.name} queue '${bridge.source.queue}'`;
+  const s = bridge.source;
+  const what = s.connection.type === 'mqtt' ? `topic '${s.topic ?? ''}'` : `queue '${s.queue ?? ''}'`;
+  return `${s.connection.type} ${s.connection.name} ${what}`;
 }
 
 export function describeTarget(bridge: BridgeConfig): string {
   const t = bridge.target;
-  const where = t.exchange !== undefined && t.exchange !== '' ? `exchange '${t.exchange}' routing key '${t.routingKey ?? ''}'` : `queue '${t.queue ?? ''}'`;
+  const where =
+    t.connection.type === 'mqtt'
+      ? `topic '${t.topic ?? ''}'`
+      : t.exchange !== undefined && t.exchange !== ''
+        ? `exchange '${t.exchange}' routing key '${t.routingKey ?? ''}'`
+        : `queue '${t.queue ?? ''}'`;
   return `${t.connection.type} ${t.connection.name} ${where}`;
 }
 
 /** Why the source depth is unknown. */
 export function depthNote(bridge: BridgeConfig, connected: boolean): string {
   if (bridge.source.connection.type === 'stomp') return 'not available over STOMP';
+  if (bridge.source.connection.type === 'mqtt') return 'not available over MQTT';
   return connected ? 'not read yet' : 'not connected';
 }
 

@@ -6,12 +6,13 @@
  */
 import type { StompConnectionConfig } from '../../config/types.js';
 import type { ConnectionRole } from '../../config/connection-plan.js';
-import { TransientError, asError } from '../../shared/errors.js';
+import { TransientError } from '../../shared/errors.js';
 import type { Logger } from '../../shared/log.js';
 import { stompAddress, stompDestination } from '../../config/stomp-address.js';
 import type { StompSession } from './stomp-client.js';
 import { profileFields, stompPeerProfile, type StompPeerProfile } from './stomp-peer.js';
 import { openedTwice, tellLost } from '../endpoint-handlers.js';
+import { confirmWithin } from '../confirm-timeout.js';
 import { ownStompConnector, type StompConnector, type StompLease } from './shared-session.js';
 
 export abstract class StompEndpoint {
@@ -84,23 +85,10 @@ export abstract class StompEndpoint {
    * error, this one included. `outcomeUnknown`: what the broker may have done with the request is not known then.
    */
   protected receiptWithin<T>(session: StompSession, promise: Promise<T>, what: string, timeoutMs: number, outcomeUnknown = false): Promise<T> {
-    return new Promise<T>((resolve, reject) => {
-      const timer = setTimeout(() => {
-        session.fail(new TransientError(`${this.description} (${session.peer}): no RECEIPT for a ${what} within ${timeoutMs} ms; treating the connection as broken`, { outcomeUnknown }));
-      }, timeoutMs);
-      promise.then(
-        (v) => {
-          clearTimeout(timer);
-          resolve(v);
-        },
-        (e: unknown) => {
-          clearTimeout(timer);
-          reject(asError(e));
-        },
-      );
-    });
+    const timedOut = (): void =>
+      session.fail(new TransientError(`${this.description} (${session.peer}): no RECEIPT for a ${what} within ${timeoutMs} ms; treating the connection as broken`, { outcomeUnknown }));
+    return confirmWithin(promise, timeoutMs, timedOut);
   }
-
 
   /** What the endpoint holds on a shared connection that it must give back itself before letting go (a subscription). */
   protected giveBack(): Promise<void> {

@@ -1,0 +1,70 @@
+/**
+ * What the MQTT source and target share: one session (./mqtt-session.ts) per endpoint object, opened once, reported
+ * lost once, closed with a DISCONNECT. The subclasses add what they do with it (SUBSCRIBE and PUBACK, or PUBLISH).
+ */
+import type { MqttConnectionConfig } from '../../config/types.js';
+import { TransientError } from '../../shared/errors.js';
+import type { Logger } from '../../shared/log.js';
+import { openedTwice, tellLost } from '../endpoint-handlers.js';
+import { connectMqtt } from './mqtt-connect.js';
+import type { MqttSession, MqttSessionOptions } from './mqtt-session.js';
+
+export abstract class MqttEndpoint {
+  protected session: MqttSession | undefined;
+  /** Set by close() and by a loss: nothing more is done on the session. */
+  protected closed = false;
+  private openCalled = false;
+
+  protected constructor(
+    protected readonly conn: MqttConnectionConfig,
+    /** The client id this endpoint connects with (resolved: ../../config/mqtt-address.ts defaultClientId). */
+    protected readonly clientId: string,
+    readonly description: string,
+    readonly address: string,
+    protected readonly log: Logger,
+  ) {}
+
+  /**
+   * Connects (once per object). `onLost` fires at most once, for a loss that close() did not cause. Rejects with
+   * TransientError when close() came while connecting.
+   */
+  protected async connect(options: Omit<MqttSessionOptions, 'clientId'>, onLost: (error: TransientError) => void): Promise<MqttSession> {
+    if (this.openCalled || this.closed) throw openedTwice(this.description);
+    this.openCalled = true;
+    const session = await connectMqtt(this.conn, { ...options, clientId: this.clientId }, this.log);
+    this.session = session;
+    if (this.closed) {
+      session.destroy();
+      throw new TransientError(`${this.description} was closed while opening`);
+    }
+    session.onLost((error) => {
+      if (this.closed) return;
+      this.closed = true;
+      this.lost(error);
+      tellLost(onLost, error, this.log);
+    });
+    return session;
+  }
+
+  /** Called once when the session is lost, before the core hears of it. */
+  protected lost(_error: TransientError): void {}
+
+  /** Log fields of the open connection: where, which MQTT version, what the broker announced. */
+  protected connectionFields(session: MqttSession): Record<string, unknown> {
+    const s = session.serverInfo;
+    return {
+      peer: session.peer,
+      mqttVersion: session.version === 5 ? '5' : '3.1.1',
+      clientId: this.clientId,
+      sessionPresent: s.sessionPresent,
+      ...(session.version === 5 ? { brokerReceiveMaximum: s.receiveMaximum } : {}),
+    };
+  }
+
+  /** DISCONNECT (bounded wait) and close. Never throws. */
+  async close(): Promise<void> {
+    if (this.closed && !this.session?.isOpen) return;
+    this.closed = true;
+    await this.session?.disconnect();
+  }
+}

@@ -313,7 +313,7 @@ export class BridgeSession {
     this.gate.ended();
     if (this.barrierTimer) clearInterval(this.barrierTimer);
     if (this.renewTimer) clearInterval(this.renewTimer);
-    void teardown(this.ctx)
+    void teardown(this.ctx, (ms) => this.gate.settleInFlight(ms))
       .catch((err: unknown) => this.ctx.log.error({ err }, 'closing the session failed'))
       .then(() => this.resolveEnded(end));
   }

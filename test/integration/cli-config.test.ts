@@ -31,7 +31,7 @@ describe('broker-bridge validate', () => {
   it('accepts the example bridges.yaml (the default path ./bridges.yaml, from its folder) and prints OK', () => {
     const r = cli(['validate'], {}, root);
     expect(r.stderr).toBe('');
-    expect(r.stdout).toBe('bridges.yaml: OK (2 bridges)\n');
+    expect(r.stdout).toBe('bridges.yaml: OK (3 bridges)\n');
     expect(r.code).toBe(0);
   });
 

@@ -223,7 +223,7 @@ describe('a templated MQTT topic', () => {
       await fx.amqp.waitForCount(dead, (n) => n >= 3, 30_000);
       const deadLettered = await fx.amqp.drain(dead);
       expect(deadLettered.map((m) => m.body.toString()).sort()).toEqual(['m2', 'm3', 'm4']);
-      expect(deadLettered.map((m) => m.headers['x-bridge-dead-letter-reason'])).toEqual(['unresolved-address', 'unresolved-address', 'unresolved-address']);
+      expect(deadLettered.map((m) => m.headers['x-bridge-dead-letter-reason'])).toEqual(['unsafe-address', 'unsafe-address', 'unsafe-address']);
       const read = async (d: string) => (await readMqtt(MOSQUITTO_5, readers.find((r) => r.d === d)!.id, { quietMs: 500 })).map((m) => [m.topic, m.body.toString()]);
       expect(await read('d1')).toEqual([
         [`${base}/d1/events`, 'm0'],

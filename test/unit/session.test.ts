@@ -329,6 +329,24 @@ describe('BridgeSession', () => {
     expect(source.acked).toEqual([2]);
   });
 
+  it('a session that ends on the source side waits for the target to answer what is in flight: a confirmed message is committed, its redelivery dropped', async () => {
+    const cache = new MemoryIdCache({ size: 100, lease: 60_000 });
+    const { source, target, session } = setup({}, { cache });
+    target.outcome = () => 'hold';
+    await session.open();
+    source.deliver(msg(1));
+    await until('sent', () => target.sent.length === 1, quick());
+    // The source's connection goes; the target confirms a moment later (it is healthy, its answer was on its way).
+    source.handlers!.onLost(new TransientError('source gone'));
+    await sleep(50);
+    target.held.splice(0).forEach((r) => r());
+    const end = await session.finished;
+    expect(end.kind).toBe('failed');
+    expect(source.acked).toEqual([]);
+    // Committed, not released as uncertain: the redelivery is a duplicate, not a flagged second copy.
+    expect(await cache.reserve('fake://target', 'id-1', 'next.1.1.1')).toEqual({ status: 'duplicate' });
+  });
+
   it('keeps source order after a refusal: the refused message is sent again alone, before any later message', async () => {
     const { source, target, session } = setup({ maxDeliveryAttempts: 5 }, { deadLetter: true });
     let refusals = 0;

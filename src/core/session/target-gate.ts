@@ -149,6 +149,21 @@ export class TargetGate {
     this.roomPause.wake();
   }
 
+  /**
+   * After the end, before the target is closed: waits (at most `ms`) for the sends still in flight to be answered. A
+   * session that ended on the source's side (its connection lost) has a healthy target whose confirmations are on
+   * their way; closing it first would turn each into an unknown outcome, its redelivery forwarded again, flagged. A
+   * confirmed one is committed instead (./teardown.ts), and its redelivery dropped as a duplicate.
+   */
+  async settleInFlight(ms: number): Promise<void> {
+    const deadline = Date.now() + ms;
+    while (this.inFlight > 0) {
+      const left = deadline - Date.now();
+      if (left <= 0) return;
+      await this.idle.wait(left);
+    }
+  }
+
   /** Sends one message, pipelined: its outcome is handled when the target answers. */
   send(sending: Forwarding): void {
     void this.attempt(sending).then((result) => {

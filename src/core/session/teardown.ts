@@ -1,7 +1,8 @@
 /**
  * The end of a session (docs/design.md §7.4): connections closed (source first, so that nothing more is acked and the
- * broker takes back every unacked message), then what the unfinished jobs held in the cache given back, so that their
- * redeliveries need not wait for leases to run out.
+ * broker takes back every unacked message; the target once the sends in flight are answered, or after a bound), then
+ * what the unfinished jobs held in the cache given back — committed when the target confirmed them — so that their
+ * redeliveries need not wait for leases to run out, and those already delivered are dropped, not sent again.
  */
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { SessionContext } from './context.js';
@@ -11,10 +12,16 @@ import { addressOf } from './route.js';
 /** How long a session may spend, after it ended, giving its reservations back. Redis may be down: bounded. */
 const ABANDON_TIMEOUT_MS = 3000;
 
-export async function teardown(ctx: SessionContext): Promise<void> {
+/** How long the end waits for the target's answers to the sends in flight before closing it. */
+const IN_FLIGHT_WAIT_MS = 2000;
+
+/** `settleInFlight`: resolves once the sends in flight are answered, or after at most the time it is given. */
+export async function teardown(ctx: SessionContext, settleInFlight: (ms: number) => Promise<void>): Promise<void> {
   const { source, target, deadLetter } = ctx.deps;
   // Source first: from here on nothing more is acked, and the broker takes back every unacked message.
   await source.close();
+  // Then the target's answers to what is in flight (a confirmed message is committed below, not forwarded again).
+  await settleInFlight(IN_FLIGHT_WAIT_MS);
   await Promise.allSettled([target.close(), deadLetter?.close()]);
   const abandoned = [...ctx.unsettled];
   if (abandoned.length > 0 && ctx.dedupe) {

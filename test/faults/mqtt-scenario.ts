@@ -35,9 +35,9 @@ import { Prng } from './prng.js';
 import { HARNESS_CONNECTION_PREFIX, type RabbitAdmin } from './rabbit-admin.js';
 import { analyse, type FaultRunReport, type SentRecord } from './report.js';
 import { ROUTE_HEADER, ROUTE_VALUE, planStream, poisonBody, type Outgoing, type PoisonKind } from './stream.js';
-import { RELOAD_PREFETCHES, ReloadFault, reloadPoints } from './reload-fault.js';
+import { RELOAD_PREFETCHES, ReloadFault } from './reload-fault.js';
 import { Gate, recordUncertain, withVhost } from './run-parts.js';
-import { StreamPublisher, drainUntilComplete, runFaultSchedule } from './stream-run.js';
+import { StreamPublisher, faultsThenDrain } from './stream-run.js';
 
 export type MqttPathName = 'mqtt-amqp' | 'amqp-mqtt';
 export const MQTT_PATHS: readonly MqttPathName[] = ['mqtt-amqp', 'amqp-mqtt'];
@@ -267,24 +267,17 @@ export async function runMqttScenario(o: MqttScenarioOptions): Promise<FaultRunR
       }
     };
 
-    const reloadLoop = reloads.run(reloadPoints(faults.reload), () => stream.published, total, () => stream.publishing).then((n) => {
-      injected.reload = n;
-    });
-    await runFaultSchedule(events, stream, total, inject, { ensureRunning: () => bridge.ensureRunning(), injected, log });
-    await publishLoop;
-    await reloadLoop;
-    log(`published ${record.sent.size} distinct + ${[...record.resends.values()].reduce((a, b) => a + b, 0)} re-sends + ${record.identical.sent} byte-identical + ${record.poison.size} poison; faults done`);
-
-    // ---- drain ----
-    await bridge.ensureRunning();
-    await drainUntilComplete({
-      record,
-      target,
-      deadLetter,
-      quietMs: o.quietMs ?? 45_000,
-      timeoutMs: o.drainTimeoutMs ?? 300_000,
-      settleMs: 3000,
-      tick: () => bridge.ensureRunning(),
+    await faultsThenDrain({
+      events,
+      stream,
+      publishLoop,
+      total,
+      inject,
+      injected,
+      reloads,
+      reloadCount: faults.reload,
+      bridge,
+      drain: { record, target, deadLetter, quietMs: o.quietMs ?? 45_000, timeoutMs: o.drainTimeoutMs ?? 300_000, settleMs: 3000 },
       log,
     });
     let leftAtSource: number | undefined;

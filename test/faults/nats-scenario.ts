@@ -37,9 +37,9 @@ import { NatsPublisher, NatsStreamCollector } from './nats-clients.js';
 import { Prng } from './prng.js';
 import { HARNESS_CONNECTION_PREFIX, type RabbitAdmin } from './rabbit-admin.js';
 import { analyse, type FaultRunReport, type SentRecord } from './report.js';
-import { RELOAD_PREFETCHES, ReloadFault, reloadPoints } from './reload-fault.js';
+import { RELOAD_PREFETCHES, ReloadFault } from './reload-fault.js';
 import { POSSIBLE_DUPLICATE_HEADER, ROUTE_HEADER, ROUTE_VALUE, planStream, poisonBody, type Outgoing } from './stream.js';
-import { StreamPublisher, drainUntilComplete, runFaultSchedule } from './stream-run.js';
+import { StreamPublisher, faultsThenDrain } from './stream-run.js';
 import { withVhost } from './run-parts.js';
 import type { SuiteRedis } from './suite-redis.js';
 
@@ -260,25 +260,18 @@ export async function runNatsScenario(o: NatsScenarioOptions): Promise<FaultRunR
       }
     };
 
-    const reloadLoop = reloads.run(reloadPoints(o.reloads), () => stream.published, total, () => stream.publishing).then((n) => {
-      injected.reload = n;
-    });
-    await runFaultSchedule(events, stream, total, inject, { ensureRunning: () => bridge.ensureRunning(), injected, log });
-    await publishLoop;
-    await reloadLoop;
-    log(`published ${record.sent.size} distinct + ${[...record.resends.values()].reduce((a, b) => a + b, 0)} re-sends + ${record.identical.sent} byte-identical + ${record.poison.size} poison; faults done`);
-
-    // ---- drain ----
-    await bridge.ensureRunning();
-    await drainUntilComplete({
-      record,
-      target,
-      deadLetter,
-      quietMs: o.quietMs ?? 60_000,
-      timeoutMs: o.drainTimeoutMs ?? 300_000,
-      // Late extra copies (a resend after the lease) would come within it.
-      settleMs: LEASE_MS + 3000,
-      tick: () => bridge.ensureRunning(),
+    await faultsThenDrain({
+      events,
+      stream,
+      publishLoop,
+      total,
+      inject,
+      injected,
+      reloads,
+      reloadCount: o.reloads,
+      bridge,
+      // Late extra copies (a resend after the lease) would come within the settle time.
+      drain: { record, target, deadLetter, quietMs: o.quietMs ?? 60_000, timeoutMs: o.drainTimeoutMs ?? 300_000, settleMs: LEASE_MS + 3000 },
       log,
     });
     await bridge.stop();

@@ -149,65 +149,47 @@ async function main(): Promise<number> {
   try {
     await redis.start();
     if (withBackpressure) await own.start();
+    const common = { messages, publishSeconds: num('publish-seconds', 90), amqpUrl, redis, admin };
     for (const [i, path] of paths.entries()) {
-      if ((NATS_PATHS as readonly string[]).includes(path)) {
-        const r = await runNatsScenario({
-          path: path as NatsPathName,
-          messages,
-          seed: seed + i,
-          sigkills: faults.sigkill,
-          closes: faults['connection-close'],
-          natsRestarts: num('nats-restarts', 1),
-          redisRestarts: faults['redis-restart'],
-          reloads: faults.reload ?? 0,
-          poison,
-          publishSeconds: num('publish-seconds', 90),
-          amqpUrl,
-          redis,
-          admin,
-        });
-        reports.push(r);
-        console.log('\n' + formatTable([r]) + '\n');
-        continue;
-      }
-      if ((MQTT_PATHS as readonly string[]).includes(path)) {
-        const r = await runMqttScenario({
-          path: path as MqttPathName,
-          messages,
-          seed: seed + i,
-          faults: {
-            sigkill: faults.sigkill,
-            'connection-close': num('closes', MQTT_FULL_FAULTS['connection-close']),
-            'mqtt-cut': num('mqtt-cuts', MQTT_FULL_FAULTS['mqtt-cut']),
-            'device-cut': num('device-cuts', MQTT_FULL_FAULTS['device-cut']),
-            'mosquitto-restart': num('mosquitto-restarts', MQTT_FULL_FAULTS['mosquitto-restart']),
-            'redis-restart': faults['redis-restart'],
-            'poison-unroutable': poison,
-            'poison-too-large': poison,
-            reload: faults.reload ?? MQTT_FULL_FAULTS.reload,
-          },
-          publishSeconds: num('publish-seconds', 90),
-          amqpUrl,
-          redis,
-          admin,
-        });
-        reports.push(r);
-        console.log('\n' + formatTable([r]) + '\n');
-        continue;
-      }
-      const r = await runScenario({
-        path: path as PathName,
-        messages,
-        seed: seed + i,
-        faults,
-        publishSeconds: num('publish-seconds', 90),
-        stallMs: num('stall-ms', 30_000),
-        amqpUrl,
-        ...(stompUrl ? { stompUrl } : {}),
-        rabbitStompUrl,
-        redis,
-        admin,
-      });
+      const seedOf = seed + i;
+      const r = (NATS_PATHS as readonly string[]).includes(path)
+        ? await runNatsScenario({
+            ...common,
+            path: path as NatsPathName,
+            seed: seedOf,
+            sigkills: faults.sigkill,
+            closes: faults['connection-close'],
+            natsRestarts: num('nats-restarts', 1),
+            redisRestarts: faults['redis-restart'],
+            reloads: faults.reload ?? 0,
+            poison,
+          })
+        : (MQTT_PATHS as readonly string[]).includes(path)
+          ? await runMqttScenario({
+              ...common,
+              path: path as MqttPathName,
+              seed: seedOf,
+              faults: {
+                sigkill: faults.sigkill,
+                'connection-close': num('closes', MQTT_FULL_FAULTS['connection-close']),
+                'mqtt-cut': num('mqtt-cuts', MQTT_FULL_FAULTS['mqtt-cut']),
+                'device-cut': num('device-cuts', MQTT_FULL_FAULTS['device-cut']),
+                'mosquitto-restart': num('mosquitto-restarts', MQTT_FULL_FAULTS['mosquitto-restart']),
+                'redis-restart': faults['redis-restart'],
+                'poison-unroutable': poison,
+                'poison-too-large': poison,
+                reload: faults.reload ?? MQTT_FULL_FAULTS.reload,
+              },
+            })
+          : await runScenario({
+              ...common,
+              path: path as PathName,
+              seed: seedOf,
+              faults,
+              stallMs: num('stall-ms', 30_000),
+              ...(stompUrl ? { stompUrl } : {}),
+              rabbitStompUrl,
+            });
       reports.push(r);
       console.log('\n' + formatTable([r]) + '\n');
     }

@@ -40,9 +40,9 @@ import { Prng } from './prng.js';
 import { HARNESS_CONNECTION_PREFIX, RabbitAdmin } from './rabbit-admin.js';
 import { analyse, type FaultRunReport, type Recovery, type SentRecord } from './report.js';
 import { ROUTE_HEADER, ROUTE_VALUE, parseBody, planStream, poisonBody, type Outgoing, type PoisonKind } from './stream.js';
-import { StreamPublisher, drainUntilComplete, runFaultSchedule } from './stream-run.js';
+import { StreamPublisher, faultsThenDrain } from './stream-run.js';
 import { sleep } from '../support/wait.js';
-import { RELOAD_PREFETCHES, ReloadFault, reloadPoints } from './reload-fault.js';
+import { RELOAD_PREFETCHES, ReloadFault } from './reload-fault.js';
 import { Gate, withVhost } from './run-parts.js';
 
 /** The second bridge's prefetch: neither of RELOAD_PREFETCHES, which the reload fault toggles on the first bridge. */
@@ -486,25 +486,17 @@ export async function runScenario(o: ScenarioOptions): Promise<FaultRunReport> {
       }
     };
 
-    const reloadLoop = reloads.run(reloadPoints(faults.reload ?? 0), () => stream.published, total, () => stream.publishing).then((n) => {
-      injected.reload = n;
-    });
-    await runFaultSchedule(events, stream, total, inject, { ensureRunning: () => bridge.ensureRunning(), injected, log });
-    await publishLoop;
-    await reloadLoop;
-    if ((faults.reload ?? 0) > 0) log(`reloads applied: ${JSON.stringify(reloads.done)}`);
-    log(`published ${record.sent.size} distinct + ${[...record.resends.values()].reduce((a, b) => a + b, 0)} re-sends + ${record.identical.sent} byte-identical + ${record.poison.size} poison; faults done`);
-
-    // ---- drain ----
-    await bridge.ensureRunning();
-    await drainUntilComplete({
-      record,
-      target,
-      deadLetter,
-      quietMs: o.quietMs ?? 45_000,
-      timeoutMs: o.drainTimeoutMs ?? 300_000,
-      settleMs: 3000,
-      tick: () => bridge.ensureRunning(),
+    await faultsThenDrain({
+      events,
+      stream,
+      publishLoop,
+      total,
+      inject,
+      injected,
+      reloads,
+      reloadCount: faults.reload ?? 0,
+      bridge,
+      drain: { record, target, deadLetter, quietMs: o.quietMs ?? 45_000, timeoutMs: o.drainTimeoutMs ?? 300_000, settleMs: 3000 },
       log,
     });
     if (sourceOnRabbit) {

@@ -9,6 +9,7 @@ import type { Collector } from './harness-clients.js';
 import type { SentRecord } from './report.js';
 import { DUPLICATE_ID_HEADER, parseBody, type Outgoing, type StreamMessage } from './stream.js';
 import { recordPublished, recordUncertain } from './run-parts.js';
+import { reloadPoints, type ReloadFault } from './reload-fault.js';
 
 export class StreamPublisher {
   /** Normal messages published so far (the fault schedule's clock). */
@@ -155,4 +156,37 @@ export async function drainUntilComplete(o: DrainOptions): Promise<void> {
     }
     await o.tick();
   }
+}
+
+/**
+ * The middle and the end of every fault run: the planned faults fired as the stream goes out, the reloads at their
+ * points beside them, until the stream and the reloads are done; then the drain (./stream-run.ts drainUntilComplete)
+ * with the bridge running.
+ */
+export async function faultsThenDrain<K extends string>(o: {
+  events: readonly { kind: K; at: number }[];
+  stream: StreamPublisher;
+  /** The stream's publishing, started by the caller (stream.start()). */
+  publishLoop: Promise<void>;
+  total: number;
+  inject: (kind: K) => Promise<boolean>;
+  injected: Record<string, number>;
+  reloads: ReloadFault;
+  reloadCount: number;
+  bridge: { ensureRunning(): Promise<void> };
+  drain: Omit<DrainOptions, 'tick' | 'log'>;
+  log: (line: string) => void;
+}): Promise<void> {
+  const { stream, total } = o;
+  const { record } = o.drain;
+  const reloadLoop = o.reloads.run(reloadPoints(o.reloadCount), () => stream.published, total, () => stream.publishing).then((n) => {
+    o.injected.reload = n;
+  });
+  await runFaultSchedule(o.events, stream, total, o.inject, { ensureRunning: () => o.bridge.ensureRunning(), injected: o.injected, log: o.log });
+  await o.publishLoop;
+  await reloadLoop;
+  if (o.reloadCount > 0) o.log(`reloads applied: ${JSON.stringify(o.reloads.done)}`);
+  o.log(`published ${record.sent.size} distinct + ${[...record.resends.values()].reduce((a, b) => a + b, 0)} re-sends + ${record.identical.sent} byte-identical + ${record.poison.size} poison; faults done`);
+  await o.bridge.ensureRunning();
+  await drainUntilComplete({ ...o.drain, tick: () => o.bridge.ensureRunning(), log: o.log });
 }

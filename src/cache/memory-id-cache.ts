@@ -40,10 +40,13 @@ interface AddressState {
 
 /**
  * A stamp's one mark, as in stamp-entry.inc.lua: `done` (d): the message it stands for was handled (ID recorded at the
- * target, or dead-lettered); `flagged` (f): every copy forwarded under it is a possible duplicate. Marking a flagged
- * stamp done replaces the flag (a done stamp is never forwarded under again).
+ * target, or dead-lettered); `flagged` (f): every copy forwarded under it is a possible duplicate; `ackUnknown` (u):
+ * done, its message acked without proof that the ack arrived, so rule 3 never drops a redelivery under it. Marking a
+ * flagged stamp done replaces the flag (a done stamp is never forwarded under again).
  */
-type StampMark = '' | 'done' | 'flagged';
+type StampMark = '' | 'done' | 'flagged' | 'ackUnknown';
+
+const isDone = (mark: StampMark): boolean => mark === 'done' || mark === 'ackUnknown';
 
 interface StampEntry {
   /** Empty = free to claim. */
@@ -208,7 +211,7 @@ export class MemoryIdCache implements IdCache {
     const record = this.stampRecord(source, fingerprint, now, false);
     if (!record || record.entries.size === 0) return { status: 'none', possibleDuplicate: false };
     for (const [id, e] of record.entries) {
-      if (e.token === token) return { status: 'claimed', id, possibleDuplicate: e.mark === 'flagged', done: e.mark === 'done' };
+      if (e.token === token) return { status: 'claimed', id, possibleDuplicate: e.mark === 'flagged', done: isDone(e.mark) };
     }
 
     const since = request.since > 0 ? request.since : now;
@@ -216,7 +219,7 @@ export class MemoryIdCache implements IdCache {
     const notRecorded = new Set(request.notRecorded);
     let marked = false;
     const entries = [...record.entries].map(([id, e]) => {
-      if (e.mark !== 'done' && recorded.has(id)) {
+      if (!isDone(e.mark) && recorded.has(id)) {
         // Sticky, and it replaces the flag (stamp-claim-1.lua writes mark `d`).
         e.mark = 'done';
         marked = true;
@@ -224,7 +227,7 @@ export class MemoryIdCache implements IdCache {
       // See stamp-claim-1.lua: the caller's own session is alive, its entries are never free.
       const own = e.token !== '' && e.token.startsWith(request.ownPrefix);
       const free = !own && (e.token === '' || e.expiry <= now);
-      return { id, e, done: e.mark === 'done', free, own, late: !free && !own && e.expiry - this.lease > since };
+      return { id, e, done: isDone(e.mark), free, own, late: !free && !own && e.expiry - this.lease > since };
     });
     // Marking a stamp done is a write: it extends the record's life as the script's PEXPIRE does, whatever the answer.
     if (marked) this.touch(source, fingerprint, record, now);
@@ -240,7 +243,7 @@ export class MemoryIdCache implements IdCache {
     if (unknown.length > 0) return { status: 'check', ids: unknown };
     if (entries.some((x) => !x.done && !x.own && !x.late && !x.free)) return { status: 'busy', since: now };
     const only = entries.length === 1 ? entries[0] : undefined;
-    if (only && only.done && !only.own && !only.late) {
+    if (only && only.done && only.e.mark !== 'ackUnknown' && !only.own && !only.late) {
       return only.free ? take(only, true) : { status: 'busy', since: now };
     }
     return { status: 'none', possibleDuplicate: entries.some((x) => x.done && !x.own) };
@@ -277,6 +280,10 @@ export class MemoryIdCache implements IdCache {
 
   async releaseStamp(source: string, fingerprint: string, id: string, token: string): Promise<void> {
     this.changeOwnStamp(source, fingerprint, id, token, (e) => ({ ...e, token: '', expiry: 0 }));
+  }
+
+  async releaseAckedStamp(source: string, fingerprint: string, id: string, token: string): Promise<void> {
+    this.changeOwnStamp(source, fingerprint, id, token, (e) => ({ ...e, token: '', expiry: 0, mark: 'ackUnknown' }));
   }
 
   /** Replaces a stamp entry that `token` holds; a no-op for anyone else (as the scripts answer NOT_OWNER). */

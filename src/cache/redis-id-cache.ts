@@ -351,12 +351,12 @@ export class RedisIdCache implements IdCache {
   }
 
   async releaseStamp(source: string, fingerprint: string, id: string, token: string): Promise<void> {
-    const reply = await this.run(
-      'stampRelease',
-      source,
-      [stampKey(this.o.keyPrefix, source, fingerprint)],
-      [id, token, this.o.stampTtl],
-    );
+    const reply = await this.run('stampRelease', source, [stampKey(this.o.keyPrefix, source, fingerprint)], [id, token, this.o.stampTtl]);
+    decodeScriptReply('stampRelease', reply);
+  }
+
+  async releaseAckedStamp(source: string, fingerprint: string, id: string, token: string): Promise<void> {
+    const reply = await this.run('stampRelease', source, [stampKey(this.o.keyPrefix, source, fingerprint)], [id, token, this.o.stampTtl, 'u']);
     decodeScriptReply('stampRelease', reply);
   }
 

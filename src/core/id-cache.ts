@@ -137,6 +137,13 @@ export interface IdCache {
   forgetStamp(source: string, fingerprint: string, id: string): Promise<void>;
   /** Lets a stamp be claimed again at once (its holder gave the message back unacked). No-op for a non-owner. */
   releaseStamp(source: string, fingerprint: string, id: string, token: string): Promise<void>;
+  /**
+   * Gives back the stamp of a message that was forwarded and acked, when the ack's arrival is unknown (the session
+   * ended before an ack barrier proved it): the stamp is done and free, and a redelivery never drops itself under it
+   * (rule 3 of ./stamp-claim.ts): it may be a byte-identical twin whose message is not at the target. No-op for a
+   * non-owner.
+   */
+  releaseAckedStamp(source: string, fingerprint: string, id: string, token: string): Promise<void>;
 
   /**
    * False while the cache cannot vouch for what it holds of this address (or source): it lost its data, or may have

@@ -48,8 +48,10 @@
  * identical messages were lost per round.)
  *
  * Limits: rule 3 drops a (b) message whose byte-identical twin was forwarded and acked within one ack-barrier interval
- * before the crash and left the fingerprint's only record; the ack barrier runs every 50 ms to keep that window
- * short. A redelivery that comes back after its recorded ID left the circular cache reads it as not recorded (the
+ * before a crash and left the fingerprint's only record; the ack barrier runs every 50 ms to keep that window
+ * short. A session that ends without a crash (its connection lost) closes the window: the stamps of messages acked
+ * since the last barrier go back marked `u` (ack unknown, ./session/teardown.ts), done for every rule but rule 3, so a
+ * redelivery finding only such a stamp gets a new ID, flagged (rule 4). A redelivery that comes back after its recorded ID left the circular cache reads it as not recorded (the
  * first check marks it done for good, so this needs the stream to pass the whole cache before any redelivery of that
  * fingerprint asks). A delivery whose lease could not be renewed (the cache unreachable for a whole lease) may find its
  * record taken; the session then ends so that the broker redelivers it.

@@ -1,7 +1,7 @@
 /**
  * What this proves: for random sequences of IdCache calls (≤ 30 steps, 150 runs; ID_CACHE_DIFF_RUNS sets more) —
  * reserve / commit / release certain and uncertain / recorded / stamp record / stamp claim, raw and as a session makes
- * it / renewStamps / markStampDone / releaseStamp / forgetStamp, followed by probes that read back what each holds —
+ * it / renewStamps / markStampDone / releaseStamp / releaseAckedStamp / forgetStamp, followed by probes that read back what each holds —
  * the in-memory cache (persist-id-cache: false, src/cache/memory-id-cache.ts) answers every call exactly as the Redis
  * cache (src/cache/redis-id-cache.ts and its Lua scripts: what production runs, and the reference here) does, given
  * the same semantics: a small id-cache-size (3–5, so the circular eviction runs), with and without id-cache-ttl, a few
@@ -105,6 +105,7 @@ const step: fc.Arbitrary<Step> = fc.oneof(
   { weight: 1, arbitrary: fc.record({ op: fc.constant('renewStamps' as const), source, fp, held: fc.array(fc.record({ id: stampId, token }), { maxLength: 3 }) }) },
   { weight: 2, arbitrary: fc.record({ op: fc.constant('markStampDone' as const), source, fp, id: stampId, token }) },
   { weight: 2, arbitrary: fc.record({ op: fc.constant('releaseStamp' as const), source, fp, id: stampId, token }) },
+  { weight: 1, arbitrary: fc.record({ op: fc.constant('releaseAckedStamp' as const), source, fp, id: stampId, token }) },
   { weight: 1, arbitrary: fc.record({ op: fc.constant('forgetStamp' as const), source, fp, id }) },
 );
 

@@ -18,6 +18,8 @@ export class FakeSource implements SourceEndpoint {
   closed = false;
   /** What depth() answers: messages waiting in the "queue". */
   waiting = 0;
+  /** ackBarrier() fails (the connection went after the acks: whether they arrived is unknown). */
+  barrierFails = false;
   private seq = 0;
   resumeConsuming?: () => Promise<void>;
 
@@ -37,7 +39,9 @@ export class FakeSource implements SourceEndpoint {
   ack(d: SourceDelivery) {
     if (!this.closed) this.acked.push(d.seq);
   }
-  async ackBarrier() {}
+  async ackBarrier() {
+    if (this.barrierFails) throw new Error('fake source: the ack barrier failed');
+  }
   async stopConsuming() {
     this.consuming = false;
   }

@@ -263,6 +263,22 @@ export function idCacheContract(name: string, createHarness: () => ContractHarne
         expect(await claim(c, 't2')).toEqual({ status: 'claimed', id: 'id-1', possibleDuplicate: false, done: true });
       });
 
+      it('never drops a redelivery under the only stamp of a message acked without a barrier: a new stamp, flagged', async () => {
+        const c = h.cache({ lease: LEASE, size: 10 });
+        await c.recordStamp(SRC, 'fp', 'id-1', 't1');
+        await c.commit(TGT, 'id-1', 'r1');
+        await c.releaseAckedStamp(SRC, 'fp', 'id-1', 't2'); // not the holder: no-op, still held
+        expect(await claim(c, 't2')).toEqual(busy);
+        // The session ended after the ack, before a barrier: the message may be gone from the broker, and this
+        // redelivery its byte-identical twin, never forwarded.
+        await c.releaseAckedStamp(SRC, 'fp', 'id-1', 't1');
+        expect(await claim(c, 't3')).toEqual({ status: 'none', possibleDuplicate: true });
+        // Done for good: a later claim neither takes it nor waits for it, even once the target forgot the ID.
+        for (let i = 0; i < 20; i++) await c.commit(TGT, `later-${i}`, `r-${i}`);
+        expect(await c.recorded(TGT, ['id-1'])).toEqual([false]);
+        expect(await claim(c, 't4')).toEqual({ status: 'none', possibleDuplicate: true });
+      });
+
       it('with several stamps of a fingerprint, never hands out a recorded one: a new stamp, flagged, instead', async () => {
         const c = h.cache({ lease: LEASE, size: 10 });
         for (const n of [1, 2]) {

@@ -28,6 +28,7 @@ export type Step =
   | { op: 'renewStamps'; source: string; fp: string; held: { id: string; token: string }[] }
   | { op: 'markStampDone'; source: string; fp: string; id: string; token: string }
   | { op: 'releaseStamp'; source: string; fp: string; id: string; token: string }
+  | { op: 'releaseAckedStamp'; source: string; fp: string; id: string; token: string }
   | { op: 'forgetStamp'; source: string; fp: string; id: string }
   /** Lets real time pass (both caches run on the real clock: Redis has no other). */
   | { op: 'sleep'; ms: number };
@@ -107,6 +108,9 @@ class Side {
           return 'ok';
         case 'releaseStamp':
           await c.releaseStamp(step.source, step.fp, step.id, step.token);
+          return 'ok';
+        case 'releaseAckedStamp':
+          await c.releaseAckedStamp(step.source, step.fp, step.id, step.token);
           return 'ok';
         case 'forgetStamp':
           await c.forgetStamp(step.source, step.fp, step.id);

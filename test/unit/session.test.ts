@@ -30,7 +30,7 @@ function msg(i: number, id: string | null = `id-${i}`): BridgeMessage {
   return { body: Buffer.from(`m${i}`), properties: { persistent: true }, headers: id ? { _AMQ_DUPL_ID: id } : {} };
 }
 
-function setup(over: Partial<BridgeConfig> = {}, opts: { cache?: IdCache; deadLetter?: boolean } = {}) {
+function setup(over: Partial<BridgeConfig> = {}, opts: { cache?: IdCache; deadLetter?: boolean; tokenPrefix?: string } = {}) {
   const source = new FakeSource();
   const target = new FakeTarget();
   const deadLetter = opts.deadLetter ? new FakeTarget('fake://dlq') : undefined;
@@ -43,7 +43,7 @@ function setup(over: Partial<BridgeConfig> = {}, opts: { cache?: IdCache; deadLe
     cache,
     log: silentLogger,
     metrics: new Metrics(),
-    tokenPrefix: 'unit',
+    tokenPrefix: opts.tokenPrefix ?? 'unit',
   });
   return { source, target, deadLetter, cache, session };
 }
@@ -345,6 +345,27 @@ describe('BridgeSession', () => {
     expect(source.acked).toEqual([]);
     // Committed, not released as uncertain: the redelivery is a duplicate, not a flagged second copy.
     expect(await cache.reserve('fake://target', 'id-1', 'next.1.1.1')).toEqual({ status: 'duplicate' });
+  });
+
+  it('a session that ends after acks no barrier proved gives their stamps back as acked: a byte-identical redelivery is forwarded flagged, never dropped', async () => {
+    const cache = new MemoryIdCache({ size: 100, lease: 200 });
+    const first = setup({}, { cache, tokenPrefix: 'first' });
+    first.source.barrierFails = true;
+    await first.session.open();
+    first.source.deliver(msg(1, null));
+    await until('acked', () => first.source.acked.length === 1, quick());
+    first.source.handlers!.onLost(new TransientError('source gone'));
+    expect((await first.session.finished).kind).toBe('failed');
+    // The same bytes come back: the first copy's ack may have arrived, and this be its twin, never forwarded. Before,
+    // the stamp stayed held until its lease ran out, then this redelivery took it as its own and was dropped.
+    const second = setup({}, { cache, tokenPrefix: 'second' });
+    await second.session.open();
+    await sleep(400);
+    second.source.deliver(msg(1, null), true);
+    await until('acked', () => second.source.acked.length === 1, quick());
+    const [firstCopy] = first.target.sent;
+    expect(second.target.sent.map((m) => m.headers['x-bridge-possible-duplicate'])).toEqual([true]);
+    expect(second.target.sent[0]!.headers._AMQ_DUPL_ID).not.toBe(firstCopy!.headers._AMQ_DUPL_ID);
   });
 
   it('keeps source order after a refusal: the refused message is sent again alone, before any later message', async () => {

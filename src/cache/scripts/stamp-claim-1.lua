@@ -46,7 +46,7 @@ local all = redis.call('HGETALL', KEYS[1])
 if #all == 0 then return {6, 0} end
 for i = 1, #all, 2 do
   local owner, _, mark = parseStamp(all[i + 1])
-  if owner == token then return {5, all[i], mark == 'f' and 1 or 0, mark == 'd' and 1 or 0} end
+  if owner == token then return {5, all[i], mark == 'f' and 1 or 0, (mark == 'd' or mark == 'u') and 1 or 0} end
 end
 
 local t = redis.call('TIME')
@@ -65,7 +65,7 @@ for i = 1, #all, 2 do
   -- deliveries, whatever their lease says.
   local own = owner ~= nil and owner ~= '' and string.sub(owner, 1, #ownPrefix) == ownPrefix
   local free = (not own) and (owner == nil or owner == '' or exp == nil or exp <= now or dead[processOf(owner)] == true)
-  if mark ~= 'd' and recorded[id] then
+  if mark ~= 'd' and mark ~= 'u' and recorded[id] then
     -- Sticky: once recorded at the target the ID stays handled, even after the circular cache evicts it.
     mark = 'd'
     redis.call('HSET', KEYS[1], id, stampValue(owner or '', exp or 0, 'd'))
@@ -73,7 +73,7 @@ for i = 1, #all, 2 do
   end
   -- Taken after `since`: by a delivery that arrived after this message was redelivered, so not this message's.
   local late = (not free) and (not own) and exp - lease > since
-  entries[#entries + 1] = { id = id, free = free, done = mark == 'd', mark = mark, own = own, late = late, owner = owner }
+  entries[#entries + 1] = { id = id, free = free, done = mark == 'd' or mark == 'u', mark = mark, own = own, late = late, owner = owner }
 end
 if marked then redis.call('PEXPIRE', KEYS[1], ttl) end
 
@@ -119,7 +119,8 @@ if #held > 0 then return busy(held) end
 --    coming back (the usual case, and the only one for content that is not duplicated) — or a byte-identical twin
 --    that the bridge died before stamping, while this stamp waited for its ack barrier. The two cannot be told apart;
 --    the first is by far the more common, so take it: the redelivery is dropped as its duplicate, under the same ID.
-if #entries == 1 and entries[1].done and not entries[1].own and not entries[1].late then
+--    Not a stamp marked `u`: its message was acked, so a twin is as likely as the message itself (rule 4 instead).
+if #entries == 1 and entries[1].done and entries[1].mark ~= 'u' and not entries[1].own and not entries[1].late then
   if entries[1].free then return take(entries[1], 1) end
   -- Held: by a live owner about to forget it (its message is not this one), or a crashed one whose lease runs.
   return busy(entries)

@@ -7,6 +7,9 @@
      asked the target's cache) or the message was dead-lettered. No claim takes a done stamp.
   f  flagged: the stamp was made for a redelivery that may be a copy of a message already forwarded under another ID,
      so every copy forwarded under it carries the possible-duplicate flag, whoever forwards it.
+  u  done, ack unknown: handled as `d`, and its message acked, but the session ended before the ack was known to have
+     reached the broker (stamp-release-1.lua). Done for every rule but rule 3: a redelivery is never dropped under it,
+     since the message may be gone from the broker and the redelivery its byte-identical twin.
 ]]
 
 -- The entry value with a new owner and lease expiry, its mark kept.

@@ -7,7 +7,7 @@
 import type { BridgeConfig } from '../../config/types.js';
 import type { Logger } from '../../shared/log.js';
 import type { SessionDeps } from './deps.js';
-import type { Job, StampHold } from './job.js';
+import type { AckedStamp, Job } from './job.js';
 import type { CommitGroup } from './commit-group.js';
 import type { AddressTemplate } from '../../routing/address-template.js';
 import type { End } from '../end.js';
@@ -45,8 +45,8 @@ export class SessionContext {
 
   /** Confirmed jobs whose IDs wait to be committed, one group per address (./settle.ts). */
   readonly commitGroups = new Map<string, CommitGroup>();
-  /** Stamp records of acked messages, forgotten at the next ack barrier (./stamps.ts). */
-  readonly stampsToForget: StampHold[] = [];
+  /** Stamp records of acked messages, forgotten at the next ack barrier (./stamps.ts), or given back at the end. */
+  readonly stampsToForget: AckedStamp[] = [];
 
   // What the session's loops wait on (each loops `while (…) await signal.wait()`); the end wakes them all.
   /** The send loop, idle: a delivery arrived, or a job came back. */

@@ -128,6 +128,14 @@ export interface StampHold {
   leasedAt: number;
 }
 
+/** The stamp record of an acked message, until an ack barrier proves the ack reached the broker (./stamps.ts). */
+export interface AckedStamp {
+  readonly fingerprint: string;
+  readonly id: string;
+  /** The token of the job that held it: the record is still held by it. */
+  readonly token: string;
+}
+
 type Stage = JobState['stage'];
 
 /**

@@ -77,6 +77,6 @@ export function settle(ctx: SessionContext, job: Job): void {
   ctx.unsettled.delete(job);
   ctx.bytes.settled(job.delivery.message.body.length);
   ctx.deps.observer?.progressed();
-  if (job.stamp !== undefined) ctx.stampsToForget.push(job.stamp);
+  if (job.stamp !== undefined) ctx.stampsToForget.push({ fingerprint: job.stamp.fingerprint, id: job.stamp.id, token: job.token });
   if (ctx.unsettled.size === 0) ctx.allSettled.wake();
 }

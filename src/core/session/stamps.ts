@@ -15,6 +15,14 @@ export async function forgetAckedStamps(ctx: SessionContext): Promise<void> {
   const batch = ctx.stampsToForget.splice(0);
   try {
     await ctx.deps.source.ackBarrier();
+  } catch (err) {
+    // Whether these acks arrived is unknown (the connection went): back in the list, for the next barrier or for the
+    // end, which gives their records back marked so (./teardown.ts).
+    ctx.stampsToForget.unshift(...batch);
+    ctx.log.debug({ err, count: batch.length }, 'ack barrier failed: stamp records kept');
+    return;
+  }
+  try {
     const { cache, source } = ctx.deps;
     await Promise.all(batch.map((s) => cache.forgetStamp(source.address, s.fingerprint, s.id)));
   } catch (err) {

@@ -2,7 +2,8 @@
  * The end of a session (docs/design.md §7.4): connections closed (source first, so that nothing more is acked and the
  * broker takes back every unacked message; the target once the sends in flight are answered, or after a bound), then
  * what the unfinished jobs held in the cache given back — committed when the target confirmed them — so that their
- * redeliveries need not wait for leases to run out, and those already delivered are dropped, not sent again.
+ * redeliveries need not wait for leases to run out, and those already delivered are dropped, not sent again; and the
+ * stamps of messages acked since the last ack barrier given back as acked, the ack's arrival unknown.
  */
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { SessionContext } from './context.js';
@@ -24,8 +25,18 @@ export async function teardown(ctx: SessionContext, settleInFlight: (ms: number)
   await settleInFlight(IN_FLIGHT_WAIT_MS);
   await Promise.allSettled([target.close(), deadLetter?.close()]);
   const abandoned = [...ctx.unsettled];
-  if (abandoned.length > 0 && ctx.dedupe) {
-    await Promise.race([Promise.allSettled(abandoned.map((job) => abandon(ctx, job))), sleep(ABANDON_TIMEOUT_MS)]);
+  const acked = ctx.stampsToForget.splice(0);
+  if ((abandoned.length > 0 || acked.length > 0) && ctx.dedupe) {
+    const { cache, source } = ctx.deps;
+    await Promise.race([
+      Promise.allSettled([
+        ...abandoned.map((job) => abandon(ctx, job)),
+        // Acked, with no barrier since to prove that the acks arrived: done, and never a reason to drop a redelivery
+        // (a byte-identical twin's, whose message is not at the target, looks the same; ../stamp-claim.ts rule 3).
+        ...acked.map((s) => cache.releaseAckedStamp(source.address, s.fingerprint, s.id, s.token)),
+      ]),
+      sleep(ABANDON_TIMEOUT_MS),
+    ]);
   }
 }
 

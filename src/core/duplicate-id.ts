@@ -64,6 +64,11 @@ export function withDuplicateId(message: BridgeMessage, headerName: string, id: 
   return { ...message, headers };
 }
 
+/** A copy of the message flagged as a possible duplicate (it may have been delivered already). */
+export function withPossibleDuplicateFlag(message: BridgeMessage): BridgeMessage {
+  return { ...message, headers: { ...message.headers, [POSSIBLE_DUPLICATE_HEADER]: true } };
+}
+
 /**
  * A digest of everything that identifies a message's content. Two deliveries of the same source message have the same
  * fingerprint; two different messages with identical content do too, which is why stamps are claimed one per delivery.

@@ -412,10 +412,10 @@ describe('MqttTarget', () => {
 
 describe('what the brokers do (docs/mqtt.md#the-peers-checked-here)', () => {
   it.each([
-    [MOSQUITTO_4, 20],
-    [RABBITMQ_MQTT, 10],
-    [ACTIVEMQ_MQTT, 100],
-  ] as const)('MQTT 3.1.1 ($0.name) sends %s QoS 1 messages unacknowledged, whatever the prefetch', async (peer, window) => {
+    { peer: MOSQUITTO_4, window: 20 },
+    { peer: RABBITMQ_MQTT, window: 10 },
+    { peer: ACTIVEMQ_MQTT, window: 100 },
+  ])('MQTT 3.1.1 ($peer.name) sends $window QoS 1 messages unacknowledged, whatever the prefetch', async ({ peer, window }) => {
     const topic = await queueOn(peer, 'window');
     await publishMqtt(peer, topic, Array.from({ length: window * 2 }, (_, i) => ({ body: `w${i}` })));
     const source = sourceOn(peer, topic, { prefetch: 1000 });

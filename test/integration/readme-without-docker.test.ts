@@ -2,12 +2,13 @@
  * The README's "Without Docker" commands, run as written (each line by bash, from the repository's root) against a
  * RabbitMQ vhost of this test's own, made and removed through the management API: a clean broker where nothing of
  * the shipped bridges.yaml exists. `validate` passes, `check --declare` declares the AMQP queues the file names,
- * and `run` forwards a message each way (RabbitMQ `orders` → ActiveMQ `orders`, ActiveMQ `invoices` → RabbitMQ
- * `invoices`). The first line (`npm ci && npm run build`) is the one not run: the test run itself did it, and `npm
+ * and `run` forwards a message through each of its three bridges (RabbitMQ `orders` → ActiveMQ `orders`, ActiveMQ
+ * `invoices` → RabbitMQ `invoices`, Mosquitto `sensors/<device>/readings` → RabbitMQ `amq.topic`). The first line (`npm ci && npm run build`) is the one not run: the test run itself did it, and `npm
  * ci` under a running test would replace the test's own node_modules.
  *
- * The shipped file reads AMQP_URL, STOMP_URL, REDIS_URL and HTTP_PORT; the test sets them to the vhost, the shared
- * ActiveMQ and Redis, and a free port.
+ * The shipped file reads AMQP_URL, STOMP_URL, MQTT_URL, MQTT_CLIENT_ID, REDIS_URL and HTTP_PORT; the test sets them to
+ * the vhost, the shared ActiveMQ, Mosquitto and Redis, a client id of its own (Mosquitto's session of the MQTT source
+ * is dropped afterwards) and a free port.
  */
 import { spawn, spawnSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
@@ -15,6 +16,7 @@ import { resolve } from 'node:path';
 import amqplib from 'amqplib';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { RabbitAdmin } from '../faults/rabbit-admin.js';
+import { dropSession, MOSQUITTO_5, publishMqtt, uniqueClientId } from '../support/mqtt.js';
 import { freePort } from '../support/ports.js';
 import { services, uniqueName } from '../support/services.js';
 import { publishStomp, readStomp } from '../support/stomp.js';
@@ -34,6 +36,7 @@ function withoutDockerCommands(): string[] {
 
 const admin = new RabbitAdmin(services.rabbitManagementUrl);
 const vhost = uniqueName('bb-readme');
+const mqttClientId = uniqueName('bb-readme');
 let env: NodeJS.ProcessEnv;
 let amqpUrl: string;
 
@@ -42,16 +45,25 @@ beforeAll(async () => {
   const u = new URL(services.amqpUrl);
   u.pathname = `/${encodeURIComponent(vhost)}`;
   amqpUrl = u.toString();
-  env = { ...process.env, AMQP_URL: amqpUrl, STOMP_URL: services.stompUrl, REDIS_URL: services.redisUrl, HTTP_PORT: String(await freePort()) };
+  env = {
+    ...process.env,
+    AMQP_URL: amqpUrl,
+    STOMP_URL: services.stompUrl,
+    MQTT_URL: services.mosquittoUrl,
+    MQTT_CLIENT_ID: mqttClientId,
+    REDIS_URL: services.redisUrl,
+    HTTP_PORT: String(await freePort()),
+  };
   for (const k of ['BRIDGE_CONFIG', 'LOG_LEVEL', 'LOG_FORMAT', 'HTTP_HOST']) delete env[k];
 });
 
 afterAll(async () => {
   await admin.deleteVhost(vhost);
+  await dropSession(MOSQUITTO_5, `${mqttClientId}-telemetry-to-rabbitmq-source`);
 });
 
 describe("the README's commands without Docker, on a new vhost", () => {
-  it('validate, check --declare, run: a message forwarded each way', async () => {
+  it('validate, check --declare, run: a message forwarded by each bridge', async () => {
     const lines = withoutDockerCommands();
     expect(lines[0]).toBe('npm ci && npm run build');
     const [validate, declare, run] = lines.slice(1);
@@ -64,7 +76,7 @@ describe("the README's commands without Docker, on a new vhost", () => {
     const d = sh(declare!);
     // 2: warnings only (the shared Redis keeps no data across a restart); 1 would be an error.
     expect([0, 2], `${d.stdout}${d.stderr}`).toContain(d.status);
-    for (const q of ['orders', 'orders.dead-letter', 'invoices']) {
+    for (const q of ['orders', 'orders.dead-letter', 'invoices', 'telemetry.dead-letter']) {
       expect(d.stdout).toMatch(new RegExp(`queue '${q.replace('.', '\\.')}' did not exist on rabbit \\(127\\.0\\.0\\.1:\\d+/${vhost}\\): declared it \\(durable\\)`));
     }
 
@@ -73,10 +85,11 @@ describe("the README's commands without Docker, on a new vhost", () => {
     let output = '';
     bridge.stdout.setEncoding('utf8').on('data', (c: string) => (output += c));
     bridge.stderr.setEncoding('utf8').on('data', (c: string) => (output += c));
-    const exited = new Promise<number | null>((r) => bridge.on('exit', (code) => r(code)));
+    // 'close', not 'exit': npx may end before the bridge under it wrote its last lines to the pipe they share.
+    const exited = new Promise<number | null>((r) => bridge.on('close', (code) => r(code)));
     const conn = await amqplib.connect(amqpUrl);
     try {
-      await until('both bridges running', () => (output.match(/"msg":"bridge running"/g) ?? []).length === 2, { timeoutMs: 60_000, everyMs: 200 });
+      await until('the three bridges running', () => (output.match(/"msg":"bridge running"/g) ?? []).length === 3, { timeoutMs: 60_000, everyMs: 200 });
 
       const toActivemq = `readme to activemq ${vhost}`;
       const ch = await conn.createConfirmChannel();
@@ -94,6 +107,20 @@ describe("the README's commands without Docker, on a new vhost", () => {
         return arrived !== undefined;
       }, { timeoutMs: 60_000, everyMs: 200 });
       expect(arrived).toBe(toRabbit);
+
+      // A device's reading: its topic becomes amq.topic's routing key (sensors.<device>.readings).
+      const device = uniqueClientId('dev');
+      const { queue: readings } = await ch.assertQueue('', { exclusive: true });
+      await ch.bindQueue(readings, 'amq.topic', `sensors.${device}.readings`);
+      const reading = `reading of ${device}`;
+      await publishMqtt(MOSQUITTO_5, `sensors/${device}/readings`, [{ body: reading }]);
+      let read: string | undefined;
+      await until('the reading in a queue bound to amq.topic', async () => {
+        const m = await ch.get(readings, { noAck: true });
+        if (m !== false) read = `${m.content.toString()} via ${m.fields.routingKey}`;
+        return read !== undefined;
+      }, { timeoutMs: 60_000, everyMs: 200 });
+      expect(read).toBe(`${reading} via sensors.${device}.readings`);
       await ch.close();
     } finally {
       await conn.close().catch(() => undefined);

@@ -74,8 +74,9 @@ export class TcpProxy {
     };
     client.on('error', close).on('close', close);
     upstream.on('error', close).on('close', () => {
-      // What the service said before it closed is still on its way to the client.
-      if (this.holding && pair.held.length > 0) pair.serviceClosed = true;
+      // What the service said before it closed is still on its way to the client; and a black hole does not pass a
+      // close on either (a broker that gives up on a stalled client must not tell the client so).
+      if ((this.holding && pair.held.length > 0) || this.mode === 'stalled') pair.serviceClosed = true;
       else close();
     });
     client.on('data', (d: Buffer) => {
@@ -120,8 +121,10 @@ export class TcpProxy {
     this.mode = 'stalled';
   }
 
+  /** Back to normal service; a client whose service closed during a stall (and holds no replies) is ended now. */
   resume(): void {
     this.mode = 'up';
+    for (const pair of this.pairs) if (pair.serviceClosed && pair.held.length === 0) pair.client.end();
   }
 
   get connections(): number {

@@ -3,8 +3,7 @@
  * Pure logic: which real refusals produce which errors is the endpoints' tests' (test/integration).
  */
 import { describe, expect, it } from 'vitest';
-import { refusalAction, TARGET_FULL, type RefusalAction } from '../../src/core/session/refusal-policy.js';
-import { pauseBefore } from '../../src/core/session/target-gate.js';
+import { pauseBefore, refusalAction, TARGET_FULL, type RefusalAction } from '../../src/core/session/refusal-policy.js';
 import { fullRefusal } from '../../src/endpoints/stomp/stomp-target.js';
 import { FatalBridgeError, MessageRejectedError, TransientError } from '../../src/shared/errors.js';
 

@@ -21,6 +21,14 @@ export type RefusalAction = 'wait-for-room' | 'isolate' | 'resend' | 'dead-lette
 /** The reason a target gives to a refusal that means "full, try later" (see the endpoints). */
 export const TARGET_FULL = 'target-full';
 
+/** The first pause before a full target is probed again; doubled after each refusal, up to max-retry-interval. */
+const FIRST_PAUSE_MS = 20;
+
+/** `wait-for-room`: the pause before the `n`th (from 0) probe of a full target. */
+export function pauseBefore(n: number, maxRetryInterval: number): number {
+  return Math.min(Math.max(FIRST_PAUSE_MS, maxRetryInterval), FIRST_PAUSE_MS * 2 ** Math.min(n, 20));
+}
+
 /**
  * What to do after `err` ended a send of a message refused `attempts` times before (refusals counted against
  * max-delivery-attempts). `alone`: nothing else was in flight on the target, so a refusal is this message's own.

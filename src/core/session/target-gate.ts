@@ -19,14 +19,11 @@
  *   - `dead-letter`: counted, and moved to the dead-letter destination (./dead-letter.ts);
  *   - `end-session`: the session ends; the broker redelivers what was not settled.
  * Alone: a message sent again after a refusal (a suspect, one refused for itself, a batch member whose transaction
- * was refused for another) goes out with nothing else in flight, and the gate stays closed to new sends meanwhile, so
- * that no later message overtakes it (docs/delivery.md, "Order"). After a full refusal the gate also sends through a
- * window that starts at one message in flight and grows by one per window's worth of confirmations (TCP's congestion
- * avoidance), back to unbounded at the prefetch: a target near full then refuses a few messages, not a pipeline of them
- * that later ones overtake.
- *
- * Order: the send loop sends in source order; what the gate sends again goes out after the sends that were in flight
- * when it was refused (those may overtake it), and before any later message.
+ * was refused for another) goes out with nothing else in flight, and the gate stays closed to new sends meanwhile: only
+ * the sends in flight when it was refused may overtake it, no later message (docs/delivery.md, "Order"); the send
+ * loop sends in source order. After a full refusal the gate also sends through a window that starts at one message
+ * in flight and grows by one per window's worth of confirmations (TCP's congestion avoidance), back to unbounded at
+ * the prefetch: a target near full then refuses a few messages, not a pipeline of them that later ones overtake.
  *
  * Liveness (docs/design.md §10.3): while this process's liveness does not hold in the shared cache (frozen, or cut
  * off from Redis, longer than it lasts), other processes may take over its reservations and stamps. The gate then
@@ -36,18 +33,15 @@
  */
 import type { SessionContext } from './context.js';
 import type { Forwarding } from './job.js';
-import type { BridgeMessage } from '../message.js';
 import { CONFIRMED, failedMember, type BatchMemberResult } from '../batch-result.js';
 import { MessageRejectedError, TransientError } from '../../shared/errors.js';
-import { POSSIBLE_DUPLICATE_HEADER } from '../duplicate-id.js';
+import { POSSIBLE_DUPLICATE_HEADER, withPossibleDuplicateFlag } from '../duplicate-id.js';
 import { Signal } from '../../shared/signal.js';
 import { deadLetter } from './dead-letter.js';
-import { refusalAction } from './refusal-policy.js';
+import { pauseBefore, refusalAction } from './refusal-policy.js';
 import { commitAndAck, confirm } from './settle.js';
 import { renewStamps } from './stamps.js';
 
-/** The first pause before a full target is probed again; doubled after each refusal, up to max-retry-interval. */
-const FIRST_PAUSE_MS = 20;
 /** A target that took everything for this long and refuses again starts a new episode (one warning, one count). */
 const EPISODE_GAP_MS = 5000;
 /** After a lapse, how soon the stamps in flight are checked again when the cache did not answer. */
@@ -58,11 +52,6 @@ type Failed = Exclude<BatchMemberResult, { outcome: 'confirmed' }>;
 
 /** How a message sent alone ended: settled (confirmed and acked, or dead-lettered), refused as full, or cut short. */
 type AloneOutcome = { kind: 'settled' } | { kind: 'full'; error: MessageRejectedError } | { kind: 'ended' };
-
-/** The pause before the `n`th (from 0) probe of a full target. */
-export function pauseBefore(n: number, maxRetryInterval: number): number {
-  return Math.min(Math.max(FIRST_PAUSE_MS, maxRetryInterval), FIRST_PAUSE_MS * 2 ** Math.min(n, 20));
-}
 
 export class TargetGate {
   /** Sends written and not settled yet (a batch counts once). */
@@ -457,8 +446,4 @@ export class TargetGate {
     this.fullSince = undefined;
     this.fullEndedAt = Date.now();
   }
-}
-
-function withPossibleDuplicateFlag(message: BridgeMessage): BridgeMessage {
-  return { ...message, headers: { ...message.headers, [POSSIBLE_DUPLICATE_HEADER]: true } };
 }

@@ -7,9 +7,9 @@
  * time and sends the PUBACK of a QoS 1 PUBLISH when `handleMessage(packet, callback)` calls back
  * (build/lib/handlers/publish.js: `client.handleMessage(packet, () => client._sendPacket({ cmd: 'puback' … }, done))`,
  * and `done` is what pulls the next packet off its queue, build/lib/client.js `work`/`nextTickWork`). Holding the
- * callback until the target confirmed therefore holds every packet behind it — the next PUBLISH, PINGRESP, SUBACK —
- * so one message is in flight at a time; calling back early sends the PUBACK before the target confirmed. Its
- * `customHandleAcks` (MQTT 5 only) is asked before the message is even emitted, with the same `done` behind it. There
+ * callback until the target confirmed therefore holds every packet behind it — the next PUBLISH, PINGRESP, SUBACK — so
+ * one message is in flight at a time; calling back early sends the PUBACK before the target confirmed. Its
+ * `customHandleAcks` (MQTT 5 only) is asked before the message is even emitted, with the same `done` behind it; there
  * is no manual-ack option. What a bridge needs — a window of QoS 1 messages in flight (the receive maximum the source
  * announces) and their PUBACKs in the order the PUBLISHes came, each after its target confirmed — is the source's
  * ordering of acks (./puback-order.ts) on top of this session, which hands over every PUBLISH at once and writes a
@@ -74,8 +74,7 @@ export class MqttSession {
   private readonly inFlight = new Map<number, Pending>();
   private readonly waiting = new Deque<Pending>();
   private nextId = 1;
-  // PINGREQs in order; their PINGRESPs come back in order.
-  private readonly pings: { resolve: () => void; reject: (e: Error) => void }[] = [];
+  private readonly pings: { resolve: () => void; reject: (e: Error) => void }[] = []; // PINGRESPs come back in order
   private readonly subscribes = new Map<number, { resolve: (p: ISubackPacket) => void; reject: (e: Error) => void }>();
   private handshake?: { resolve: (p: IConnackPacket) => void; reject: (e: Error) => void };
 

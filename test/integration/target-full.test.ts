@@ -99,11 +99,12 @@ describe('a full target queue (reject-publish) is backpressure, not a bad messag
         expect(ids.length - distinct.size, 'second copies at all (a nacked publish is not enqueued)').toBe(0);
         // Order (docs/delivery.md, "Order"): after a full refusal the gate sends one message at a time through a small
         // window, so that only the sends in flight at a refusal overtake the refused message (measured 222-258 of
-        // 3,000 out of place alone, 541 in a CI run beside the other test files: the more the machine is loaded, the
-        // more refusals; batches of 50 sent on through the window scattered ~2,000, which the bound still catches).
+        // 3,000 out of place alone; with max-batch-size 50, 541 and 605 beside other test files: the more the machine
+        // is loaded, the more refusals, each overtaken by the batches in flight; batches of 50 sent on through the
+        // window scattered 1,943-2,096, which the bound still catches).
         const order = orderOf(consumer.got.map((g) => ({ seq: Number(g.id.slice(g.id.lastIndexOf('-') + 1)), flagged: g.flagged })));
         console.log(`full target, max-batch-size ${batch}: ${order.outOfPlace} of ${MESSAGES} out of place`);
-        expect(order.outOfPlace).toBeLessThan(MESSAGES / 4);
+        expect(order.outOfPlace).toBeLessThan(MESSAGES / 3);
         // The target really was full, and the bridge said so.
         expect(waits).toBeGreaterThan(0);
         expect(sawFull, "GET /bridges/to-full showed state target-full with targetFullSince").toBe(true);

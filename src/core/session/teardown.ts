@@ -27,7 +27,7 @@ export async function teardown(ctx: SessionContext, settleInFlight: (ms: number)
   const abandoned = [...ctx.unsettled];
   const acked = ctx.stampsToForget.splice(0);
   if ((abandoned.length > 0 || acked.length > 0) && ctx.dedupe) {
-    const { cache, source } = ctx.deps;
+    const { cache } = ctx.deps;
     await Promise.race([
       Promise.allSettled([
         ...abandoned.map((job) => abandon(ctx, job)),

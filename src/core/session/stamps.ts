@@ -16,8 +16,8 @@ export async function forgetAckedStamps(ctx: SessionContext): Promise<void> {
   try {
     await ctx.deps.source.ackBarrier();
   } catch (err) {
-    // Whether these acks arrived is unknown (the connection went): back in the list (order does not matter; no
-    // spread: a batch can be long), for the next barrier or for the end, which gives them back marked so (./teardown.ts).
+    // Whether these acks arrived is unknown (the connection went): back in the list (in any order; no spread, a
+    // batch can be long), for the next barrier or for the end, which gives them back marked so (./teardown.ts).
     for (const s of batch) ctx.stampsToForget.push(s);
     ctx.log.debug({ err, count: batch.length }, 'ack barrier failed: stamp records kept');
     return;

@@ -12,6 +12,7 @@ const MEMBERS: Readonly<Record<keyof SourceEndpoint, 'method' | 'property'>> = {
   address: 'property',
   open: 'method',
   ack: 'method',
+  reject: 'method',
   ackBarrier: 'method',
   stopConsuming: 'method',
   resumeConsuming: 'method',

@@ -68,4 +68,31 @@ export interface SourceDelivery {
   stableId?: string;
   /** Monotonic per source session; the session uses it for logs and ordering only. */
   seq: number;
+  /**
+   * Set when the source could not read this message whole (docs/design.md §10.3): `message` then holds only what was
+   * read within the limits. The session settles it alone, never sends it to the target and never asks the cache about
+   * it (./session/unreadable.ts).
+   */
+  unreadable?: Unreadable;
+}
+
+/**
+ * Why a delivery could not be read whole, and what of it is missing. A source that keeps its connection after such a
+ * frame (it skipped the rest in linear time) hands the delivery on with this, so that the one message is settled and
+ * the ones after it flow: the broker would redeliver a message the bridge never settles, forever.
+ */
+export interface Unreadable {
+  /** The dead-letter reason: `too-large` (over a size limit of the connection), `malformed-headers` (not decodable). */
+  reason: 'too-large' | 'malformed-headers';
+  /** A sentence for the dead-letter detail and the log: which limit or what could not be decoded, and the peer. */
+  detail: string;
+  /** What `message` lacks: its body (over a size limit: not buffered), or its application headers (not decodable). */
+  dropped: 'body' | 'headers';
+  /** Size of the frame or packet in bytes as the peer announced or the reader counted it, when known. */
+  size?: number;
+  /**
+   * The source asks for it to be handed to the broker's own dead-letter path (SourceEndpoint.reject) instead of the
+   * bridge's: an ActiveMQ persistent message NACKed moves whole to ActiveMQ's DLQ. Ignored by a source without reject.
+   */
+  handBack?: boolean;
 }

@@ -22,7 +22,16 @@ export interface SourceHandlers {
   onDelivery(delivery: SourceDelivery): void;
   /** Called at most once, when the connection or channel is lost after `open` resolved. Unacked messages go back to the broker. */
   onLost(error: TransientError): void;
+  /**
+   * Optional: the source dropped `count` messages on purpose before handing them on, for `reason` (MQTT: QoS 0 messages
+   * over its intake bound, `qos0-overflow`); the session counts them in bridge_messages_dropped_total{reason}. Only for
+   * messages the protocol lets a receiver drop (nothing acked is ever dropped).
+   */
+  onDropped?(reason: DropReason, count: number): void;
 }
+
+/** Why a message was dropped on purpose (bridge_messages_dropped_total{reason}): the one list of deliberate drops. */
+export type DropReason = 'qos0-overflow';
 
 export interface SourceEndpoint {
   /** For logs, without credentials: e.g. `amqp rabbit queue 'orders'`. */
@@ -40,6 +49,12 @@ export interface SourceEndpoint {
   open(handlers: SourceHandlers): Promise<void>;
   /** Acknowledges one delivery. Never throws: an ack on a lost connection is a no-op (the broker redelivers). */
   ack(delivery: SourceDelivery): void;
+  /**
+   * Optional: settles one delivery by handing it to the broker's own dead-letter path instead of acking it (ActiveMQ
+   * STOMP: NACK, which moves a persistent message whole to ActiveMQ.DLQ). Called by the session, once, only for a delivery
+   * the source marked `unreadable.handBack`. Never throws, like ack.
+   */
+  reject?(delivery: SourceDelivery): void;
   /**
    * Resolves once every ack issued so far has been processed by the broker (AMQP: a synchronous method on the same
    * channel after the acks; STOMP: a receipt on the last ACK; MQTT: a PINGRESP after the last PUBACK, which with

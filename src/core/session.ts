@@ -28,6 +28,7 @@
  *   target-gate.ts  sending: sends in flight, flow control, isolation of ambiguous refusals, a full target
  *                   (the refusal policy is refusal-policy.ts)
  *   dead-letter.ts  the dead-letter destination
+ *   unreadable.ts   a message the source could not read whole, settled alone
  *   settle.ts       commit the ID, ack the source (commit-group.ts: the IDs confirmed together, one commit call)
  *   byte-bound.ts   the bytes in flight against max-in-flight-bytes
  *   cache-retry.ts  the cache failing closed
@@ -37,7 +38,7 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { BridgeError } from '../shared/errors.js';
 import type { SourceDelivery } from './message.js';
-import type { SourceEndpoint } from './ports.js';
+import type { DropReason, SourceEndpoint } from './ports.js';
 import type { SessionDeps } from './session/deps.js';
 import type { End } from './end.js';
 import type { Prepared } from './session/job.js';
@@ -122,7 +123,7 @@ export class BridgeSession {
   }
 
   private async openSource(): Promise<void> {
-    await this.deps.source.open({ onDelivery: (d) => this.accept(d), onLost: (e) => this.ctx.fail(e) });
+    await this.deps.source.open({ onDelivery: (d) => this.accept(d), onLost: (e) => this.ctx.fail(e), onDropped: (reason, count) => this.dropped(reason, count) });
     this.sourceOpen = true;
     this.consuming = true;
   }
@@ -296,6 +297,11 @@ export class BridgeSession {
     ctx.bytes.received(delivery.message.body.length);
     ctx.pending.push(job);
     ctx.work.wake();
+  }
+
+  /** The source dropped messages on purpose (SourceHandlers.onDropped): counted; the source logs why. */
+  private dropped(reason: DropReason, count: number): void {
+    this.deps.metrics.dropped.inc({ bridge: this.ctx.cfg.name, reason }, count);
   }
 
   /** The target held the message of a confirmed send already (TargetHandlers.onDuplicate): counted, and logged like a cache drop. */

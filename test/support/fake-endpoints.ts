@@ -3,7 +3,7 @@
  * acks, retries, states). They prove nothing about delivery: that is test/support/endpoint-contract.ts against real
  * brokers.
  */
-import type { BridgeMessage, SourceDelivery } from '../../src/core/message.js';
+import type { BridgeMessage, SourceDelivery, Unreadable } from '../../src/core/message.js';
 import type { SourceEndpoint, SourceHandlers, TargetEndpoint, TargetHandlers } from '../../src/core/ports.js';
 import { CONFIRMED, failedMember } from '../../src/core/batch-result.js';
 
@@ -32,12 +32,17 @@ export class FakeSource implements SourceEndpoint {
     this.opened = true;
     this.consuming = true;
   }
-  deliver(message: BridgeMessage, redelivered = false, stableId?: string): void {
+  /** The `seq` of every delivery handed back through reject(), in order. */
+  rejected: number[] = [];
+  deliver(message: BridgeMessage, redelivered = false, stableId?: string, unreadable?: Unreadable): void {
     this.seq += 1;
-    this.handlers!.onDelivery({ message, redelivered, stableId, seq: this.seq });
+    this.handlers!.onDelivery({ message, redelivered, stableId, seq: this.seq, ...(unreadable ? { unreadable } : {}) });
   }
   ack(d: SourceDelivery) {
     if (!this.closed) this.acked.push(d.seq);
+  }
+  reject(d: SourceDelivery) {
+    if (!this.closed) this.rejected.push(d.seq);
   }
   async ackBarrier() {
     if (this.barrierFails) throw new Error('fake source: the ack barrier failed');

@@ -7,15 +7,16 @@ import { canMove, IllegalJobMove, Job, type JobState } from '../../src/core/sess
 
 type Stage = JobState['stage'];
 
-const STAGES: Stage[] = ['received', 'claim-busy', 'busy', 'filtered', 'unresolved', 'duplicate', 'forwarding', 'confirmed', 'dead-lettered', 'settled'];
+const STAGES: Stage[] = ['received', 'claim-busy', 'busy', 'filtered', 'unresolved', 'unread', 'duplicate', 'forwarding', 'confirmed', 'dead-lettered', 'settled'];
 
 /** The moves the session makes, and no others (from → to). */
 const ALLOWED: Record<Stage, Stage[]> = {
-  received: ['filtered', 'unresolved', 'claim-busy', 'busy', 'duplicate', 'forwarding'],
+  received: ['filtered', 'unresolved', 'unread', 'claim-busy', 'busy', 'duplicate', 'forwarding'],
   'claim-busy': ['claim-busy', 'busy', 'duplicate', 'forwarding'],
   busy: ['busy', 'duplicate', 'forwarding'],
   filtered: ['settled'],
   unresolved: ['dead-lettered'],
+  unread: ['dead-lettered', 'settled'],
   duplicate: ['settled'],
   forwarding: ['confirmed', 'dead-lettered'],
   confirmed: ['settled'],
@@ -31,6 +32,8 @@ function stateOf(stage: Stage, job: Job): JobState {
       return { stage, id: 'a', flagged: false };
     case 'unresolved':
       return { stage, why: { reason: 'unresolved-address', detail: 'r' } };
+    case 'unread':
+      return { stage, why: { reason: 'too-large', detail: 'r', dropped: 'body' } };
     case 'duplicate':
     case 'confirmed':
     case 'dead-lettered':
@@ -51,6 +54,7 @@ function jobAt(stage: Stage): Job {
     busy: ['busy'],
     filtered: ['filtered'],
     unresolved: ['unresolved'],
+    unread: ['unread'],
     duplicate: ['duplicate'],
     forwarding: ['forwarding'],
     confirmed: ['forwarding', 'confirmed'],

@@ -162,6 +162,38 @@ describe('BridgeSession', () => {
     expect(deadLetter!.sent.map((m) => m.headers._AMQ_DUPL_ID)).toEqual(['id-2']);
   });
 
+  it('settles a message the source could not read alone: dead-lettered with what was read, acked, never sent or reserved; the next goes on', async () => {
+    const { source, target, deadLetter, cache, session } = setup({}, { deadLetter: true });
+    await session.open();
+    source.deliver(msg(1, 'big-1'), false, undefined, { reason: 'too-large', detail: 'over max-frame-size (65536 bytes)', dropped: 'body', size: 70_000 });
+    source.deliver(msg(2));
+    await until('2 acked', () => source.acked.length === 2, quick());
+    expect(target.sent.map((m) => m.headers._AMQ_DUPL_ID)).toEqual(['id-2']);
+    expect(deadLetter!.sent).toHaveLength(1);
+    expect(deadLetter!.sent[0]!.headers).toMatchObject({
+      'x-bridge-dead-letter-reason': 'too-large',
+      'x-bridge-dead-letter-detail': 'over max-frame-size (65536 bytes)',
+      'x-bridge-dropped': 'body',
+      'x-bridge-original-size': 70_000,
+      _AMQ_DUPL_ID: 'big-1',
+    });
+    // Never near the cache: its ID was neither reserved nor recorded.
+    expect((await cache.reserve('fake://target', 'big-1', 'other.1')).status).toBe('reserved');
+    expect(source.rejected).toEqual([]);
+  });
+
+  it('hands an unreadable message back to the broker when the source asks for it, and acks nothing of it', async () => {
+    const { source, target, deadLetter, session } = setup({}, { deadLetter: true });
+    await session.open();
+    source.deliver(msg(1), false, undefined, { reason: 'too-large', detail: 'd', dropped: 'body', handBack: true });
+    source.deliver(msg(2));
+    await until('1 acked, 1 rejected', () => source.acked.length === 1 && source.rejected.length === 1, quick());
+    expect(source.rejected).toEqual([1]);
+    expect(source.acked).toEqual([2]);
+    expect(deadLetter!.sent).toEqual([]);
+    expect(target.sent.map((m) => m.headers._AMQ_DUPL_ID)).toEqual(['id-2']);
+  });
+
   it('stops without acking a refused message when there is no dead-letter destination', async () => {
     const { source, target, session } = setup();
     target.outcome = () => new MessageRejectedError('nacked', 'nack');

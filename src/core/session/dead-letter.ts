@@ -30,6 +30,10 @@ export const DEAD_LETTER_HEADERS = {
   time: 'x-bridge-dead-lettered-at',
   /** unsafe-address: the template value refused, encoded (../../routing/address-values.ts encodeUnsafeValue). */
   value: 'x-bridge-unsafe-value',
+  /** too-large, malformed-headers (./unreadable.ts): what of the message the copy lacks, `body` or `headers`. */
+  dropped: 'x-bridge-dropped',
+  /** too-large: the size of the frame or packet the source saw, in bytes. */
+  size: 'x-bridge-original-size',
 } as const;
 
 /**

@@ -5,13 +5,14 @@
  *                 │              └──refused max-delivery-attempts times──▶ dead-lettered ──▶ settled
  *                 ├──▶ filtered (the bridge's filter does not select it; nothing asked of the cache) ──▶ settled
  *                 ├──▶ unresolved (its target address cannot be resolved) ──▶ dead-lettered ──▶ settled
+ *                 ├──▶ unread (the source could not read it whole) ──▶ dead-lettered, or handed back ──▶ settled
  *                 ├──▶ duplicate ──▶ settled
  *                 └──▶ busy / claim-busy ──parked, prepared again──▶ (busy, claim-busy, duplicate or forwarding)
  *
  * Job.moveTo() is the one way a stage changes, checked against MOVES below. A job that never reaches `settled` (the
  * session ended first) stays unacked, and teardown gives back what its stage says it holds (./teardown.ts).
  */
-import type { BridgeMessage, SourceDelivery } from '../message.js';
+import type { BridgeMessage, SourceDelivery, Unreadable } from '../message.js';
 import type { ResolvedRoute } from '../../config/target-address.js';
 
 /** Just received: prepare() is resolving its duplicate ID and reserving it. */
@@ -58,6 +59,15 @@ export interface Unrouted {
 export interface Unresolved {
   readonly stage: 'unresolved';
   readonly why: Unrouted;
+}
+
+/**
+ * The source could not read it whole (SourceDelivery.unreadable): settled alone by ./unreadable.ts — dead-lettered
+ * with what was read, or handed to the broker's own dead-letter path — before the filter and the cache see it.
+ */
+export interface Unread {
+  readonly stage: 'unread';
+  readonly why: Unreadable;
 }
 
 /** Its ID is already recorded for the target address: acked without being forwarded. */
@@ -108,7 +118,7 @@ export interface Settled {
 
 /** What prepare() leaves a job in: the send loop forwards it, drops it as a duplicate, filters it out, dead-letters it
  * when its address cannot be resolved, or parks it. */
-export type Prepared = Filtered | ClaimBusy | Busy | Duplicate | Forwarding | Unresolved;
+export type Prepared = Filtered | ClaimBusy | Busy | Duplicate | Forwarding | Unresolved | Unread;
 
 export type JobState = Received | Prepared | Confirmed | DeadLettered | Settled;
 
@@ -144,11 +154,13 @@ type Stage = JobState['stage'];
  * resent and suspect messages stay `forwarding`: the target gate keeps them, ./target-gate.ts).
  */
 const MOVES: Readonly<Record<Stage, readonly Stage[]>> = {
-  received: ['filtered', 'unresolved', 'claim-busy', 'busy', 'duplicate', 'forwarding'],
+  received: ['filtered', 'unresolved', 'unread', 'claim-busy', 'busy', 'duplicate', 'forwarding'],
   'claim-busy': ['claim-busy', 'busy', 'duplicate', 'forwarding'],
   busy: ['busy', 'duplicate', 'forwarding'],
   filtered: ['settled'],
   unresolved: ['dead-lettered'],
+  // Settled straight from here when handed back to the broker (SourceEndpoint.reject).
+  unread: ['dead-lettered', 'settled'],
   duplicate: ['settled'],
   forwarding: ['confirmed', 'dead-lettered'],
   confirmed: ['settled'],

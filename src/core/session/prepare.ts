@@ -20,6 +20,9 @@ import { addressOf, routeJob } from './route.js';
  */
 export async function prepare(ctx: SessionContext, job: Job): Promise<Prepared> {
   const msg = job.delivery.message;
+  // Before the filter: what was read of it is not the message, so no selector may judge it (./unreadable.ts).
+  const unreadable = job.delivery.unreadable;
+  if (unreadable !== undefined) return job.moveTo({ stage: 'unread', why: unreadable });
   if (job.state.stage === 'received' && !selected(ctx, msg)) return job.moveTo(FILTERED);
   const unrouted = routeJob(ctx, job);
   if (unrouted !== undefined) return job.moveTo({ stage: 'unresolved', why: unrouted });

@@ -12,6 +12,7 @@ import { filterMiss } from './filter.js';
 import { park } from './park.js';
 import { dropDuplicate } from './settle.js';
 import { deadLetterUnresolved } from './dead-letter.js';
+import { settleUnreadable } from './unreadable.js';
 
 export async function sendLoop(ctx: SessionContext, gate: TargetGate): Promise<void> {
   const batchSize = ctx.cfg.maxBatchSize;
@@ -84,6 +85,9 @@ function act(ctx: SessionContext, job: Job, prepared: Exclude<Prepared, Forwardi
       return;
     case 'unresolved':
       void deadLetterUnresolved(ctx, job, prepared.why).catch((e: unknown) => ctx.fail(e));
+      return;
+    case 'unread':
+      void settleUnreadable(ctx, job, prepared.why).catch((e: unknown) => ctx.fail(e));
       return;
   }
 }

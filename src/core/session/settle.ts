@@ -69,11 +69,16 @@ export function dropDuplicate(ctx: SessionContext, job: Job, duplicate: Duplicat
   settle(ctx, job);
 }
 
-/** Acks the source; the job is done. */
-export function settle(ctx: SessionContext, job: Job): void {
+/**
+ * Acks the source — or, with `handBack`, hands the delivery to the broker's own dead-letter path
+ * (SourceEndpoint.reject; ./unreadable.ts only) — and the job is done.
+ */
+export function settle(ctx: SessionContext, job: Job, handBack = false): void {
   if (job.state.stage === 'settled' || ctx.ended) return;
   job.moveTo(SETTLED);
-  ctx.deps.source.ack(job.delivery);
+  const { source } = ctx.deps;
+  if (handBack && source.reject) source.reject(job.delivery);
+  else source.ack(job.delivery);
   ctx.unsettled.delete(job);
   ctx.bytes.settled(job.delivery.message.body.length);
   ctx.deps.observer?.progressed();

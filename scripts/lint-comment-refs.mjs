@@ -1,8 +1,8 @@
 // Part of `npm run lint`: every file path and every section a code comment names must exist, so that comments cite the
 // repository (docs/design.md §N, ./session/target-gate.ts) and never a document or module that is not there.
 //
-// What it reads: the comments of src/, test/, bench/ and scripts/ (TypeScript and JavaScript through TypeScript's own
-// scanner, Lua `--`, shell `#`). What it checks in them:
+// What it reads: the comments of src/, test/, bench/ and scripts/ (TypeScript and JavaScript through TypeScript's
+// parser, Lua `--`, shell `#`), and prints how many per folder. What it checks in them:
 // - a relative path (./x.ts, ../y/z.lua) resolves from the file's folder; a path from the repository root (src/…,
 //   test/…, bench/…, docs/…, scripts/…, examples/…, .ci/…) resolves from the root; `.js` may name the `.ts` file
 //   (ESM import style); a `*` in a path needs only its folder; a `#anchor` after a Markdown path must be a heading there;
@@ -30,19 +30,29 @@ function files(dir) {
   });
 }
 
-/** The comments of a file, each with the line it starts on (1-based). */
+/**
+ * The comments of a file, each with the line it starts on (1-based). TypeScript and JavaScript through the parser: the
+ * comments before and after every node and token of the tree (a raw scan loses track after a template literal's first
+ * `${…}` and reads the rest of the file as template text, so it found no comment there).
+ */
 function comments(file, text) {
   if (/\.(ts|mts|mjs|cjs)$/.test(file)) {
-    const out = [];
-    const scanner = ts.createScanner(ts.ScriptTarget.Latest, false, ts.LanguageVariant.Standard, text);
-    let kind;
-    while ((kind = scanner.scan()) !== ts.SyntaxKind.EndOfFileToken) {
-      if (kind === ts.SyntaxKind.SingleLineCommentTrivia || kind === ts.SyntaxKind.MultiLineCommentTrivia) {
-        const start = scanner.getTokenStart();
-        out.push({ line: text.slice(0, start).split('\n').length, text: scanner.getTokenText() });
-      }
-    }
-    return out;
+    const kind = /\.(mjs|cjs)$/.test(file) ? ts.ScriptKind.JS : ts.ScriptKind.TS;
+    const source = ts.createSourceFile(file, text, ts.ScriptTarget.Latest, false, kind);
+    const found = new Map();
+    const add = (ranges) => {
+      for (const r of ranges ?? []) if (!found.has(r.pos)) found.set(r.pos, text.slice(r.pos, r.end));
+    };
+    const visit = (node) => {
+      add(ts.getLeadingCommentRanges(text, node.pos));
+      add(ts.getTrailingCommentRanges(text, node.end));
+      for (const child of node.getChildren(source)) visit(child);
+    };
+    visit(source);
+    const lineStarts = source.getLineStarts();
+    return [...found]
+      .sort(([a], [b]) => a - b)
+      .map(([pos, body]) => ({ line: ts.computeLineAndCharacterOfPosition(lineStarts, pos).line + 1, text: body }));
   }
   const marker = file.endsWith('.lua') ? /--(.*)$/ : /(?:^|\s)#(?!!)(.*)$/;
   const out = [];
@@ -107,14 +117,26 @@ const PATH = /(?<![\w@:/.-])((?:\.\.?\/)+[\w@.*/-]*[\w*/]|(?:src|test|bench|docs
 const CITED_SECTIONS = /(docs\/[\w./-]+\.md)((?:(?:,\s*|\s+and\s+|\s+)§\d+(?:\.\d+)*)+)/g;
 const FOREIGN_SECTION = /[A-Z][\w-]*(?: [\w.-]+)? \d+(?:\.\d+)* §\d+(?:\.\d+)*/g;
 
+// A word the code no longer uses for what it meant: the core's pipeline is the session (docs/design.md §7), and a
+// comment in src/ that still says "worker" sends its reader looking for a module that is not there.
+const RETIRED = [{ word: /\bworkers?\b/gi, under: 'src/', instead: 'the session (docs/design.md §7)' }];
+
 const self = fileURLToPath(import.meta.url);
 const problems = [];
+/** Comments read per top folder, printed at the end: a lint that reads fewer comments than there are says so. */
+const checked = new Map();
 for (const file of ROOTS.flatMap((d) => files(join(root, d))).filter((f) => f !== self)) {
   const text = readFileSync(file, 'utf8');
   const where = relative(root, file);
-  for (const c of comments(file, text)) {
+  const found = comments(file, text);
+  const top = where.split('/')[0];
+  checked.set(top, (checked.get(top) ?? 0) + found.length);
+  for (const c of found) {
     const body = c.text;
     const lineOf = (index) => c.line + (body.slice(0, index).match(/\n/g)?.length ?? 0);
+    for (const r of RETIRED.filter((x) => where.startsWith(x.under))) {
+      for (const m of body.matchAll(r.word)) problems.push(`${where}:${lineOf(m.index)}: the retired word '${m[0]}' (write ${r.instead})`);
+    }
     for (const m of body.matchAll(PATH)) {
       const ref = m[1].replace(/[.,;:)]+$/, '') + (m[2] ?? '');
       // `./` or `../` alone, or a glob of files the comment talks about in general, are not references.
@@ -138,6 +160,7 @@ for (const file of ROOTS.flatMap((d) => files(join(root, d))).filter((f) => f !=
     }
   }
 }
+console.log(`lint-comment-refs: comments checked: ${[...checked].map(([top, n]) => `${top}/ ${n}`).join(', ')}`);
 for (const p of problems) console.error(p);
 if (problems.length > 0) {
   console.error(`lint-comment-refs: ${problems.length} comment reference(s) that do not resolve`);

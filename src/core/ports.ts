@@ -1,5 +1,5 @@
 /**
- * The contract between the core (worker, supervisor) and the protocol adapters (src/endpoints/*).
+ * The contract between the core (session, supervisor) and the protocol adapters (src/endpoints/*).
  *
  * Adapters only connect, read, write and close. They never reconnect by themselves and never retry:
  * the supervisor owns reconnects with backoff, the session (./session.ts) owns retries and dead-lettering.

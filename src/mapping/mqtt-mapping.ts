@@ -107,7 +107,7 @@ function setCarried(p: MessageProperties, key: CarriedKey, text: string): void {
 export interface ToMqttOptions {
   version: 4 | 5;
   log?: Logger;
-  /** The duplicate-ID header: a byte value of it is written as UTF-8 text, the way the worker reads it. */
+  /** The duplicate-ID header: a byte value of it is written as UTF-8 text, the way the session reads it. */
   duplicateIdHeader?: string;
   /** The clock for the message expiry interval (tests pin it). */
   now?: () => number;

@@ -46,7 +46,7 @@ export function isReservedNatsHeader(name: string): boolean {
 
 export interface ToNatsOptions {
   log?: Logger;
-  /** The duplicate-ID header: its byte value goes as UTF-8 text, as the worker reads it. */
+  /** The duplicate-ID header: its byte value goes as UTF-8 text, as the session reads it. */
   duplicateIdHeader?: string;
   now?: () => number;
 }

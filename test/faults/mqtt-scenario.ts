@@ -38,6 +38,7 @@ import { ROUTE_HEADER, ROUTE_VALUE, planStream, poisonBody, type Outgoing, type 
 import { RELOAD_PREFETCHES, ReloadFault } from './reload-fault.js';
 import { Gate, recordUncertain, withVhost } from './run-parts.js';
 import { StreamPublisher, faultsThenDrain } from './stream-run.js';
+import { burstMessage } from './in-flight.js';
 
 export type MqttPathName = 'mqtt-amqp' | 'amqp-mqtt';
 export const MQTT_PATHS: readonly MqttPathName[] = ['mqtt-amqp', 'amqp-mqtt'];
@@ -68,6 +69,8 @@ export interface MqttScenarioOptions {
   admin: RabbitAdmin;
   quietMs?: number;
   drainTimeoutMs?: number;
+  /** A fault kind whose injection fails on purpose (--break-injection): the run must FAIL and name it. */
+  breakInjection?: string;
   log?: (line: string) => void;
 }
 
@@ -228,7 +231,7 @@ export async function runMqttScenario(o: MqttScenarioOptions): Promise<FaultRunR
         case 'connection-close': {
           const deadline = Date.now() + 20_000;
           for (;;) {
-            const list = await admin.bridgeConnections(vhost).catch(() => []);
+            const list = await admin.bridgeConnections(vhost, bridge.pid).catch(() => []);
             if (list.length > 0) {
               const victim = prng.pick(list);
               const ok = await admin.closeConnection(victim.name);
@@ -267,7 +270,7 @@ export async function runMqttScenario(o: MqttScenarioOptions): Promise<FaultRunR
       }
     };
 
-    await faultsThenDrain({
+    const outcome = await faultsThenDrain({
       events,
       stream,
       publishLoop,
@@ -278,6 +281,10 @@ export async function runMqttScenario(o: MqttScenarioOptions): Promise<FaultRunR
       reloadCount: faults.reload,
       bridge,
       drain: { record, target, deadLetter, quietMs: o.quietMs ?? 45_000, timeoutMs: o.drainTimeoutMs ?? 300_000, settleMs: 3000 },
+      // A prefetch's worth (MQTT 5: the receive maximum the source asks, which Mosquitto honours): the smaller of the two
+      // prefetches a reload toggles between.
+      inFlight: { threshold: Math.min(...RELOAD_PREFETCHES), message: burstMessage(runId), bridge },
+      ...(o.breakInjection !== undefined ? { breakInjection: o.breakInjection } : {}),
       log,
     });
     let leftAtSource: number | undefined;
@@ -292,6 +299,7 @@ export async function runMqttScenario(o: MqttScenarioOptions): Promise<FaultRunR
     for (const e of bridge.unexpectedExits) notes.push(e.slice(0, 500));
     if (mqttCollector && mqttCollector.redeliveriesIgnored > 0) notes.push(`collector: ${mqttCollector.redeliveriesIgnored} copies Mosquitto sent it again (its own PUBACK lost) not counted`);
     report = analyse({
+      outcome,
       path: o.path,
       seed: o.seed,
       faults: injected,

@@ -40,6 +40,7 @@ import { analyse, type FaultRunReport, type SentRecord } from './report.js';
 import { RELOAD_PREFETCHES, ReloadFault } from './reload-fault.js';
 import { POSSIBLE_DUPLICATE_HEADER, ROUTE_HEADER, ROUTE_VALUE, planStream, poisonBody, type Outgoing } from './stream.js';
 import { StreamPublisher, faultsThenDrain } from './stream-run.js';
+import { burstMessage } from './in-flight.js';
 import { withVhost } from './run-parts.js';
 import type { SuiteRedis } from './suite-redis.js';
 
@@ -62,6 +63,8 @@ export interface NatsScenarioOptions {
   admin: RabbitAdmin;
   quietMs?: number;
   drainTimeoutMs?: number;
+  /** A fault kind whose injection fails on purpose (--break-injection): the run must FAIL and name it. */
+  breakInjection?: string;
   log?: (line: string) => void;
 }
 
@@ -219,10 +222,10 @@ export async function runNatsScenario(o: NatsScenarioOptions): Promise<FaultRunR
           }
           // The bridge may be restarting after another fault: wait for its connections, as ./scenario.ts does.
           const deadline = Date.now() + 20_000;
-          let list = await admin.bridgeConnections(vhost).catch(() => []);
+          let list = await admin.bridgeConnections(vhost, bridge.pid).catch(() => []);
           while (list.length === 0 && Date.now() < deadline) {
             await sleep(500);
-            list = await admin.bridgeConnections(vhost).catch(() => []);
+            list = await admin.bridgeConnections(vhost, bridge.pid).catch(() => []);
           }
           if (list.length === 0) {
             log('no bridge connection to close on RabbitMQ within 20 s');
@@ -260,7 +263,7 @@ export async function runNatsScenario(o: NatsScenarioOptions): Promise<FaultRunR
       }
     };
 
-    await faultsThenDrain({
+    const outcome = await faultsThenDrain({
       events,
       stream,
       publishLoop,
@@ -272,6 +275,9 @@ export async function runNatsScenario(o: NatsScenarioOptions): Promise<FaultRunR
       bridge,
       // Late extra copies (a resend after the lease) would come within the settle time.
       drain: { record, target, deadLetter, quietMs: o.quietMs ?? 60_000, timeoutMs: o.drainTimeoutMs ?? 300_000, settleMs: LEASE_MS + 3000 },
+      // A prefetch's worth: the smaller of the two prefetches a reload toggles between.
+      inFlight: { threshold: Math.min(...RELOAD_PREFETCHES), message: burstMessage(runId), bridge },
+      ...(o.breakInjection !== undefined ? { breakInjection: o.breakInjection } : {}),
       log,
     });
     await bridge.stop();
@@ -279,7 +285,7 @@ export async function runNatsScenario(o: NatsScenarioOptions): Promise<FaultRunR
     for (const e of bridge.unexpectedExits) notes.push(e.slice(0, 500));
     const droppedAtTarget = countLogs(dir, 'duplicate dropped by the target');
     notes.push(`duplicates dropped by the stream itself (PubAck duplicate: true), over all bridge processes: ${droppedAtTarget}`);
-    report = analyse({ path: o.path, seed: o.seed, faults: injected, cacheLossFaults: injected['redis-restart'] ?? 0, record, target: target.messages, deadLetter: deadLetter.messages, durationMs: Date.now() - started, notes });
+    report = analyse({ outcome, path: o.path, seed: o.seed, faults: injected, cacheLossFaults: injected['redis-restart'] ?? 0, record, target: target.messages, deadLetter: deadLetter.messages, durationMs: Date.now() - started, notes });
     if (streamCollector) {
       const stored = await streamCollector.storedCount();
       const ids = new Map<string, number>();

@@ -16,6 +16,8 @@ export interface RabbitConnectionInfo {
   name: string;
   vhost: string;
   clientName: string;
+  /** e.g. `AMQP 0-9-1`, `STOMP 1.2`. */
+  protocol: string;
 }
 
 export class RabbitAdmin {
@@ -65,15 +67,24 @@ export class RabbitAdmin {
   }
 
   async connections(vhost: string): Promise<RabbitConnectionInfo[]> {
-    const res = await this.call('GET', `/vhosts/${encodeURIComponent(vhost)}/connections?columns=name,vhost,client_properties`);
+    const res = await this.call('GET', `/vhosts/${encodeURIComponent(vhost)}/connections?columns=name,vhost,client_properties,protocol`);
     if (!res.ok) throw new Error(`list connections: HTTP ${res.status}`);
-    const list = (await res.json()) as { name: string; vhost: string; client_properties?: { connection_name?: string } }[];
-    return list.map((c) => ({ name: c.name, vhost: c.vhost, clientName: c.client_properties?.connection_name ?? '' }));
+    const list = (await res.json()) as { name: string; vhost: string; protocol?: string; client_properties?: { connection_name?: string } }[];
+    return list.map((c) => ({ name: c.name, vhost: c.vhost, clientName: c.client_properties?.connection_name ?? '', protocol: c.protocol ?? '' }));
   }
 
-  /** The connections of the vhost that are not the harness's own. */
-  async bridgeConnections(vhost: string): Promise<RabbitConnectionInfo[]> {
-    return (await this.connections(vhost)).filter((c) => !c.clientName.startsWith(HARNESS_CONNECTION_PREFIX));
+  /**
+   * The connections of the run's vhost that belong to the bridge process `pid` the suite started: an AMQP connection by
+   * its name (the bridge names each `broker-bridge … #<pid>.<n>`, src/endpoints/connection-share.ts), a STOMP one (which
+   * carries no name) by being in the run's own vhost. Never the harness's, never another process's: other tests share
+   * this RabbitMQ, and a fault must not reach them.
+   */
+  async bridgeConnections(vhost: string, pid: number | undefined): Promise<RabbitConnectionInfo[]> {
+    if (pid === undefined) return [];
+    const ours = new RegExp(`^broker-bridge .* #${pid}\\.\\d+$`);
+    return (await this.connections(vhost)).filter(
+      (c) => !c.clientName.startsWith(HARNESS_CONNECTION_PREFIX) && (c.protocol.startsWith('STOMP') ? c.clientName === '' : ours.test(c.clientName)),
+    );
   }
 
   /** Closes one connection from the broker side (the client gets connection.close 320 CONNECTION_FORCED). */

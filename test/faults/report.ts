@@ -4,6 +4,8 @@
 import { DUPLICATE_ID_HEADER, POSSIBLE_DUPLICATE_HEADER, parseBody, type PoisonKind } from './stream.js';
 import type { Received } from './harness-clients.js';
 import { text } from '../support/text.js';
+import type { InFlightAtFault } from './in-flight.js';
+import type { FaultOutcome } from './stream-run.js';
 
 /** Dead-letter headers written by the bridge (DEAD_LETTER_HEADERS in src/core/session/dead-letter.ts). */
 export const DEAD_LETTER_REASON_HEADER = 'x-bridge-dead-letter-reason';
@@ -32,7 +34,13 @@ export interface FaultRunReport {
   /** Per SIGKILL: how many messages waited at it (published, not yet at the target) and the seconds until all arrived. */
   recovery?: Recovery[];
   seed: number;
+  /** Faults injected (that took), per kind. */
   faults: Record<string, number>;
+  /** Faults planned per kind, and why the ones that did not take failed: fewer injected than planned fails the run. */
+  planned: Record<string, number>;
+  injectionFailures: string[];
+  /** Per kill and per connection close: what the bridge held in flight when it fired (fewer than a prefetch fails). */
+  inFlightAtFault: InFlightAtFault[];
   sent: number;
   resendsPublished: number;
   delivered: number;
@@ -121,6 +129,8 @@ export function analyse(input: {
   leftAtSource?: number;
   notes?: string[];
   recovery?: Recovery[];
+  /** What the schedule planned and found (./stream-run.ts faultsThenDrain); without it nothing was planned. */
+  outcome?: FaultOutcome;
 }): FaultRunReport {
   const { record } = input;
   const copies = new Map<number, { id?: string; flagged: boolean }[]>();
@@ -250,6 +260,9 @@ export function analyse(input: {
     path: input.path,
     seed: input.seed,
     faults: input.faults,
+    planned: input.outcome?.planned ?? {},
+    injectionFailures: input.outcome?.injectionFailures ?? [],
+    inFlightAtFault: input.outcome?.inFlightAtFault ?? [],
     sent: record.sent.size,
     resendsPublished: [...record.resends.values()].reduce((a, b) => a + b, 0),
     delivered: copies.size,
@@ -299,6 +312,17 @@ export function analyse(input: {
 /** What makes a run fail. Empty when the promise held. */
 export function violations(r: FaultRunReport): string[] {
   const v: string[] = [];
+  // A fault that did not take proves nothing about the promise: a run short of its plan fails, naming the kind.
+  for (const [kind, planned] of Object.entries(r.planned)) {
+    const injected = r.faults[kind] ?? 0;
+    if (injected >= planned) continue;
+    const why = r.injectionFailures.filter((f) => f.startsWith(`${kind}: `)).map((f) => f.slice(kind.length + 2));
+    v.push(`fault ${kind}: ${injected} of ${planned} planned injected${why.length > 0 ? ` (${[...new Set(why)].join('; ')})` : ''}`);
+  }
+  const short = r.inFlightAtFault.filter((f) => f.inFlight < f.threshold);
+  if (short.length > 0) {
+    v.push(`${short.length} of ${r.inFlightAtFault.length} kill(s) and close(s) fired with less than a prefetch's worth in flight (${short.map((f) => `${f.kind} ${f.inFlight} < ${f.threshold}`).join(', ')})`);
+  }
   if (r.lost > 0) v.push(`${r.lost} message(s) lost (e.g. seq ${r.lostSample.join(', ')})`);
   if (r.underTwoIdsUnflagged > 0) {
     v.push(`${r.underTwoIdsUnflagged} message(s) arrived under two different IDs with more than one copy unflagged (e.g. ${r.underTwoIdsSample.slice(0, 3).join('; ')})`);
@@ -342,9 +366,12 @@ export function strictIdenticalExtra(r: FaultRunReport): number {
 /** One table for one or more runs (one column per path). */
 export function formatTable(reports: FaultRunReport[]): string {
   const rows: [string, (r: FaultRunReport) => string][] = [];
-  const faultKinds = [...new Set(reports.flatMap((r) => Object.keys(r.faults)))];
+  const faultKinds = [...new Set(reports.flatMap((r) => [...Object.keys(r.faults), ...Object.keys(r.planned)]))];
   rows.push(['seed', (r) => String(r.seed)]);
-  for (const k of faultKinds) rows.push([`fault: ${k}`, (r) => String(r.faults[k] ?? 0)]);
+  for (const k of faultKinds) rows.push([`fault: ${k} (injected / planned)`, (r) => `${r.faults[k] ?? 0} / ${r.planned[k] ?? '-'}`]);
+  if (reports.some((r) => r.inFlightAtFault.length > 0)) {
+    rows.push(['in flight at each kill / close', (r) => r.inFlightAtFault.map((f) => `${f.kind === 'sigkill' ? 'k' : 'c'}${f.inFlight}`).join(' ') || '-']);
+  }
   rows.push(['messages sent (distinct)', (r) => String(r.sent)]);
   rows.push(['  + true-duplicate re-sends published', (r) => String(r.resendsPublished)]);
   rows.push(['delivered (distinct seq at target)', (r) => String(r.delivered)]);

@@ -8,6 +8,13 @@
  *     [--mqtt-cuts 5] [--device-cuts 5] [--mosquitto-restarts 2]
  *     [--publish-seconds 90] [--stall-ms 30000] [--backpressure | --no-backpressure] [--bp-messages 100000]
  *     [--redis standalone|cluster|sentinel] [--redis-failovers 1] [--redis-data-losses 0] [--nats-restarts 1]
+ *     [--break-injection KIND]
+ *
+ * The verdict holds a run to its plan: a fault kind with fewer injected than planned fails the run, named (a fault
+ * that did not take proves nothing), and every kill and connection close fires only once the bridge holds a
+ * prefetch's worth in flight (./in-flight.ts; the count is printed per fault, and fewer fails the run).
+ * `--break-injection KIND` (e.g. sigkill) makes every injection of that kind fail on purpose: such a run must FAIL and
+ * name it, which shows the verdict can.
  *
  * The NATS JetStream paths (./nats-scenario.ts) start a nats-server of their own (a free port, its store on disk;
  * /usr/sbin/nats-server or NATS_SERVER_BIN) and restart only that one (--nats-restarts); their redis-restart is a
@@ -68,6 +75,7 @@ const { values } = parseArgs({
     'mqtt-cuts': { type: 'string' },
     'device-cuts': { type: 'string' },
     'mosquitto-restarts': { type: 'string' },
+    'break-injection': { type: 'string' },
   },
   allowPositionals: false,
 });
@@ -149,7 +157,9 @@ async function main(): Promise<number> {
   try {
     await redis.start();
     if (withBackpressure) await own.start();
-    const common = { messages, publishSeconds: num('publish-seconds', 90), amqpUrl, redis, admin };
+    const breakInjection = opt('break-injection');
+    if (breakInjection !== undefined) console.log(`--break-injection ${breakInjection}: every ${breakInjection} injection fails on purpose; the run must FAIL and name it`);
+    const common = { messages, publishSeconds: num('publish-seconds', 90), amqpUrl, redis, admin, ...(breakInjection !== undefined ? { breakInjection } : {}) };
     for (const [i, path] of paths.entries()) {
       const seedOf = seed + i;
       const r = (NATS_PATHS as readonly string[]).includes(path)

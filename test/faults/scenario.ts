@@ -41,6 +41,7 @@ import { HARNESS_CONNECTION_PREFIX, RabbitAdmin } from './rabbit-admin.js';
 import { analyse, type FaultRunReport, type Recovery, type SentRecord } from './report.js';
 import { ROUTE_HEADER, ROUTE_VALUE, parseBody, planStream, poisonBody, type Outgoing, type PoisonKind } from './stream.js';
 import { StreamPublisher, faultsThenDrain } from './stream-run.js';
+import { burstMessage } from './in-flight.js';
 import { sleep } from '../support/wait.js';
 import { RELOAD_PREFETCHES, ReloadFault } from './reload-fault.js';
 import { Gate, withVhost } from './run-parts.js';
@@ -121,6 +122,8 @@ export interface ScenarioOptions {
   maxMessageSize?: number;
   /** The bridge's reservation-lease (ms): how long a SIGKILLed owner's reservations block redeliveries. Default 30 s. */
   reservationLeaseMs?: number;
+  /** A fault kind whose injection fails on purpose (--break-injection): the run must FAIL and name it. */
+  breakInjection?: string;
   log?: (line: string) => void;
 }
 
@@ -425,7 +428,7 @@ export async function runScenario(o: ScenarioOptions): Promise<FaultRunReport> {
         case 'connection-close': {
           const deadline = Date.now() + 20_000;
           for (;;) {
-            const list = await admin.bridgeConnections(vhost).catch(() => []);
+            const list = await admin.bridgeConnections(vhost, bridge.pid).catch(() => []);
             if (list.length > 0) {
               const victim = prng.pick(list);
               const ok = await admin.closeConnection(victim.name);
@@ -486,7 +489,7 @@ export async function runScenario(o: ScenarioOptions): Promise<FaultRunReport> {
       }
     };
 
-    await faultsThenDrain({
+    const outcome = await faultsThenDrain({
       events,
       stream,
       publishLoop,
@@ -497,6 +500,9 @@ export async function runScenario(o: ScenarioOptions): Promise<FaultRunReport> {
       reloadCount: faults.reload ?? 0,
       bridge,
       drain: { record, target, deadLetter, quietMs: o.quietMs ?? 45_000, timeoutMs: o.drainTimeoutMs ?? 300_000, settleMs: 3000 },
+      // A prefetch's worth: the smallest window of the two bridges (bursts go to both sources, in turns).
+      inFlight: { threshold: Math.min(...RELOAD_PREFETCHES, SECOND_BRIDGE_PREFETCH), message: burstMessage(runId), bridge },
+      ...(o.breakInjection !== undefined ? { breakInjection: o.breakInjection } : {}),
       log,
     });
     if (sourceOnRabbit) {
@@ -510,6 +516,7 @@ export async function runScenario(o: ScenarioOptions): Promise<FaultRunReport> {
     for (const e of bridge.unexpectedExits) notes.push(e.slice(0, 500));
     report = analyse({
       recovery: recoverySeconds(kills, target.messages),
+      outcome,
       path: o.path,
       seed: o.seed,
       faults: injected,

@@ -10,6 +10,7 @@ import type { SentRecord } from './report.js';
 import { DUPLICATE_ID_HEADER, parseBody, type Outgoing, type StreamMessage } from './stream.js';
 import { recordPublished, recordUncertain } from './run-parts.js';
 import { reloadPoints, type ReloadFault } from './reload-fault.js';
+import { IN_FLIGHT_FAULTS, waitForInFlight, type InFlightAtFault, type InFlightPlan, type InFlightReading } from './in-flight.js';
 
 export class StreamPublisher {
   /** Normal messages published so far (the fault schedule's clock). */
@@ -17,6 +18,11 @@ export class StreamPublisher {
   publishing = true;
   /** Poison messages waiting to go out with the next chunk. */
   readonly poisonQueue: Outgoing[] = [];
+  /** Extra messages published in bursts (./in-flight.ts): their numbers follow the stream's. */
+  extraPublished = 0;
+  private nextExtraSeq: number;
+  /** One chunk at a time: the paced stream, a burst and a poison message take turns on the publisher. */
+  private sending: Promise<unknown> = Promise.resolve();
 
   /**
    * `send` publishes one chunk and resolves once the broker confirmed it (through whatever holds publishing during a
@@ -29,7 +35,9 @@ export class StreamPublisher {
     private readonly send: (batch: Outgoing[]) => Promise<void>,
     private readonly reopen: () => Promise<void>,
     private readonly log: (line: string) => void,
-  ) {}
+  ) {
+    this.nextExtraSeq = messages.reduce((max, m) => Math.max(max, m.seq), -1) + 1;
+  }
 
   /** Publishes the whole stream, paced over publishSeconds; resolves when it is all published. */
   async start(): Promise<void> {
@@ -49,8 +57,27 @@ export class StreamPublisher {
     this.publishing = false;
   }
 
-  /** Publishes `batch` until the broker confirms it, and records what it held. */
-  async publishChunk(batch: Outgoing[]): Promise<void> {
+  /**
+   * Publishes `n` messages beyond the stream at once (numbered after it, every other one with a publisher ID, counted
+   * in the record like the stream's), so that the bridge has a backlog when a kill or a close fires. Beside the stream,
+   * not taken from it: the stream's pace, and so the fault schedule along it, stays what the seed planned.
+   */
+  async burst(n: number, message: (seq: number) => StreamMessage): Promise<void> {
+    for (let k = 0; k < n; k += 100) {
+      const batch = Array.from({ length: Math.min(100, n - k) }, () => ({ type: 'normal' as const, ...message(this.nextExtraSeq++) }));
+      await this.publishChunk(batch);
+      this.extraPublished += batch.length;
+    }
+  }
+
+  /** Publishes `batch` until the broker confirms it, and records what it held (one chunk at a time). */
+  publishChunk(batch: Outgoing[]): Promise<void> {
+    const turn = this.sending.then(() => this.publishOne(batch));
+    this.sending = turn.catch(() => undefined);
+    return turn;
+  }
+
+  private async publishOne(batch: Outgoing[]): Promise<void> {
     const record = this.record;
     for (let attempt = 1; ; attempt++) {
       try {
@@ -79,27 +106,78 @@ export class StreamPublisher {
   }
 }
 
+/** What the schedule planned, what it could not inject and why, and what was in flight at each kill and close. */
+export interface FaultOutcome {
+  planned: Record<string, number>;
+  /** One line per fault whose injection failed: `kind: why`. */
+  injectionFailures: string[];
+  inFlightAtFault: InFlightAtFault[];
+}
+
+/** The message of a fault made to fail on purpose (--break-injection KIND), so that a run shows the verdict fails it. */
+export const BROKEN_INJECTION = 'injection broken on purpose (--break-injection)';
+
 /**
  * Fires each fault when its share of the stream is published (or publishing ended), with the bridge running, and
- * counts in `injected` the ones that took; a pause after each lets the bridge make progress between faults.
+ * counts in `injected` the ones that took; a pause after each lets the bridge make progress between faults. A kill or a
+ * close (IN_FLIGHT_FAULTS) fires only once the bridge holds a prefetch's worth in flight (`inFlight`: a burst of the
+ * stream, then a wait; ./in-flight.ts). `breakInjection`: one kind's injection fails on purpose.
  */
 export async function runFaultSchedule<K extends string>(
   events: readonly { kind: K; at: number }[],
   stream: StreamPublisher,
   total: number,
   inject: (kind: K) => Promise<boolean>,
-  o: { ensureRunning: () => Promise<void>; injected: Record<string, number>; log: (line: string) => void },
+  o: {
+    ensureRunning: () => Promise<void>;
+    injected: Record<string, number>;
+    outcome: FaultOutcome;
+    inFlight?: InFlightPlan;
+    breakInjection?: string;
+    /** The pause after each fault (1.5 s). */
+    pauseMs?: number;
+    log: (line: string) => void;
+  },
 ): Promise<void> {
+  for (const ev of events) o.outcome.planned[ev.kind] = (o.outcome.planned[ev.kind] ?? 0) + 1;
   for (const ev of events) {
     while (stream.published < ev.at * total && stream.publishing) await sleep(100);
     await o.ensureRunning();
-    o.log(`fault ${ev.kind} (published ${stream.published}/${total})`);
-    const ok = await inject(ev.kind).catch((err: unknown) => {
-      o.log(`fault ${ev.kind} failed: ${(err as Error).message}`);
+    let atFault = '';
+    if (o.inFlight !== undefined && IN_FLIGHT_FAULTS.includes(ev.kind)) {
+      const { reading, waitedMs, extra } = await fillWindow(stream, o.inFlight, o.log);
+      o.outcome.inFlightAtFault.push({ kind: ev.kind, inFlight: reading.total, threshold: o.inFlight.threshold, waitedMs });
+      const by = Object.entries(reading.byBridge).map(([name, n]) => `${name} ${n}`).join(', ');
+      atFault = `; ${extra} extra published; in flight ${reading.total} (${by || 'no reading'}) after ${waitedMs} ms${reading.total < o.inFlight.threshold ? `, FEWER than ${o.inFlight.threshold}` : ''}`;
+    }
+    o.log(`fault ${ev.kind} (published ${stream.published}/${total}${atFault})`);
+    const attempt = o.breakInjection === ev.kind ? Promise.reject(new Error(BROKEN_INJECTION)) : inject(ev.kind);
+    let why = 'did not take (see the run\'s log)';
+    const ok = await attempt.catch((err: unknown) => {
+      why = (err as Error).message;
+      o.log(`fault ${ev.kind} failed: ${why}`);
       return false;
     });
     if (ok) o.injected[ev.kind] = (o.injected[ev.kind] ?? 0) + 1;
-    await sleep(1500);
+    else o.outcome.injectionFailures.push(`${ev.kind}: ${why}`);
+    await sleep(o.pauseMs ?? 1500);
+  }
+}
+
+/**
+ * Bursts of extra messages until the bridge holds `plan.threshold` in flight (a burst of twice that, again every 3 s
+ * while the window stays short, up to the plan's timeout): returns the last reading, taken just before the fault.
+ */
+async function fillWindow(stream: StreamPublisher, plan: InFlightPlan, log: (line: string) => void): Promise<{ reading: InFlightReading; waitedMs: number; extra: number }> {
+  const started = Date.now();
+  const deadline = started + (plan.timeoutMs ?? 20_000);
+  const before = stream.extraPublished;
+  const bursts: Promise<void>[] = [];
+  for (;;) {
+    bursts.push(stream.burst(2 * plan.threshold, plan.message).catch((err: unknown) => log(`burst failed: ${(err as Error).message}`)));
+    const left = deadline - Date.now();
+    const { reading } = await waitForInFlight({ ...plan, timeoutMs: Math.min(3000, Math.max(0, left)) });
+    if (reading.total >= plan.threshold || Date.now() >= deadline) return { reading, waitedMs: Date.now() - started, extra: stream.extraPublished - before };
   }
 }
 
@@ -175,18 +253,32 @@ export async function faultsThenDrain<K extends string>(o: {
   reloadCount: number;
   bridge: { ensureRunning(): Promise<void> };
   drain: Omit<DrainOptions, 'tick' | 'log'>;
+  /** How a kill or a close waits for messages in flight (./in-flight.ts); without it they fire at once. */
+  inFlight?: InFlightPlan;
+  /** A fault kind whose every injection fails (--break-injection): the verdict must name it. */
+  breakInjection?: string;
   log: (line: string) => void;
-}): Promise<void> {
+}): Promise<FaultOutcome> {
   const { stream, total } = o;
   const { record } = o.drain;
+  const outcome: FaultOutcome = { planned: o.reloadCount > 0 ? { reload: o.reloadCount } : {}, injectionFailures: [], inFlightAtFault: [] };
   const reloadLoop = o.reloads.run(reloadPoints(o.reloadCount), () => stream.published, total, () => stream.publishing).then((n) => {
     o.injected.reload = n;
+    if (n < o.reloadCount) outcome.injectionFailures.push(`reload: ${o.reloadCount - n} of ${o.reloadCount} not applied (see the run's log)`);
   });
-  await runFaultSchedule(o.events, stream, total, o.inject, { ensureRunning: () => o.bridge.ensureRunning(), injected: o.injected, log: o.log });
+  await runFaultSchedule(o.events, stream, total, o.inject, {
+    ensureRunning: () => o.bridge.ensureRunning(),
+    injected: o.injected,
+    outcome,
+    ...(o.inFlight ? { inFlight: o.inFlight } : {}),
+    ...(o.breakInjection !== undefined ? { breakInjection: o.breakInjection } : {}),
+    log: o.log,
+  });
   await o.publishLoop;
   await reloadLoop;
   if (o.reloadCount > 0) o.log(`reloads applied: ${JSON.stringify(o.reloads.done)}`);
   o.log(`published ${record.sent.size} distinct + ${[...record.resends.values()].reduce((a, b) => a + b, 0)} re-sends + ${record.identical.sent} byte-identical + ${record.poison.size} poison; faults done`);
   await o.bridge.ensureRunning();
   await drainUntilComplete({ ...o.drain, tick: () => o.bridge.ensureRunning(), log: o.log });
+  return outcome;
 }

@@ -94,19 +94,29 @@ async function takeAll(queue: string, expected: number): Promise<Copy[]> {
   return copies;
 }
 
-/** The bridge's own view of the messages in flight, polled from GET /bridges/{name}: the highest count and bytes seen. */
-function watchInFlight(api: string, name: string): { stop: () => Promise<{ messages: number; bytes: number }> } {
+/**
+ * The bridge's own view of the messages in flight, polled from GET /bridges/{name}: the highest count and bytes seen.
+ * A poll that fails (the bridge between sessions, or busy) is counted, not hidden: `stop` throws when no poll at all
+ * was read, or none saw a message in flight, so that an upper bound is never held against a watcher that saw nothing.
+ */
+function watchInFlight(api: string, name: string): { stop: () => Promise<{ messages: number; bytes: number; readings: number; failures: number }> } {
   let messages = 0;
   let bytes = 0;
+  let readings = 0;
+  let failures = 0;
+  let lastError = '';
   let running = true;
   const loop = (async () => {
     while (running) {
       try {
         const r = (await (await fetch(`${api}/bridges/${name}`)).json()) as { inFlight?: number; inFlightBytes?: number };
-        if (typeof r.inFlight === 'number') messages = Math.max(messages, r.inFlight);
-        if (typeof r.inFlightBytes === 'number') bytes = Math.max(bytes, r.inFlightBytes);
-      } catch {
-        // The bridge is between sessions or busy: the next poll tells.
+        if (typeof r.inFlight !== 'number' || typeof r.inFlightBytes !== 'number') throw new Error(`no inFlight/inFlightBytes in ${JSON.stringify(r).slice(0, 200)}`);
+        messages = Math.max(messages, r.inFlight);
+        bytes = Math.max(bytes, r.inFlightBytes);
+        readings += 1;
+      } catch (err) {
+        failures += 1;
+        lastError = (err as Error).message;
       }
       await sleep(20);
     }
@@ -115,7 +125,9 @@ function watchInFlight(api: string, name: string): { stop: () => Promise<{ messa
     stop: async () => {
       running = false;
       await loop;
-      return { messages, bytes };
+      if (readings === 0) throw new Error(`the in-flight watcher read nothing from ${api}/bridges/${name}: ${failures} poll(s) failed, the last with: ${lastError}`);
+      if (messages === 0) throw new Error(`the in-flight watcher saw no message in flight in ${readings} reading(s) (${failures} failed): its bounds would hold for nothing`);
+      return { messages, bytes, readings, failures };
     },
   };
 }

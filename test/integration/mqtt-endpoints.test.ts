@@ -379,9 +379,29 @@ describe('MqttTarget', () => {
   });
 
   it.each([MOSQUITTO_4, RABBITMQ_MQTT, ACTIVEMQ_MQTT])('MQTT 3.1.1 ($name) cannot say a PUBLISH matched nobody: its PUBACK means taken', async (peer) => {
-    const v4 = targetOn(peer, uniqueTopic('nobody'));
-    await v4.open({ onLost: () => undefined });
-    await v4.send(message('taken'));
+    // Through a proxy that holds the broker's replies: the send must wait for the PUBACK (not resolve on writing the
+    // PUBLISH) and then count it as taken, though no subscription matches.
+    const proxy = await TcpProxy.forUrl(peer.url).start();
+    try {
+      const v4 = targetOn(peer, uniqueTopic('nobody'), { url: proxy.rewrite(peer.url) });
+      await v4.open({ onLost: () => undefined });
+      const pubacks: Buffer[] = [];
+      // A PUBACK is 0x40 0x02 and a packet id (MQTT 3.1.1 §3.4); nothing else comes from the broker here.
+      proxy.observe = (from, chunk) => {
+        if (from === 'service' && chunk[0] === 0x40) pubacks.push(chunk);
+      };
+      proxy.holdReplies();
+      let settled: 'confirmed' | 'refused' | undefined;
+      const sent = v4.sendBatch([message('taken')]).then((r) => (settled = r[0]!.outcome === 'confirmed' ? 'confirmed' : 'refused'));
+      await until('the PUBACK at the proxy', () => pubacks.length === 1);
+      await sleep(300);
+      expect(settled, 'settled before the PUBACK reached it').toBeUndefined();
+      proxy.releaseReplies();
+      await sent;
+      expect(settled).toBe('confirmed');
+    } finally {
+      await proxy.stop();
+    }
   });
 
   it('publishes to the route of a templated target, and to its own topic without one', async () => {

@@ -265,16 +265,34 @@ describe.each(STOMP_PEERS)('STOMP peer $name', (peer) => {
       const prefetch = 200;
       // The AMQP target goes through a proxy: stalled for a while, the bridge holds a full window of unacked messages.
       const proxy = await TcpProxy.forUrl(services.amqpUrl).start();
+      // Two views of what is unacknowledged: the bridge's own (GET /bridges, every peer) and, on RabbitMQ, the broker's
+      // (the management API; ActiveMQ here has neither JMX nor a web console). Each sampler counts its readings, so
+      // that a bound is never held against a sampler that read nothing.
       const admin = peer.name === 'rabbitmq' ? new RabbitAdmin(services.rabbitManagementUrl) : undefined;
       let maxUnacked = -1;
-      let sampling = admin !== undefined;
+      let brokerReadings = 0;
+      let maxInFlight = -1;
+      let bridgeReadings = 0;
+      let api: string | undefined;
+      const bridgeInFlight = async (): Promise<number | undefined> => {
+        if (api === undefined) return undefined;
+        const r = await fetch(`${api}/bridges`).then((res) => res.json() as Promise<{ bridges: { inFlight: number }[] }>).catch(() => undefined);
+        return r?.bridges[0]?.inFlight;
+      };
+      let sampling = true;
       const sampler = (async () => {
         while (sampling) {
           const c = await admin?.queueCounts('/', src).catch(() => undefined);
-          if (c) maxUnacked = Math.max(maxUnacked, c.unacknowledged);
+          if (c) [maxUnacked, brokerReadings] = [Math.max(maxUnacked, c.unacknowledged), brokerReadings + 1];
+          const n = await bridgeInFlight();
+          if (n !== undefined) [maxInFlight, bridgeReadings] = [Math.max(maxInFlight, n), bridgeReadings + 1];
           await sleep(250);
         }
       })();
+      const started = async (b: Awaited<ReturnType<typeof start>>): Promise<void> => {
+        await b.waitForLog((l) => l.component === 'http' && typeof l.port === 'number', 10_000);
+        api = `http://127.0.0.1:${b.logs.find((l) => l.component === 'http' && typeof l.port === 'number')?.port as number}`;
+      };
       try {
         const yaml = config({
           bridges: [
@@ -288,10 +306,12 @@ describe.each(STOMP_PEERS)('STOMP peer $name', (peer) => {
           amqpUrl: proxy.rewrite(services.amqpUrl),
           // A killed process's reservations are taken over after the lease: keep it short for the test.
           idCache: { 'reservation-lease': 3000 },
+          top: { 'http-port': 0 },
         });
         const total = 4000;
         await publish(stomp, src, Array.from({ length: total }, (_, i) => ({ seq: i })));
         let bridge = await start(yaml);
+        await started(bridge);
         await fx.amqp.waitForCount(dst, (n) => n >= 1000, 60_000);
         // Mid-stream: the target stops answering, so the bridge's window fills up and stays full.
         proxy.stall();
@@ -306,9 +326,19 @@ describe.each(STOMP_PEERS)('STOMP peer $name', (peer) => {
           mark(`stalled: ${c?.unacknowledged} unacked, ${c?.ready} ready at the source`);
           // Exactly a full window: the peer's prefetch header was understood, and nothing beyond it is held.
           expect(c?.unacknowledged).toBe(prefetch);
-        } else {
-          await sleep(1000);
         }
+        // The bridge's own view, on every peer: a full window, and nothing beyond it (a peer that ignored the prefetch
+        // header would have delivered more).
+        const deadline = Date.now() + 20_000;
+        let held = await bridgeInFlight();
+        while (Date.now() < deadline && (held ?? 0) < prefetch) {
+          await sleep(100);
+          held = await bridgeInFlight();
+        }
+        mark(`stalled: ${held} in flight at the bridge`);
+        expect(held, 'in flight at the bridge while the target is stalled').toBe(prefetch);
+        await sleep(1000);
+        expect(await bridgeInFlight(), 'still a full window, no more').toBe(prefetch);
         await bridge.kill('SIGKILL');
         proxy.cut();
         proxy.resume();
@@ -316,12 +346,19 @@ describe.each(STOMP_PEERS)('STOMP peer $name', (peer) => {
         expect(atKill).toBeLessThan(total);
 
         bridge = await start(yaml);
+        await started(bridge);
         const got = await readTarget('rabbit', dst, total);
         for (const m of got) expect(m.id).toMatch(peer.stableMessageId ? /^ID:/ : /^bb-[0-9a-f-]{36}$/);
         const { extraCopies, flagged } = expectDeliveryPromise(got, total);
-        mark(`${peer.name} source SIGKILL: ${extraCopies} extra copies, ${flagged} flagged, max unacked sampled ${maxUnacked}`);
+        mark(`${peer.name} source SIGKILL: ${extraCopies} extra copies, ${flagged} flagged, max in flight sampled ${maxInFlight} at the bridge (${bridgeReadings} readings), ${admin ? `${maxUnacked} unacked at the broker (${brokerReadings} readings)` : 'no broker view'}`);
         expect(flagged).toBeGreaterThanOrEqual(extraCopies);
-        if (admin) expect(maxUnacked).toBeLessThanOrEqual(prefetch);
+        expect(bridgeReadings, "readings of the bridge's in-flight count").toBeGreaterThan(0);
+        expect(maxInFlight).toBe(prefetch);
+        if (admin) {
+          expect(brokerReadings, "readings of the broker's unacked count").toBeGreaterThan(0);
+          expect(maxUnacked).toBeGreaterThan(0);
+          expect(maxUnacked).toBeLessThanOrEqual(prefetch);
+        }
         // Never NACKed: nothing of ours was dead-lettered by ActiveMQ.
         if (peer.hasActiveMqDlq) expect(await countOwnDeadLetters([src])).toBe(0);
       } finally {

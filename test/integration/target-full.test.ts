@@ -20,6 +20,11 @@ const ID = '_AMQ_DUPL_ID';
 const FLAG = 'x-bridge-possible-duplicate';
 const MESSAGES = 3000;
 const CONSUMER_MS = 3;
+/**
+ * Out of place per wait for room: measured 1.11-1.60 here (2026-12-06, batches of 1 and 50, beside other test runs);
+ * a build that lets twice as many overtake at each wait (2.2-3.2) fails.
+ */
+const OUT_OF_PLACE_PER_WAIT = 2.2;
 
 const fx = useBridgeFixture();
 const bounded: string[] = [];
@@ -61,6 +66,8 @@ describe('a full target queue (reject-publish) is backpressure, not a bad messag
         const c = fx.config({
           bridges: [{ name: 'to-full', sourceQueue: src!, target: `queue: "${target}"`, deadLetter: `connection: rabbit, queue: "${dlq}"`, extra: { 'max-batch-size': batch, prefetch: 500 } }],
           top: { 'http-port': 0 },
+          // Debug: one line per wait for room that ended (the order bound's in-run baseline, below).
+          logLevel: 'debug',
         });
         const bridge = await fx.start(c.yaml);
         await bridge.waitForLog((l) => l.component === 'http' && typeof l.port === 'number', 10_000);
@@ -103,8 +110,14 @@ describe('a full target queue (reject-publish) is backpressure, not a bad messag
         // is loaded, the more refusals, each overtaken by the batches in flight; batches of 50 sent on through the
         // window scattered 1,943-2,096, which the bound still catches).
         const order = orderOf(consumer.got.map((g) => ({ seq: Number(g.id.slice(g.id.lastIndexOf('-') + 1)), flagged: g.flagged })));
-        console.log(`full target, max-batch-size ${batch}: ${order.outOfPlace} of ${MESSAGES} out of place`);
-        expect(order.outOfPlace).toBeLessThan(MESSAGES / 3);
+        // The baseline, measured in this run: the waits for room, each begun by a full refusal while the gate was open
+        // (the sends then in flight are what can overtake; the load decides how many waits there are, not how many
+        // overtake at each). Bounding the ratio, not the count, keeps the bound tight on a loaded machine.
+        const waitsForRoom = bridge.logs.filter((l) => l.msg === 'target takes messages again: resuming').length;
+        const perWait = order.outOfPlace / Math.max(1, waitsForRoom);
+        console.log(`full target, max-batch-size ${batch}: ${order.outOfPlace} of ${MESSAGES} out of place over ${waitsForRoom} waits for room: ${perWait.toFixed(2)} a wait`);
+        expect(waitsForRoom, 'waits for room seen (the baseline)').toBeGreaterThan(0);
+        expect(perWait, 'out of place per wait for room').toBeLessThan(OUT_OF_PLACE_PER_WAIT);
         // The target really was full, and the bridge said so.
         expect(waits).toBeGreaterThan(0);
         expect(sawFull, "GET /bridges/to-full showed state target-full with targetFullSince").toBe(true);

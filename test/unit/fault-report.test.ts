@@ -1,10 +1,12 @@
 /**
- * The fault suite's verdict (test/faults/report.ts): what arrived, under which IDs and flags, decides PASS or FAIL.
+ * The fault suite's verdict (test/faults/report.ts): what arrived, under which IDs and flags, decides PASS or FAIL;
+ * and so do the faults: fewer injected than planned, or a kill or close with less than a prefetch in flight, fail it.
  */
 import { describe, expect, it } from 'vitest';
 import { analyse, violations, type SentRecord } from '../faults/report.js';
 import { DUPLICATE_ID_HEADER, POSSIBLE_DUPLICATE_HEADER, normalBody } from '../faults/stream.js';
 import type { Received } from '../faults/harness-clients.js';
+import { BROKEN_INJECTION, runFaultSchedule, type FaultOutcome, type StreamPublisher } from '../faults/stream-run.js';
 
 const RUN = 'unit';
 
@@ -63,5 +65,83 @@ describe('fault-suite verdict', () => {
     expect(without.r.resentPassedUnflagged).toBe(1);
     expect(without.v).toEqual([expect.stringContaining('without the x-bridge-possible-duplicate flag') as string]);
     expect(verdict(rec, target, 1).v).toEqual([]);
+  });
+});
+
+describe('fault-suite verdict: the faults planned', () => {
+  const clean = record([[1, 'pub-1']]);
+  const target = [copy(1, 'pub-1')];
+  const report = (outcome: FaultOutcome, faults: Record<string, number>) =>
+    violations(analyse({ path: 'p', seed: 1, faults, outcome, record: clean, target, deadLetter: [], durationMs: 0 }));
+
+  it('passes a run that injected every planned fault with a prefetch in flight at each kill and close', () => {
+    const outcome: FaultOutcome = {
+      planned: { sigkill: 2, 'connection-close': 1, reload: 3 },
+      injectionFailures: [],
+      inFlightAtFault: [
+        { kind: 'sigkill', inFlight: 512, threshold: 300, waitedMs: 40 },
+        { kind: 'sigkill', inFlight: 300, threshold: 300, waitedMs: 40 },
+        { kind: 'connection-close', inFlight: 700, threshold: 300, waitedMs: 90 },
+      ],
+    };
+    expect(report(outcome, { sigkill: 2, 'connection-close': 1, reload: 3 })).toEqual([]);
+  });
+
+  it('fails a run whose injected faults fall short of the plan, naming each kind and why', () => {
+    const outcome: FaultOutcome = {
+      planned: { sigkill: 3, sigstop: 1, reload: 2 },
+      injectionFailures: ['sigkill: injection broken on purpose (--break-injection)', 'sigkill: injection broken on purpose (--break-injection)', 'reload: 1 of 2 not applied (see the run\'s log)'],
+      inFlightAtFault: [],
+    };
+    const v = report(outcome, { sigkill: 1, sigstop: 1, reload: 1 });
+    expect(v).toEqual([
+      'fault sigkill: 1 of 3 planned injected (injection broken on purpose (--break-injection))',
+      "fault reload: 1 of 2 planned injected (1 of 2 not applied (see the run's log))",
+    ]);
+  });
+
+  it('fails a run in which no fault took at all, though nothing was lost', () => {
+    const v = report({ planned: { 'connection-close': 5 }, injectionFailures: [], inFlightAtFault: [] }, {});
+    expect(v).toEqual(['fault connection-close: 0 of 5 planned injected']);
+  });
+
+  it("fails a kill or a close that fired with less than a prefetch's worth in flight", () => {
+    const outcome: FaultOutcome = {
+      planned: { sigkill: 2 },
+      injectionFailures: [],
+      inFlightAtFault: [
+        { kind: 'sigkill', inFlight: 480, threshold: 300, waitedMs: 30 },
+        { kind: 'sigkill', inFlight: 0, threshold: 300, waitedMs: 20_000 },
+      ],
+    };
+    expect(report(outcome, { sigkill: 2 })).toEqual(["1 of 2 kill(s) and close(s) fired with less than a prefetch's worth in flight (sigkill 0 < 300)"]);
+  });
+});
+
+describe('the fault schedule (test/faults/stream-run.ts runFaultSchedule)', () => {
+  it('counts what took, plans every event, and with --break-injection records each failure of that kind', async () => {
+    const stream = { published: 100, publishing: false, burst: () => undefined } as unknown as StreamPublisher;
+    const injected: Record<string, number> = {};
+    const outcome: FaultOutcome = { planned: {}, injectionFailures: [], inFlightAtFault: [] };
+    const events = [
+      { kind: 'sigkill', at: 0.1 },
+      { kind: 'redis-restart', at: 0.2 },
+      { kind: 'sigkill', at: 0.3 },
+    ] as const;
+    const fired: string[] = [];
+    await runFaultSchedule(events, stream, 100, (kind) => (fired.push(kind), Promise.resolve(true)), {
+      ensureRunning: () => Promise.resolve(),
+      injected,
+      outcome,
+      breakInjection: 'sigkill',
+      pauseMs: 0,
+      log: () => undefined,
+    });
+    expect(fired).toEqual(['redis-restart']);
+    expect(injected).toEqual({ 'redis-restart': 1 });
+    expect(outcome.planned).toEqual({ sigkill: 2, 'redis-restart': 1 });
+    expect(outcome.injectionFailures).toEqual([`sigkill: ${BROKEN_INJECTION}`, `sigkill: ${BROKEN_INJECTION}`]);
+    const r = analyse({ path: 'p', seed: 1, faults: injected, outcome, record: record([]), target: [], deadLetter: [], durationMs: 0 });
+    expect(violations(r)).toEqual([`fault sigkill: 0 of 2 planned injected (${BROKEN_INJECTION})`]);
   });
 });

@@ -1,7 +1,7 @@
 /**
  * MQTT source: a persistent session (clean start off; on MQTT 5 a session expiry that outlasts a restart) subscribed
  * to one topic filter at QoS 1, so that QoS 1 messages published while the bridge is away wait at the broker. The
- * PUBACK of a message is written only once the worker acked it (the target confirmed it, or it was a duplicate, or it
+ * PUBACK of a message is written only once the session acked it (the target confirmed it, or it was a duplicate, or it
  * was dead-lettered), and in the order the PUBLISHes came (./puback-order.ts); the window in flight is the receive
  * maximum the source announces (its prefetch, MQTT 5) or the broker's own limit (3.1.1).
  *

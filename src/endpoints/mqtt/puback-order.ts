@@ -1,7 +1,7 @@
 /**
  * The PUBACKs of one source session, in the order the PUBLISHes came. MQTT wants them so (MQTT 3.1.1 and 5, section
  * 4.6: "MUST send PUBACK packets in the order in which the corresponding PUBLISH packets were received"), while the
- * worker settles messages in any order (a duplicate settles at once, a parked one later). So an ack marks its entry,
+ * session settles messages in any order (a duplicate settles at once, a parked one later). So an ack marks its entry,
  * and the PUBACKs of the acked entries at the head are written; an entry not acked yet holds back every PUBACK after
  * it (they come back with it, as redeliveries, if the session ends first).
  *

@@ -81,8 +81,9 @@ export abstract class StompEndpoint {
 
   /**
    * `promise` (a request waiting for its RECEIPT), bounded: past `timeoutMs` the connection is treated as broken (a
-   * peer that never answers must not hold the bridge: DESIGN §10), which rejects every request still waiting with that
-   * error, this one included. `outcomeUnknown`: what the broker may have done with the request is not known then.
+   * peer that never answers must not hold the bridge: docs/design.md §10.2), which rejects every request still waiting
+   * with that error, this one included. `outcomeUnknown`: what the broker may have done with the request is not known
+   * then.
    */
   protected receiptWithin<T>(session: StompSession, promise: Promise<T>, what: string, timeoutMs: number, outcomeUnknown = false): Promise<T> {
     const timedOut = (): void =>

@@ -25,10 +25,10 @@ export function withSafeLength(headers: StompHeaders, body: Buffer): StompHeader
 }
 
 /**
- * STOMP header escaping: backslash, line feed, carriage return and colon become `\\`, `\n`, `\r` and `\c`, so that
- * no value a message carries can end a header line or start another (DESIGN §10). That is STOMP 1.2's escaping; 1.1
- * has no escape for a carriage return, and one goes as `\r` all the same (a strict 1.1 peer refuses the frame, and the
- * message is dead-lettered rather than misread). 1.0, which escapes nothing, is refused at connect
+ * STOMP header escaping: backslash, line feed, carriage return and colon become `\\`, `\n`, `\r` and `\c`, so that no
+ * value a message carries can end a header line or start another (docs/design.md §10.2). That is STOMP 1.2's escaping;
+ * 1.1 has no escape for a carriage return, and one goes as `\r` all the same (a strict 1.1 peer refuses the frame, and
+ * the message is dead-lettered rather than misread). 1.0, which escapes nothing, is refused at connect
  * (./stomp-client.ts). (CONNECT, which is never escaped, is sent by stompit.) The STOMP target measures header lines
  * with it too, as they will go on the wire.
  */

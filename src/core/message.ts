@@ -69,7 +69,7 @@ export interface SourceDelivery {
   /** Monotonic per source session; the session uses it for logs and ordering only. */
   seq: number;
   /**
-   * Set when the source could not read this message whole (docs/design.md §10.3): `message` then holds only what was
+   * Set when the source could not read this message whole (docs/design.md §10.2): `message` then holds only what was
    * read within the limits. The session settles it alone, never sends it to the target and never asks the cache about
    * it (./session/unreadable.ts).
    */

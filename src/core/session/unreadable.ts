@@ -1,5 +1,5 @@
 /**
- * A message the source could not read whole (SourceDelivery.unreadable; docs/design.md §10.3): over a size limit of its
+ * A message the source could not read whole (SourceDelivery.unreadable; docs/design.md §10.2): over a size limit of its
  * connection, or with headers that cannot be decoded. One bad message costs one message: it is settled alone, and the
  * connection and the messages after it go on.
  * - handed back, when the source asks for it and can (SourceEndpoint.reject: ActiveMQ moves a NACKed persistent message

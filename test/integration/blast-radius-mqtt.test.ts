@@ -1,5 +1,5 @@
 /**
- * One bad MQTT input costs one message (issue 42, docs/design.md §10): two bridges A and B in one `broker-bridge run`
+ * One bad MQTT input costs one message (issue 42, docs/design.md §10.2): two bridges A and B in one `broker-bridge run`
  * process on one configured MQTT connection, to a Mosquitto of the test's own (test/faults/own-mosquitto.ts: floods
  * and huge packets stay off the shared one).
  *

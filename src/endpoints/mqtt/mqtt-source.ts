@@ -10,7 +10,7 @@
  * exactly as a RabbitMQ STOMP message; a redelivery (a resumed session's unacked PUBLISH, sent again with DUP set) is
  * `redelivered` and claims its stamp back.
  *
- * Bounded intake (docs/design.md §10): a QoS 1 message waits at the broker beyond the receive maximum, but a QoS 0
+ * Bounded intake (docs/design.md §10.2): a QoS 1 message waits at the broker beyond the receive maximum, but a QoS 0
  * message comes at QoS 0 on a QoS 1 subscription, whatever the window, as fast as the publishers send it. Once the
  * deliveries the session holds (QoS 0 and 1, not settled yet) reach `prefetch`, a QoS 0 message is dropped, counted
  * (SourceHandlers.onDropped, `qos0-overflow`) and logged at most once per DROP_LOG_INTERVAL_MS. Dropping, rather than

@@ -1,6 +1,6 @@
 /**
  * The MQTT session's intake: it cuts the bytes a broker sends into packets before `mqtt-packet` sees them, so that
- * every read is bounded and linear (docs/design.md §10).
+ * every read is bounded and linear (docs/design.md §10.2).
  *
  * - A packet within the limits is handed on as one contiguous buffer. `mqtt-packet` keeps what it has not parsed in a
  *   buffer list and finds an offset by walking that list from its start, once per field: a packet spread over many
@@ -9,7 +9,7 @@
  * - A PUBLISH over `max-packet-size` is not buffered: what is needed to settle it (topic, QoS, packet identifier, and
  *   its MQTT 5 properties when they are within MAX_PROPERTIES_BYTES) is read, the rest is counted and skipped, and
  *   the session hands the message on as unreadable (`too-large`, body dropped): dead-lettered and PUBACKed, the
- *   connection kept (docs/design.md §10: one bad message costs one message).
+ *   connection kept (docs/design.md §10.2: one bad message costs one message).
  * - A PUBLISH within `max-packet-size` whose properties are over MAX_PROPERTIES_BYTES is handed on with its payload
  *   and without its properties (`too-large`, headers dropped), never given to `mqtt-packet` to parse: a packet of
  *   small user properties makes millions of objects, seconds of one synchronous call.

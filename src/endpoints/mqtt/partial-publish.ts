@@ -1,7 +1,7 @@
 /**
  * A PUBLISH the intake read in part (./packet-reader.ts) as the packet the source maps (src/mapping/mqtt-mapping.ts)
  * and the reason it is unreadable (src/core/message.ts Unreadable): the session dead-letters what was read and the
- * source PUBACKs it, so that the broker does not send it again on every connection (docs/design.md §10).
+ * source PUBACKs it, so that the broker does not send it again on every connection (docs/design.md §10.2).
  */
 import mqttPacket, { type IPublishPacket, type Packet } from 'mqtt-packet';
 import type { Unreadable } from '../../core/message.js';

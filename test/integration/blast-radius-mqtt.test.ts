@@ -3,7 +3,7 @@
  * process on one configured MQTT connection, to a Mosquitto of the test's own (test/faults/own-mosquitto.ts: floods
  * and huge packets stay off the shared one).
  *
- * - Bad messages to A — one over max-packet-size, one whose MQTT 5 properties are over the 256 KiB the bridge parses —
+ * - Bad messages to A — one over max-packet-size, one whose MQTT 5 properties are over the 64 KiB the bridge parses —
  *   between ordinary ones: each is dead-lettered with reason `too-large` and what was dropped, PUBACKed (nothing left
  *   at the broker, nothing sent again), A forwards every ordinary message, B forwards its 500, and neither bridge
  *   started a second session.

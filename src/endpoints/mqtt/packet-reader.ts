@@ -17,8 +17,12 @@
  *   settle): the session closes the connection.
  */
 
-/** The most MQTT 5 property bytes of a PUBLISH the bridge parses; over it, the properties are dropped. */
-export const MAX_PROPERTIES_BYTES = 256 * 1024;
+/**
+ * The most MQTT 5 property bytes of a PUBLISH the bridge parses; over it, the properties are dropped. As STOMP's
+ * default max-header-bytes: mqtt-packet takes 2–30 ms for 64 KiB of small user properties here, up to 226 ms for 256
+ * KiB on a busy machine (docs/measurements.md), and the event loop must never stop for 200 ms.
+ */
+export const MAX_PROPERTIES_BYTES = 64 * 1024;
 
 const PUBLISH = 3;
 /** Fixed header (≤ 5) + topic length (2) + topic (≤ 65,535) + packet identifier (2) + property length (≤ 4). */

@@ -281,10 +281,10 @@ describe('MqttSource (Mosquitto, MQTT 5)', () => {
     expect(a.lost[0]!.message).toContain(`the broker closed the connection (a broker also does this when another client connects with client id '${readers.get(topic)!}')`);
   });
 
-  it('reads no packet over max-packet-size: the connection ends with a sentence and the message stays at the broker', async () => {
+  it('reads no body over max-packet-size: the message is handed on as unreadable, its PUBACK ends it, and the next one follows', async () => {
     const peer = MOSQUITTO_5;
     const topic = await queueOn(peer, 'too-big');
-    await publishMqtt(peer, topic, [{ body: Buffer.alloc(4096, 0x61) }]);
+    await publishMqtt(peer, topic, [{ body: Buffer.alloc(4096, 0x61), headers: { device: 'd1' } }, { body: Buffer.from('next') }]);
     const source = new MqttSource(
       mqttConnection(peer, peer.url, { maxPacketSize: 1024 }),
       { topic, clientId: readers.get(topic)!, forwardRetained: false, topicSeparator: '/', prefetch: 10 },
@@ -292,12 +292,21 @@ describe('MqttSource (Mosquitto, MQTT 5)', () => {
     );
     endpoints.push(source);
     const c = collect(source);
-    await c.opened.catch(() => undefined);
-    await until('the loss', () => c.lost.length === 1);
-    expect(c.lost[0]!.message).toMatch(/sent a packet of \d+ bytes, over max-packet-size 1024; closing the connection/);
-    expect(c.deliveries).toEqual([]);
-    const left = await readMqtt(peer, readers.get(topic)!, { atLeast: 1, quietMs: 300 });
-    expect(left.map((m) => m.body.length)).toEqual([4096]);
+    await c.opened;
+    await until('both delivered', () => c.deliveries.length === 2);
+    const [big, next] = c.deliveries as [SourceDelivery, SourceDelivery];
+    expect(big.unreadable).toMatchObject({ reason: 'too-large', dropped: 'body' });
+    expect(big.unreadable!.detail).toMatch(/delivered a PUBLISH of \d+ bytes, over max-packet-size 1024; its payload was skipped/);
+    expect(big.message.body.length).toBe(0);
+    expect(big.message.headers).toMatchObject({ device: 'd1' });
+    expect(next.message.body.toString()).toBe('next');
+    expect(next.unreadable).toBeUndefined();
+    source.ack(big);
+    source.ack(next);
+    await source.ackBarrier();
+    expect(c.lost).toEqual([]);
+    await source.close();
+    expect(await readMqtt(peer, readers.get(topic)!, { quietMs: 300 })).toEqual([]);
   });
 
   it('a broker that stops answering is found by the keep-alive, not left hanging', async () => {

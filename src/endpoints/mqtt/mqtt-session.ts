@@ -16,9 +16,9 @@
  * PUBACK when told. The target side is the same session: QoS 1 publishes with packet identifiers, at most the broker's
  * receive maximum unacknowledged, each resolved by its PUBACK (with its MQTT 5 reason code).
  *
- * Bounded reads: a packet whose announced length is over `maxPacketBytes` ends the connection with a sentence (before
- * its body is buffered). The limit is not announced to the broker: an MQTT 5 broker would then drop a larger message
- * as if delivered, a loss; unannounced, the message stays unacked at the broker.
+ * Bounded reads (./packet-reader.ts): a PUBLISH over `max-packet-size` is read in part and handed on as unreadable, so
+ * that it is dead-lettered and PUBACKed and the connection goes on; any other packet over it ends the connection. The
+ * limit is not announced to the broker: an MQTT 5 broker would then drop a larger message as if delivered, a loss.
  */
 import net from 'node:net';
 import tls from 'node:tls';
@@ -35,14 +35,18 @@ import { disconnectSentence, reasonName } from './mqtt-reasons.js';
 import { VersionRefused, connackRefusal, connectPacket, type ConnectOptions, type MqttVersion } from './mqtt-handshake.js';
 import { encodePublish, type OutgoingPublish, type PublishAck } from './mqtt-publish.js';
 import { serverInfo, type MqttServerInfo } from './mqtt-server-info.js';
+import { PacketReader } from './packet-reader.js';
+import { partialPacket, unreadableOf } from './partial-publish.js';
+import type { Unreadable } from '../../core/message.js';
 
 /** What a session connects with, besides the connection's settings. */
 export interface MqttSessionOptions extends ConnectOptions {
   /**
    * Every PUBLISH the broker sends, in order, from the moment CONNACK arrived (a resumed session's unacked messages
-   * come right after it, before any SUBSCRIBE). Called synchronously from the socket's data handler.
+   * come right after it, before any SUBSCRIBE). Called synchronously from the socket's data handler. `unreadable`: the
+   * PUBLISH was over a limit and `packet` holds what was read of it (./partial-publish.ts).
    */
-  onPublish?: (packet: IPublishPacket, session: MqttSession) => void;
+  onPublish?: (packet: IPublishPacket, session: MqttSession, unreadable?: Unreadable) => void;
 }
 
 const MAX_PACKET_ID = 65_535;
@@ -60,8 +64,9 @@ export class MqttSession {
   /** `host:port`, for logs. */
   readonly peer: string;
   private socket!: net.Socket;
-  /** mqtt-packet's parser; `packet.length` (not in its types) is the announced length of the packet being read, -1 before. */
-  private readonly parser: Parser & { packet: { length: number } };
+  /** mqtt-packet's parser, fed one whole packet at a time by the intake. */
+  private readonly parser: Parser;
+  private readonly reader: PacketReader;
   private connected = false;
   private ended = false;
   private lostError?: TransientError;
@@ -86,7 +91,12 @@ export class MqttSession {
     private readonly log: Logger,
   ) {
     this.peer = describeMqttServer(srv);
-    this.parser = mqttPacket.parser({ protocolVersion: version }) as Parser & { packet: { length: number } };
+    this.parser = mqttPacket.parser({ protocolVersion: version });
+    this.reader = new PacketReader(version, conn.maxPacketSize, {
+      packet: (buffer) => this.parser.parse(buffer),
+      partial: (p) => this.dispatchPublish(partialPacket(p), unreadableOf(p, conn.maxPacketSize, this.what)),
+      refuse: (sentence) => this.protocolError(sentence),
+    });
   }
 
   /** `MQTT connection 'name' (host:port)`, the subject of every sentence. */
@@ -192,18 +202,7 @@ export class MqttSession {
   private read(chunk: Buffer): void {
     this.lastRead = Date.now();
     if (this.ended) return;
-    this.parser.parse(chunk);
-    // The parser has read the packet's length and buffers its body: refuse it before it is all in memory.
-    const announced = this.parser.packet.length;
-    if (!this.ended && announced > this.conn.maxPacketSize) this.tooLarge(announced);
-  }
-
-  private tooLarge(length: number): void {
-    const error = new TransientError(
-      `${this.what}: the broker sent a packet of ${length} bytes, over max-packet-size ${this.conn.maxPacketSize}; closing the connection (the message stays unacknowledged at the broker)`,
-    );
-    if (this.connected) this.lose(error);
-    else this.handshake?.reject(error);
+    this.reader.read(chunk);
   }
 
   private dispatch(packet: Packet): void {
@@ -213,12 +212,7 @@ export class MqttSession {
         this.handshake?.resolve(packet);
         return;
       case 'publish':
-        if (!this.connected) return this.protocolError('a PUBLISH before CONNACK');
-        // Read whole in one chunk, so read() never saw it partly: the same limit.
-        if ((packet.length ?? 0) > this.conn.maxPacketSize) return this.tooLarge(packet.length ?? 0);
-        if (packet.qos === 2) return this.protocolError('a QoS 2 PUBLISH on a QoS 1 subscription');
-        this.options.onPublish?.(packet, this);
-        return;
+        return this.dispatchPublish(packet);
       case 'puback':
         this.onPuback(packet.messageId ?? 0, packet.reasonCode ?? 0, packet.properties?.reasonString);
         return;
@@ -239,6 +233,13 @@ export class MqttSession {
         // PUBREC/PUBREL/PUBCOMP (QoS 2), AUTH, UNSUBACK: nothing this session asked for.
         this.protocolError(`an unexpected ${packet.cmd.toUpperCase()} packet`);
     }
+  }
+
+  private dispatchPublish(packet: IPublishPacket, unreadable?: Unreadable): void {
+    if (this.ended) return;
+    if (!this.connected) return this.protocolError('a PUBLISH before CONNACK');
+    if (packet.qos === 2) return this.protocolError('a QoS 2 PUBLISH on a QoS 1 subscription');
+    this.options.onPublish?.(packet, this, unreadable);
   }
 
   private protocolError(what: string): void {

@@ -10,6 +10,16 @@
  * exactly as a RabbitMQ STOMP message; a redelivery (a resumed session's unacked PUBLISH, sent again with DUP set) is
  * `redelivered` and claims its stamp back.
  *
+ * Bounded intake (docs/design.md §10.2): a QoS 1 message waits at the broker beyond the receive maximum, but a QoS 0
+ * message comes at QoS 0 on a QoS 1 subscription, whatever the window, as fast as the publishers send it. Once the
+ * deliveries the session holds (QoS 0 and 1, not settled yet) reach `prefetch`, a QoS 0 message is dropped, counted
+ * (SourceHandlers.onDropped, `qos0-overflow`) and logged at most once per DROP_LOG_INTERVAL_MS. Dropping, rather than
+ * pausing the socket, keeps the connection read: PINGRESP (keep-alive, the ack barrier) and the QoS 1 messages behind
+ * the flood still come, and QoS 0 is at most once by its publisher's choice — the broker would drop it too.
+ *
+ * Unreadable messages: a PUBLISH over a limit of the connection (./packet-reader.ts) is handed on with what was read
+ * and `unreadable` set; the session dead-letters it and acks it, and its PUBACK goes in order like any other.
+ *
  * Stopping: MQTT has no way to pause a subscription short of not acknowledging, so stopConsuming makes the source
  * drop what arrives from then on, unacknowledged (the broker sends it again on the next session), as the STOMP source
  * does; there is no resumeConsuming.
@@ -31,6 +41,10 @@ import { MqttEndpoint } from './mqtt-endpoint.js';
 import type { MqttSession } from './mqtt-session.js';
 import { PubackOrder, type PubackEntry } from './puback-order.js';
 import type { IPublishPacket } from 'mqtt-packet';
+import type { Unreadable } from '../../core/message.js';
+
+/** At most one log line per this interval about QoS 0 messages dropped over the intake bound. */
+const DROP_LOG_INTERVAL_MS = 10_000;
 
 /** What a source subscribes to and how, every default applied. */
 export interface MqttSourceSettings {
@@ -49,6 +63,12 @@ export class MqttSource extends MqttEndpoint implements SourceEndpoint {
   private consuming = true;
   private seq = 0;
   private readonly unacked = new WeakMap<SourceDelivery, PubackEntry>();
+  /** Deliveries handed to the session and not acked yet (QoS 0 and 1): the intake bound compares it with prefetch. */
+  private readonly held = new WeakSet<SourceDelivery>();
+  private holding = 0;
+  /** QoS 0 messages dropped over the bound since the last log line about them, and when that line was written. */
+  private overflowUnlogged = 0;
+  private overflowLoggedAt = 0;
   private order?: PubackOrder;
   private acksSinceBarrier = 0;
   private lastBarrier: Promise<void> = Promise.resolve();
@@ -73,7 +93,7 @@ export class MqttSource extends MqttEndpoint implements SourceEndpoint {
         clean: false,
         sessionExpiry: Math.floor(this.conn.sessionExpiry / 1000),
         receiveMaximum: Math.min(65_535, Math.max(1, settings.prefetch)),
-        onPublish: (packet, from) => this.onPublish(packet, from),
+        onPublish: (packet, from, unreadable) => this.onPublish(packet, from, unreadable),
       },
       (error) => handlers.onLost(error),
     );
@@ -100,6 +120,7 @@ export class MqttSource extends MqttEndpoint implements SourceEndpoint {
   }
 
   ack(delivery: SourceDelivery): void {
+    if (this.held.delete(delivery)) this.holding -= 1;
     const entry = this.unacked.get(delivery);
     if (entry === undefined || this.closed || this.order === undefined) return;
     this.unacked.delete(delivery);
@@ -136,13 +157,14 @@ export class MqttSource extends MqttEndpoint implements SourceEndpoint {
   }
 
   /** Every PUBLISH, from CONNACK on (a resumed session's unacked ones come before open() returned). */
-  private onPublish(packet: IPublishPacket, session: MqttSession): void {
+  private onPublish(packet: IPublishPacket, session: MqttSession, unreadable?: Unreadable): void {
     if (this.closed || this.handlers === undefined) return;
     this.order ??= new PubackOrder((id) => session.puback(id));
     if (!this.consuming) {
       this.dropped += 1;
       return;
     }
+    if (packet.qos === 0 && this.holding >= this.settings.prefetch) return this.overflow();
     const entry = packet.qos === 1 ? this.order.receive(packet.messageId ?? 0) : undefined;
     if (packet.retain && !this.settings.forwardRetained) {
       if (entry !== undefined) this.order.ack(entry);
@@ -155,8 +177,25 @@ export class MqttSource extends MqttEndpoint implements SourceEndpoint {
       message: fromMqtt(packet, { version: this.conn.protocolVersion, topicSeparator: this.settings.topicSeparator }),
       redelivered: packet.dup,
       seq: ++this.seq,
+      ...(unreadable !== undefined ? { unreadable } : {}),
     };
     if (entry !== undefined) this.unacked.set(delivery, entry);
+    this.held.add(delivery);
+    this.holding += 1;
     deliver(this.handlers, delivery, this.log);
+  }
+
+  /** A QoS 0 message over the intake bound: dropped, counted, and logged at most once per interval. */
+  private overflow(): void {
+    this.handlers?.onDropped?.('qos0-overflow', 1);
+    this.overflowUnlogged += 1;
+    const now = Date.now();
+    if (now - this.overflowLoggedAt < DROP_LOG_INTERVAL_MS) return;
+    this.log.warn(
+      { dropped: this.overflowUnlogged, prefetch: this.settings.prefetch },
+      `${this.description}: ${this.overflowUnlogged} QoS 0 message(s) dropped: the bridge holds prefetch (${this.settings.prefetch}) messages not yet settled (bridge_messages_dropped_total{reason="qos0-overflow"}; at most one such line per ${DROP_LOG_INTERVAL_MS / 1000} s)`,
+    );
+    this.overflowUnlogged = 0;
+    this.overflowLoggedAt = now;
   }
 }

@@ -38,6 +38,7 @@ import { serverInfo, type MqttServerInfo } from './mqtt-server-info.js';
 import { PacketReader } from './packet-reader.js';
 import { partialPacket, unreadableOf } from './partial-publish.js';
 import type { Unreadable } from '../../core/message.js';
+import { MAX_PACKET_ID, PacketIds } from './packet-ids.js';
 
 /** What a session connects with, besides the connection's settings. */
 export interface MqttSessionOptions extends ConnectOptions {
@@ -49,7 +50,6 @@ export interface MqttSessionOptions extends ConnectOptions {
   onPublish?: (packet: IPublishPacket, session: MqttSession, unreadable?: Unreadable) => void;
 }
 
-const MAX_PACKET_ID = 65_535;
 /** How long close() waits for the broker to close the socket after DISCONNECT. */
 const DISCONNECT_WAIT_MS = 2000;
 
@@ -78,7 +78,7 @@ export class MqttSession {
   // Outgoing QoS 1 PUBLISHes: written and waiting for their PUBACK, and waiting for a slot in the receive maximum.
   private readonly inFlight = new Map<number, Pending>();
   private readonly waiting = new Deque<Pending>();
-  private nextId = 1;
+  private readonly ids = new PacketIds();
   private readonly pings: { resolve: () => void; reject: (e: Error) => void }[] = []; // PINGRESPs come back in order
   private readonly subscribes = new Map<number, { resolve: (p: ISubackPacket) => void; reject: (e: Error) => void }>();
   private handshake?: { resolve: (p: IConnackPacket) => void; reject: (e: Error) => void };
@@ -370,13 +370,7 @@ export class MqttSession {
 
   /** The first packet identifier not in use by an outgoing PUBLISH or SUBSCRIBE. */
   private allocateId(): number {
-    for (let i = 0; i < MAX_PACKET_ID; i++) {
-      const id = this.nextId;
-      this.nextId = id === MAX_PACKET_ID ? 1 : id + 1;
-      if (!this.inFlight.has(id) && !this.subscribes.has(id)) return id;
-    }
-    // The window never exceeds the identifiers: unreachable.
-    throw new RangeError(`${this.what}: no free packet identifier`);
+    return this.ids.allocate((id) => this.inFlight.has(id) || this.subscribes.has(id), this.what);
   }
 
   /** Registers the one handler of a loss; called at most once, never for close(). */

@@ -10,9 +10,13 @@ FROM ${NODE_IMAGE} AS build
 WORKDIR /app
 # Manifests first, so that the dependency layer is reused while only sources change.
 COPY package.json package-lock.json ./
+# patches/: amqplib's header-table decoder made iterative and bounded (patches/README.md says why). --ignore-scripts
+# skips the package's own postinstall, so the patch is applied here; `npm prune` below keeps the patched files.
+COPY patches ./patches
 # --ignore-scripts: no runtime dependency has an install script, and the dev tool chain (testcontainers' optional
 # native ssh2/cpu-features) would otherwise try to compile without a compiler in the slim image.
-RUN npm ci --ignore-scripts --no-audit --no-fund
+RUN npm ci --ignore-scripts --no-audit --no-fund \
+ && npx --no-install patch-package --error-on-fail
 COPY tsconfig.json tsconfig.build.json ./
 # scripts/copy-assets.mjs is what `npm run build` runs to put src/cache/scripts/*.lua into dist/.
 COPY scripts ./scripts

@@ -7,6 +7,10 @@
  * every other message reaches the target, and any extra copy is flagged — one message at a time and in batches of 50 (a
  * batch's members have outcomes of their own: those confirmed before the close are not sent again).
  *
+ * The channel error stays with its bridge (issue 42, item 2): a second bridge of the same process, on the same consuming
+ * and publishing connections (src/endpoints/connections.ts), forwards its own 2,000 messages meanwhile, each once and
+ * unflagged, on the session it started with, and no connection is lost.
+ *
  * Needs ActiveMQ for the dead-letter destination: a message too large for RabbitMQ is too large for every RabbitMQ
  * channel opened after the limit was lowered, the dead-letter one included.
  */
@@ -32,6 +36,13 @@ describe.skipIf(!stompUrl)('an AMQP target channel closed for one message refuse
   let amqp: AmqpTestClient | undefined;
   let dl: StompCollector | undefined;
   const queues: string[] = [];
+
+  /** /bridges of the running process (http-port: 0, the port from its log). */
+  async function bridges(p: BridgeProcess): Promise<{ name: string; counters: { sessions: number }; connections: { source: string | null; target: string | null } }[]> {
+    await p.waitForLog((l) => l.component === 'http' && typeof l.port === 'number', 10_000);
+    const port = p.logs.find((l) => l.component === 'http' && typeof l.port === 'number')?.port as number;
+    return ((await (await fetch(`http://127.0.0.1:${port}/bridges`)).json()) as { bridges: Awaited<ReturnType<typeof bridges>> }).bridges;
+  }
   const prefix = uniqueName('bbreg-chclose');
 
   afterAll(async () => {
@@ -54,6 +65,8 @@ describe.skipIf(!stompUrl)('an AMQP target channel closed for one message refuse
     const src = uniqueName('bbreg-src');
     const tgt = uniqueName('bbreg-tgt');
     const dlQueue = uniqueName('bbreg-dl');
+    const srcB = uniqueName('bbreg-nsrc');
+    const tgtB = uniqueName('bbreg-ntgt');
     // The broker's limit as found (restored after), raised first if something left it below the 3 MiB message (an
     // interrupted fault run lowers it). RabbitMQ reads it when a channel opens: before the test's client connects.
     original = await admin.getMaxMessageSize();
@@ -62,13 +75,16 @@ describe.skipIf(!stompUrl)('an AMQP target channel closed for one message refuse
     amqp = await AmqpTestClient.connect();
     await amqp.queue(src);
     await amqp.queue(tgt);
-    queues.push(src, tgt);
+    await amqp.queue(srcB);
+    await amqp.queue(tgtB);
+    queues.push(src, tgt, srcB, tgtB);
 
     // 1000 small messages, one of 3 MiB, 1000 small: published on a channel opened before the limit is lowered.
     const small = (i: number) => ({ body: Buffer.from(`seq=${i} small`), options: { headers: { [ID]: `${prefix}-${i}` } } });
     await amqp.publish(src, Array.from({ length: 1000 }, (_, i) => small(i)));
     await amqp.publish(src, [{ body: Buffer.alloc(3 * 1024 * 1024, 0x70), options: { headers: { [ID]: `${prefix}-big` } } }]);
     await amqp.publish(src, Array.from({ length: 1000 }, (_, i) => small(1000 + i)));
+    await amqp.publish(srcB, Array.from({ length: 2000 }, (_, i) => ({ body: Buffer.from(`n=${i}`), options: { headers: { [ID]: `${prefix}-n-${i}` } } })));
 
     await admin.setMaxMessageSize(2 * 1024 * 1024);
 
@@ -76,6 +92,7 @@ describe.skipIf(!stompUrl)('an AMQP target channel closed for one message refuse
     await dl.start();
     const yaml = [
       'log-level: info',
+      'http-port: 0',
       'connections:',
       `  rabbit: { type: amqp, url: "${services.amqpUrl}" }`,
       `  activemq: { type: stomp, url: "${stompUrl}" }`,
@@ -90,9 +107,14 @@ describe.skipIf(!stompUrl)('an AMQP target channel closed for one message refuse
       '    prefetch: 500',
       '    max-delivery-attempts: 1',
       `    max-batch-size: ${batch}`,
+      '  - name: neighbour',
+      `    source: { connection: rabbit, queue: "${srcB}" }`,
+      `    target: { connection: rabbit, queue: "${tgtB}" }`,
+      '    prefetch: 500',
+      `    max-batch-size: ${batch}`,
       '',
     ].join('\n');
-    bridge = await BridgeProcess.started(writeConfig(yaml));
+    bridge = await BridgeProcess.started(writeConfig(yaml), 2);
 
     await amqp.waitForCount(src, (n) => n === 0, 90_000);
     const deadline = Date.now() + 30_000;
@@ -123,5 +145,20 @@ describe.skipIf(!stompUrl)('an AMQP target channel closed for one message refuse
     expect(seqs.size).toBe(2000);
     const unflaggedExtras = [...seqs.values()].reduce((a, c) => a + Math.max(0, c.unflagged - 1), 0);
     expect(unflaggedExtras).toBe(0);
+
+    // The neighbour on the same connections: one session all along, no connection lost, every message once, in order,
+    // none flagged. (Its session and the log first: a connection closed from outside the test shows as that.)
+    await amqp.waitForCount(tgtB, (n) => n >= 2000, 60_000);
+    await amqp.settledCount(tgtB, 1000);
+    const report = await bridges(bridge);
+    const [culprit, other] = ['regression-channel-close', 'neighbour'].map((n) => report.find((b) => b.name === n)!);
+    expect(other!.connections.source).toBe(culprit!.connections.source);
+    expect(other!.connections.target).toBe(culprit!.connections.target);
+    expect(other!.connections.target).toMatch(/ publish #/);
+    expect(bridge.logs.filter((l) => l.msg.startsWith('connection lost')).map((l) => l.msg)).toEqual([]);
+    expect(other!.counters.sessions).toBe(1);
+    const neighbour = await amqp.drain(tgtB);
+    expect(neighbour.map((m) => m.body.toString())).toEqual(Array.from({ length: 2000 }, (_, i) => `n=${i}`));
+    expect(neighbour.filter((m) => m.headers[FLAG] !== undefined)).toEqual([]);
   }, 180_000);
 });

@@ -243,6 +243,12 @@ describe('Dockerfile and .dockerignore', () => {
     expect(dockerfile).toMatch(/npm prune --omit=dev/);
     // `npm run build` runs scripts/copy-assets.mjs, which copies src/cache/scripts/*.lua into dist/.
     expect(dockerfile).toMatch(/^COPY scripts /m);
+    // amqplib's guarded header-table decoder (patches/README.md): `npm ci --ignore-scripts` skips postinstall, so the
+    // image applies the patch itself, after the install and before the prune (which keeps the patched files).
+    expect(dockerfile).toMatch(/^COPY patches /m);
+    const flat = dockerfile.replace(/\\\n\s*/g, ' ');
+    expect(flat).toMatch(/npm ci --ignore-scripts[^\n]*&& npx --no-install patch-package --error-on-fail/);
+    expect(flat.indexOf('npx --no-install patch-package')).toBeLessThan(flat.indexOf('npm prune --omit=dev'));
   });
 
   it('has a HEALTHCHECK on /livez of the HTTP port it exposes, and listens on every interface', () => {

@@ -23,6 +23,7 @@ import { deliver } from '../endpoint-handlers.js';
 import { AmqpEndpoint } from './amqp-endpoint.js';
 import { ACCESS_REFUSED, NOT_FOUND, replyCode, replyText } from './connect.js';
 import type { AmqpConnector, AmqpLease } from './shared-connection.js';
+import { guardMissing, undecodableHeaders } from './header-table.js';
 
 export class AmqpSource extends AmqpEndpoint<SourceHandlers> implements SourceEndpoint {
   protected readonly setUpWhat = 'start consuming';
@@ -57,6 +58,8 @@ export class AmqpSource extends AmqpEndpoint<SourceHandlers> implements SourceEn
 
   protected async setUp(lease: AmqpLease): Promise<void> {
     const where = lease.session.where;
+    const unguarded = guardMissing();
+    if (unguarded !== undefined) this.log.error(unguarded);
     const ch = await lease.createChannel();
     this.channel = ch;
     this.channelOpen = true;
@@ -205,6 +208,16 @@ export class AmqpSource extends AmqpEndpoint<SourceHandlers> implements SourceEn
     };
     const messageId: unknown = m.properties.messageId;
     if (typeof messageId === 'string' && messageId !== '') delivery.stableId = messageId;
+    // Headers amqplib could not decode (./header-table.ts): the body and the other properties came whole; the session
+    // dead-letters them without the headers, and this connection, shared with other bridges, goes on.
+    const bad = undecodableHeaders(m.properties.headers);
+    if (bad !== undefined) {
+      delivery.unreadable = {
+        reason: 'malformed-headers',
+        dropped: 'headers',
+        detail: `the AMQP headers (${bad.size} bytes) from ${this.description} could not be decoded: ${bad.message}`,
+      };
+    }
     this.unacked.set(delivery, this.acks.delivered(m));
     deliver(this.handlers, delivery, this.log);
   }

@@ -74,6 +74,8 @@ export class BridgeSupervisor {
   private state: BridgeState = 'starting';
   private since = Date.now();
   private lastError: { message: string; at: number } | null = null;
+  /** Set by each failed connect attempt that is retried, cleared when an attempt ends the backoff (status().retry). */
+  private retry: { attempt: number; nextAt: number } | undefined;
   /** The operator's pause: written here only, read by every session of this bridge (SessionDeps.pause). */
   private readonly pauseSwitch = { paused: false };
   private cacheUntrusted = false;
@@ -235,6 +237,7 @@ export class BridgeSupervisor {
       lastForwardAt: this.lastForwardAt,
       cacheHorizon: this.horizon.value,
       endpoints: session !== undefined ? this.endpoints : undefined,
+      retry: this.phase === 'reconnecting' ? this.retry : undefined,
     });
   }
 
@@ -408,6 +411,11 @@ export class BridgeSupervisor {
       firstConnect,
       noteError: (message) => this.noteError(message),
       reconnecting: () => this.setState('reconnecting'),
+      retrying: (attempt, retryInMs) => {
+        this.retry = { attempt, nextAt: Date.now() + retryInMs };
+      },
+    }).finally(() => {
+      this.retry = undefined;
     });
   }
 

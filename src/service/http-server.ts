@@ -144,7 +144,7 @@ async function handle(req: IncomingMessage, res: ServerResponse, deps: HttpApiDe
     if (!get) return notAllowed(res, 'GET');
     return json(res, 200, {
       ...(deps.generation ? { config: deps.generation() } : {}),
-      bridges: await Promise.all(deps.supervisors.map((s) => report(s, deps.metrics))),
+      bridges: await reports(deps.supervisors, deps.metrics),
       ...(deps.connections ? { connections: deps.connections() } : {}),
     });
   }
@@ -192,6 +192,12 @@ async function handle(req: IncomingMessage, res: ServerResponse, deps: HttpApiDe
     return json(res, 200, await report(supervisor, deps.metrics));
   }
   return json(res, 404, { error: 'not found' });
+}
+
+/** Every bridge's report from one reading of the counters (one countersOf per bridge would be O(bridges²)). */
+async function reports(supervisors: readonly BridgeSupervisor[], metrics: Metrics): Promise<BridgeReport[]> {
+  const counters = await metrics.countersOfMany(supervisors.map((s) => s.name));
+  return supervisors.map((s) => ({ ...s.status(), counters: counters.get(s.name)! }));
 }
 
 async function report(s: BridgeSupervisor, metrics: Metrics): Promise<BridgeReport> {

@@ -228,6 +228,9 @@ describe('operator page in a browser', () => {
         const body = await res.text();
         console.log(`GET /bridges?limit=50 with ${N} bridges: ${Date.now() - t1} ms, ${body.length} bytes`);
         expect((JSON.parse(body) as { bridges: unknown[]; total: number }).bridges).toHaveLength(50);
+        const t2 = Date.now();
+        const all = await (await fetch(`${api}/bridges`)).text();
+        console.log(`GET /bridges (all ${N}, unpaged) : ${Date.now() - t2} ms, ${all.length} bytes`);
       } finally {
         await bridge.kill('SIGKILL');
       }

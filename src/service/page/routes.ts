@@ -51,7 +51,8 @@ const assetCache = new Map<string, Buffer>();
 export async function pageRoute(req: IncomingMessage, res: ServerResponse, path: string, deps: PageDeps): Promise<boolean> {
   const method = req.method ?? 'GET';
   if (method !== 'GET' && method !== 'HEAD') return false;
-  if (path === '/') {
+  // The raw target too: '//host/…' parses as another host's '/' (a URL that names no resource here: 404).
+  if (path === '/' && /^\/(?:[?#]|$)/.test(req.url ?? '/')) {
     send(res, 200, 'text/html; charset=utf-8', pageHtml(deps.admin, deps.version ?? ''));
     return true;
   }
@@ -104,15 +105,17 @@ async function pagedBridges(deps: PageDeps, params: URLSearchParams) {
   }
   const rows = matched.slice(offset, offset + limit);
   const names = rows.map((r) => r.name);
-  const [latency, deadLettered] = await Promise.all([deps.history.latencyOf(names), deadLetteredByReason(deps.metrics, new Set(names))]);
-  const bridges: PageRow[] = await Promise.all(
-    rows.map(async (st) => ({
-      ...st,
-      counters: await deps.metrics.countersOf(st.name),
-      latency: latency.get(st.name) ?? null,
-      deadLetteredByReason: deadLettered.get(st.name) ?? {},
-    })),
-  );
+  const [counters, latency, deadLettered] = await Promise.all([
+    deps.metrics.countersOfMany(names),
+    deps.history.latencyOf(names),
+    deadLetteredByReason(deps.metrics, new Set(names)),
+  ]);
+  const bridges: PageRow[] = rows.map((st) => ({
+    ...st,
+    counters: counters.get(st.name)!,
+    latency: latency.get(st.name) ?? null,
+    deadLetteredByReason: deadLettered.get(st.name) ?? {},
+  }));
   return {
     ...(deps.generation ? { config: deps.generation() } : {}),
     total: deps.supervisors.length,

@@ -65,6 +65,8 @@ export interface OpenConnection {
   broker: string;
   /** Endpoints on it now (a bridge's source, target, dead-letter destination). */
   endpoints: number;
+  /** When it opened (ISO 8601): what the operator page shows as "on <connection> since …". */
+  since?: string;
   /** AMQP: channels open on it, and how many the broker allows (channel_max). */
   channels?: number;
   channelMax?: number;

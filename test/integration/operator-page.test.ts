@@ -110,7 +110,7 @@ describe('operator page in a browser', () => {
     expect(await rowState(page, 'orders')).toMatch(/^running running since/);
     // The source's connection and its broker, without credentials.
     const source = await text(page, 'tr[data-bridge="orders"] td:nth-child(3)');
-    expect(source).toMatch(new RegExp(`amqp rabbit queue '${src}'on broker-bridge rabbit consume #\\d+\\.\\d+ \\(127\\.0\\.0\\.1:5672`));
+    expect(source).toMatch(new RegExp(`amqp rabbit queue '${src}'on broker-bridge rabbit consume #\\d+\\.\\d+ \\(127\\.0\\.0\\.1:5672[^)]*\\) since \\d`));
     expect(await page.content()).not.toContain('guest:');
     // A failed bridge: its state and the sentence /bridges/{name} gives.
     await page.waitForSelector('tr[data-bridge="bad-login"][data-state="failed"]', { timeout: 10_000 });

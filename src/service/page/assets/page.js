@@ -106,7 +106,8 @@ function oldest(b) {
 
 function endpoint(text, conn, connections) {
   const c = conn ? connections.get(conn) : undefined;
-  return el('div', {}, text, el('div', { class: 'muted small' }, conn ? `on ${conn}${c ? ` (${c.broker})` : ''}` : 'not connected'));
+  const where = c ? ` (${c.broker}${c.since ? `) since ${clock(c.since)}` : ')'}` : '';
+  return el('div', {}, text, el('div', { class: 'muted small' }, conn ? `on ${conn}${where}` : 'not connected'));
 }
 
 function byReason(map) {
@@ -241,7 +242,9 @@ function chart(history) {
     root.append(svg('text', { x: L, y: H / 2 }, `collecting: one sample every ${history.intervalSeconds} s`));
     return root;
   }
-  const t0 = Date.now() - 15 * 60_000, t1 = Date.now();
+  // The last 15 minutes, or since the first sample of a younger process (else its trace would be a few pixels wide).
+  const t1 = Date.now();
+  const t0 = Math.max(t1 - 15 * 60_000, Date.parse(s[0].at) - history.intervalSeconds * 1000);
   const x = (iso) => L + ((Date.parse(iso) - t0) / (t1 - t0)) * (W - L - R);
   const maxRate = Math.max(1, ...s.map((p) => p.forwardedPerSecond));
   const maxLat = Math.max(0.001, ...s.map((p) => p.latencyP99 ?? 0));
@@ -252,7 +255,7 @@ function chart(history) {
   root.append(svg('text', { x: 2, y: T + 10, class: 'rate' }, `${num(maxRate)}/s`));
   root.append(svg('text', { x: 2, y: H - B, class: 'rate' }, '0/s'));
   root.append(svg('text', { x: W - R + 4, y: T + 10, class: 'p99' }, seconds(maxLat)));
-  root.append(svg('text', { x: L, y: H - 6, class: 'muted' }, '15 min ago'));
+  root.append(svg('text', { x: L, y: H - 6, class: 'muted' }, `${duration((t1 - t0) / 1000)} ago`));
   root.append(svg('text', { x: W - R - 24, y: H - 6, class: 'muted' }, 'now'));
   root.append(line(s.map((p) => `${x(p.at).toFixed(1)},${yRate(p.forwardedPerSecond).toFixed(1)}`), 'rate'));
   const lat = (key) => s.filter((p) => p[key] !== null).map((p) => `${x(p.at).toFixed(1)},${yLat(p[key]).toFixed(1)}`);

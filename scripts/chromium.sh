@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Makes sure Debian's Chromium is installed, for the operator page's browser test (test/browser/, docs/operations.md
+# Makes sure Debian's Chromium is installed, for the operator page's browser test (test/integration/operator-page.test.ts, docs/operations.md
 # "The operator page"), and prints its path. A new machine and CI have none; puppeteer-core's own browser download
 # cannot reach its host here, so the test drives this one through its executablePath.
 #

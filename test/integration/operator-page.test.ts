@@ -14,6 +14,7 @@ import { BridgeProcess, writeConfig } from '../support/bridge-process.js';
 import { useBridgeFixture } from '../support/bridge-fixture.js';
 import { launchChromium } from '../support/browser.js';
 import { services, uniqueName } from '../support/services.js';
+import { freePort } from '../support/ports.js';
 import { until } from '../support/wait.js';
 
 const IMG = resolve(import.meta.dirname, '../../docs/img');
@@ -81,17 +82,22 @@ describe('operator page in a browser', () => {
           extra: { prefetch: 20, 'stall-timeout': STALL_TIMEOUT_MS, 'confirm-timeout': 120000, 'retry-interval': 500, 'max-retry-interval': 500 },
         },
         { name: 'bad-login', sourceQueue: src!, target: `queue: "${dst}"` },
+        { name: 'backs-off', sourceQueue: src!, target: `queue: "${dst}"`, extra: { 'retry-interval': 30000, 'max-retry-interval': 30000 } },
       ],
       top: { 'http-port': 0, 'admin-token': token },
     });
+    // A port nothing listens on: connection refused, a transient error the bridge backs off from.
+    const closedPort = await freePort();
     const wrongLogin = new URL(services.amqpUrl);
     wrongLogin.password = 'not-the-password';
     const yaml = c.yaml
-      .replace('connections:\n', `connections:\n  via-proxy: { type: amqp, url: "${targetProxy.rewrite(services.amqpUrl)}", connect-timeout: 2000 }\n  wrong-login: { type: amqp, url: "${wrongLogin.href}" }\n`)
+      .replace('connections:\n', `connections:\n  via-proxy: { type: amqp, url: "${targetProxy.rewrite(services.amqpUrl)}", connect-timeout: 2000 }\n  wrong-login: { type: amqp, url: "${wrongLogin.href}" }\n  refused: { type: amqp, url: "amqp://127.0.0.1:${closedPort}" }\n`)
       .replace(`target: { connection: rabbit, queue: "${stallDst}" }`, `target: { connection: via-proxy, queue: "${stallDst}" }`)
-      .replace(/(name: bad-login\n {4}source: \{ connection: )rabbit/, '$1wrong-login');
+      .replace(/(name: bad-login\n {4}source: \{ connection: )rabbit/, '$1wrong-login')
+      .replace(/(name: backs-off\n {4}source: \{ connection: )rabbit/, '$1refused');
     expect(yaml).toContain('connection: via-proxy');
     expect(yaml).toContain('connection: wrong-login');
+    expect(yaml).toContain('connection: refused');
     const bridge = fx.spawn(yaml);
     await bridge.waitForLog((l) => l.msg === 'bridge running', 30_000, 2);
     const api = await apiOf(bridge);
@@ -106,7 +112,7 @@ describe('operator page in a browser', () => {
     expect(response?.status()).toBe(200);
     expect(response?.headers()['content-security-policy']).toMatch(/default-src 'none'; script-src 'self'/);
     await page.waitForSelector('tr[data-bridge="bad-login"]');
-    expect(await attrs(page, '#bridges tbody tr', 'data-bridge')).toEqual(['orders', 'stalls', 'bad-login']);
+    expect(await attrs(page, '#bridges tbody tr', 'data-bridge')).toEqual(['orders', 'stalls', 'bad-login', 'backs-off']);
     expect(await rowState(page, 'orders')).toMatch(/^running running since/);
     // The source's connection and its broker, without credentials.
     const source = await text(page, 'tr[data-bridge="orders"] td:nth-child(3)');
@@ -118,6 +124,12 @@ describe('operator page in a browser', () => {
     expect(failedError).toMatch(/refused|403|ACCESS/i);
     expect(await rowState(page, 'bad-login')).toContain(`failed: ${failedError}`);
     expect(await page.content()).not.toContain('not-the-password');
+    // Backing off: the attempt that failed and when the next one starts (retry-interval 30 s).
+    await page.waitForSelector('tr[data-bridge="backs-off"][data-state="reconnecting"]');
+    expect(await rowState(page, 'backs-off')).toMatch(/^reconnecting backing off: attempt 1 failed, next try in (2\d|30) s \(.+\) — connection to .*refused/);
+    const retry = ((await (await fetch(`${api}/bridges/backs-off`)).json()) as { retry: { attempt: number; nextAt: string } }).retry;
+    expect(retry.attempt).toBe(1);
+    expect(Date.parse(retry.nextAt) - Date.now()).toBeGreaterThan(20_000);
 
     // A stall: the target accepts TCP and never confirms; the page (polling by itself, no reload) shows it within the
     // watchdog's time, its monitor tick and one poll.
@@ -172,7 +184,9 @@ describe('operator page in a browser', () => {
       { timeoutMs: 40_000, everyMs: 250 },
     );
     await fx.amqp.waitForCount(dst!, (n) => n === sent, 15_000);
-    await page.waitForSelector('#detail:not([hidden]) #chart svg polyline.rate', { timeout: PAGE_POLL_MS + 2000 });
+    // The page's next poll draws them: a dot per sample, lines between.
+    await page.waitForFunction("document.querySelectorAll('#detail:not([hidden]) #chart svg circle.rate').length >= 2", { timeout: PAGE_POLL_MS + 2000 });
+    expect(await attr(page, '#chart svg polyline.p99', 'points')).toMatch(/^[\d.]+,[\d.]+ [\d.]+,[\d.]+/);
     await textMatches(page, '#detail-config', /"name": "orders"/);
     expect(await attr(page, '#detail-state', 'data-state')).toBe('running');
     const config = await text(page, '#detail-config');

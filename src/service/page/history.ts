@@ -1,8 +1,8 @@
 /**
- * What the operator page charts of a bridge over the last 15 minutes (docs/design.md §11): its forward rate and its
- * forward latency p50/p99, sampled from the metrics every 10 s into a ring of 90 samples per bridge. Bounded whatever
- * the traffic: 90 × 3 float32 per bridge (about 1 KiB; 1 MiB for 1,000 bridges), plus the latency buckets of the last
- * minute (WINDOW_SAMPLES snapshots) that give the table its p50/p99 over the last minute.
+ * What the operator page (docs/operations.md, "The operator page") charts of a bridge over the last 15 minutes: its
+ * forward rate and its forward latency p50/p99, sampled from the metrics every 10 s into a ring of 90 samples per
+ * bridge. Bounded whatever the traffic: 90 × 3 float32 per bridge (about 1 KiB; 1 MiB for 1,000 bridges), plus the
+ * latency buckets of the last minute (WINDOW_SAMPLES snapshots) that give the table its p50/p99 over the last minute.
  *
  * One reading of the two metrics per sample for every bridge (not one per bridge: prom-client's get() returns every
  * bridge's series, so a per-bridge read would cost O(bridges²)).

@@ -1,7 +1,7 @@
 /**
  * The operator page's HTML (GET /): a shell the script (assets/page.js) fills from the JSON endpoints. Everything it
- * loads comes from this process (docs/design.md §11: no external asset, it works air-gapped), under a strict
- * Content-Security-Policy: no inline script or style, no other origin, no frames, no forms posted anywhere.
+ * loads comes from this process (docs/operations.md, "The operator page": no external asset, it works air-gapped),
+ * under a strict Content-Security-Policy: no inline script or style, no other origin, no frames, no forms posted.
  */
 
 /** Sent with the page and its assets. 'self' only; connect-src for the polling of /bridges. */

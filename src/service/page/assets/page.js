@@ -1,5 +1,5 @@
 // The operator page's script (served as /page/page.js; the HTML is ../shell.ts, the JSON ../routes.ts). Plain DOM, no
-// framework, no outside asset (docs/design.md §11). It polls one page of GET /bridges (server-side paging and filter),
+// framework, no outside asset (docs/operations.md, "The operator page"). It polls one page of GET /bridges (server-side paging and filter),
 // so a refresh costs the same with 1,000 bridges as with 50; the bridge view (#bridge=NAME) polls that bridge only.
 // Text goes in through textContent, never as HTML: names, queues and error sentences come from configs and brokers.
 
@@ -187,7 +187,7 @@ function row(b, connections) {
     el('td', { class: 'state' }, el('span', { class: `badge state-${b.state}` }, b.state), ' ', el('span', { class: 'reason' }, stateSentence(b))),
     el('td', { class: 'endpoint' }, endpoint(b.source, b.connections?.source, connections)),
     el('td', { class: 'endpoint' }, endpoint(b.target, b.connections?.target, connections)),
-    el('td', { class: 'n' }, num(c.forwarded), el('div', { class: 'muted small' }, `${num(b.forwardedPerSecond)}/s`)),
+    el('td', { class: 'n' }, num(c.forwarded), el('div', { class: 'muted small' }, `${num(b.forwardedPerSecond)}/s`), typeof c.received === 'number' ? el('div', { class: 'muted small' }, `of ${num(c.received)} received`) : undefined),
     el('td', { class: 'n' }, num(b.inFlight), el('div', { class: 'muted small' }, bytes(b.inFlightBytes))),
     el('td', { class: 'n backlog' }, backlog(b)),
     el('td', { class: 'n' }, oldest(b)),
@@ -235,7 +235,7 @@ function svg(tag, attrs, text) {
 
 /** Rate (left axis) and latency p50/p99 (right axis) over the samples; inline SVG, no library. */
 function chart(history) {
-  const W = 720, H = 200, L = 50, R = 60, T = 10, B = 24;
+  const W = 720, H = 200, L = 50, R = 60, T = 24, B = 24;
   const s = history.samples;
   const root = svg('svg', { viewBox: `0 0 ${W} ${H}`, width: W, height: H, role: 'img', 'aria-label': 'forward rate and latency, last 15 minutes' });
   if (s.length < 1) {
@@ -252,9 +252,9 @@ function chart(history) {
   const yLat = (v) => H - B - (v / maxLat) * (H - T - B);
   const line = (pts, cls) => svg('polyline', { points: pts.join(' '), class: cls, fill: 'none' });
   root.append(svg('line', { x1: L, y1: H - B, x2: W - R, y2: H - B, class: 'axis' }));
-  root.append(svg('text', { x: 2, y: T + 10, class: 'rate' }, `${num(maxRate)}/s`));
+  root.append(svg('text', { x: 2, y: T + 4, class: 'rate' }, `${num(maxRate)}/s`));
   root.append(svg('text', { x: 2, y: H - B, class: 'rate' }, '0/s'));
-  root.append(svg('text', { x: W - R + 4, y: T + 10, class: 'p99' }, seconds(maxLat)));
+  root.append(svg('text', { x: W - R + 4, y: T + 4, class: 'p99' }, seconds(maxLat)));
   root.append(svg('text', { x: L, y: H - 6, class: 'muted' }, `${duration((t1 - t0) / 1000)} ago`));
   root.append(svg('text', { x: W - R - 24, y: H - 6, class: 'muted' }, 'now'));
   root.append(line(s.map((p) => `${x(p.at).toFixed(1)},${yRate(p.forwardedPerSecond).toFixed(1)}`), 'rate'));
@@ -262,7 +262,7 @@ function chart(history) {
   root.append(line(lat('latencyP50'), 'p50'), line(lat('latencyP99'), 'p99'));
   // A dot per rate sample: one sample is no line yet.
   for (const p of s) root.append(svg('circle', { cx: x(p.at).toFixed(1), cy: yRate(p.forwardedPerSecond).toFixed(1), r: 2, class: 'rate' }));
-  const legend = svg('text', { x: L + 8, y: T + 10 });
+  const legend = svg('text', { x: L + 8, y: 14 });
   for (const [cls, label] of [['rate', 'forwarded/s  '], ['p50', 'latency p50  '], ['p99', 'latency p99']]) legend.append(svg('tspan', { class: cls }, label));
   root.append(legend);
   return root;

@@ -163,7 +163,7 @@ describe('operator page in a browser', () => {
     await page.waitForSelector('tr[data-bridge="orders"][data-state="paused"]');
     expect(await text(page, '#outcome')).toBe("pause bridge 'orders': done (200); the bridge is now paused");
     expect(await stateOf(api, 'orders')).toBe('paused');
-    expect(await rowState(page, 'orders')).toMatch(/paused since .* by an operator: lasts until the next reload or restart/);
+    expect(await rowState(page, 'orders')).toMatch(/paused since .* — by an operator: lasts until the next reload or restart/);
     await page.click('button[data-bridge="orders"][data-action="resume"]');
     await page.waitForSelector('tr[data-bridge="orders"][data-state="running"]');
     expect(await stateOf(api, 'orders')).toBe('running');

@@ -64,9 +64,14 @@ function stateSentence(b) {
   const err = b.lastError ? `${b.lastError.message} (${clock(b.lastError.at)})` : '';
   switch (b.state) {
     case 'running':
-      return `running since ${clock(b.since)}`;
-    case 'paused':
-      return b.pauseNote ?? `paused since ${clock(b.since)}${b.declaredState === 'paused' ? ' (declared in the configuration)' : ' by an operator: lasts until the next reload or restart'}`;
+      // A process that knows declared states (`state:` in bridges.yaml) says so: a resume through the API lasts until
+      // the next reload or restart, when the file pauses the bridge again.
+      return `running since ${clock(b.since)}${b.declaredState === 'paused' ? ' — resumed by an operator; bridges.yaml says paused: paused again at the next reload or restart' : ''}`;
+    case 'paused': {
+      // `pause: {by}` where the process says who paused it (a declared `state: paused`, or the API); else `paused`.
+      const by = b.pause?.by === 'config' ? 'declared in bridges.yaml (state: paused)' : b.pause?.by === 'api' || b.paused ? 'by an operator: lasts until the next reload or restart' : '';
+      return `paused since ${clock(b.since)}${by ? ` — ${by}` : ''}`;
+    }
     case 'standby':
       return 'standby: another process consumes the source exclusively; this one takes over when it stops';
     case 'reconnecting':

@@ -74,13 +74,13 @@ export class BridgeSupervisor {
   private state: BridgeState = 'starting';
   private since = Date.now();
   private lastError: { message: string; at: number } | null = null;
-  /** Set by each failed connect attempt that is retried, cleared when an attempt ends the backoff (status().retry). */
-  private retry: { attempt: number; nextAt: number } | undefined;
   /** The operator's pause: written here only, read by every session of this bridge (SessionDeps.pause). */
   private readonly pauseSwitch = { paused: false };
   private cacheUntrusted = false;
   private restartRequested = false;
   private lastForwardAt: number | undefined;
+  /** Set by each failed connect attempt that is retried, cleared when an attempt ends the backoff (status().retry). */
+  private retry: { attempt: number; nextAt: number } | undefined;
   private readonly rate = new ForwardRate(Date.now());
   private monitor?: NodeJS.Timeout;
   private readonly watchdog: StallWatchdog;

@@ -18,4 +18,17 @@ export default tseslint.config(
       '@typescript-eslint/no-unused-vars': ['error', { argsIgnorePattern: '^_', varsIgnorePattern: '^_', ignoreRestSiblings: true }],
     },
   },
+  {
+    // The operator page's script runs in the browser, as plain JavaScript outside the TypeScript project: the
+    // recommended rules without type information, and the browser's globals it uses.
+    files: ['src/service/page/assets/*.js'],
+    ...tseslint.configs.disableTypeChecked,
+    languageOptions: {
+      ...tseslint.configs.disableTypeChecked.languageOptions,
+      sourceType: 'module',
+      globals: Object.fromEntries(
+        ['window', 'document', 'location', 'fetch', 'sessionStorage', 'setTimeout', 'clearTimeout', 'URLSearchParams', 'Node'].map((g) => [g, 'readonly']),
+      ),
+    },
+  },
 );

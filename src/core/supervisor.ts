@@ -79,6 +79,8 @@ export class BridgeSupervisor {
   private cacheUntrusted = false;
   private restartRequested = false;
   private lastForwardAt: number | undefined;
+  /** Set by each failed connect attempt that is retried, cleared when an attempt ends the backoff (status().retry). */
+  private retry: { attempt: number; nextAt: number } | undefined;
   private readonly rate = new ForwardRate(Date.now());
   private monitor?: NodeJS.Timeout;
   private readonly watchdog: StallWatchdog;
@@ -235,6 +237,7 @@ export class BridgeSupervisor {
       lastForwardAt: this.lastForwardAt,
       cacheHorizon: this.horizon.value,
       endpoints: session !== undefined ? this.endpoints : undefined,
+      retry: this.phase === 'reconnecting' ? this.retry : undefined,
     });
   }
 
@@ -408,6 +411,11 @@ export class BridgeSupervisor {
       firstConnect,
       noteError: (message) => this.noteError(message),
       reconnecting: () => this.setState('reconnecting'),
+      retrying: (attempt, retryInMs) => {
+        this.retry = { attempt, nextAt: Date.now() + retryInMs };
+      },
+    }).finally(() => {
+      this.retry = undefined;
     });
   }
 

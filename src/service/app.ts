@@ -33,7 +33,8 @@ const READYZ_MAX_ADDRESSES = 100;
  */
 export async function runService(config: Config, log: Logger, env: Readonly<Record<string, string | undefined>> = process.env): Promise<number> {
   for (const w of warnings(config)) log.warn({ file: config.file }, w);
-  const metrics = new Metrics(packageVersion());
+  const version = packageVersion();
+  const metrics = new Metrics(version);
   const adminToken = config.adminToken ?? readTokenFile(env.ADMIN_TOKEN_FILE);
   let onCacheLoss = (): void => undefined;
   // The first part of every owner token of this process, and the name its liveness key carries.
@@ -93,6 +94,8 @@ export async function runService(config: Config, log: Logger, env: Readonly<Reco
         },
         adminToken,
         connections: () => connections.open(),
+        bridgeConfig: (name) => set.bridges.find((b) => b.name === name),
+        version,
         log: httpLog,
         generation: () => reloader.generation,
         reload: () => reloader.reload('POST /reload'),
@@ -101,7 +104,7 @@ export async function runService(config: Config, log: Logger, env: Readonly<Reco
       server = started.server;
       httpLog.info(
         { host: config.httpHost, port: started.port, admin: adminToken !== undefined },
-        `HTTP API on http://${config.httpHost.includes(':') ? `[${config.httpHost}]` : config.httpHost}:${started.port} (/livez, /readyz, /bridges, /metrics${adminToken !== undefined ? ', admin endpoints on' : '; admin endpoints off: no admin-token'})`,
+        `HTTP API on http://${config.httpHost.includes(':') ? `[${config.httpHost}]` : config.httpHost}:${started.port} (/ the operator page, /livez, /readyz, /bridges, /metrics${adminToken !== undefined ? ', admin endpoints on' : '; admin endpoints off: no admin-token'})`,
       );
     } catch (err) {
       clearInterval(trustTimer);

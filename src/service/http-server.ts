@@ -10,6 +10,8 @@
  * - POST /bridges/{name}/pause|resume|restart: only when an admin token is configured (absent, 404, otherwise), with
  *   `Authorization: Bearer <token>` (compared in constant time; missing or wrong → 401).
  * - GET /metrics: Prometheus exposition.
+ * - GET /: the operator page, and the JSON it reads beside the above (GET /bridges?offset=&limit=&q=, GET
+ *   /bridges/{name}/history and /config): ./page/routes.ts.
  */
 import { createHash, timingSafeEqual } from 'node:crypto';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
@@ -18,6 +20,8 @@ import type { BridgeCounters, Metrics, OpenConnection } from '../core/metrics.js
 import type { BridgeStatus, BridgeSupervisor } from '../core/supervisor.js';
 import type { Logger } from '../shared/log.js';
 import type { Generation, ReloadOutcome } from './reload.js';
+import { RateHistory, SAMPLE_INTERVAL_MS } from './page/history.js';
+import { pageRoute, type PageDeps } from './page/routes.js';
 
 export interface HttpApiDeps {
   metrics: Metrics;
@@ -32,6 +36,10 @@ export interface HttpApiDeps {
   reload?: () => Promise<ReloadOutcome>;
   /** The broker connections open now, shown by GET /bridges. */
   connections?: () => readonly OpenConnection[];
+  /** A bridge's configuration as loaded, for the operator page (shown redacted). */
+  bridgeConfig?: (name: string) => unknown;
+  /** The version the operator page shows. */
+  version?: string;
   log: Logger;
 }
 
@@ -42,8 +50,25 @@ type Action = (typeof ACTIONS)[number];
 
 /** Listens on host:port (port 0 = any free port); resolves with the server and the port it got. */
 export function startHttpServer(port: number, host: string, deps: HttpApiDeps): Promise<{ server: Server; port: number }> {
+  // The operator page's charts: sampled while the server listens (./page/history.ts bounds what it keeps).
+  const history = new RateHistory(deps.metrics);
+  const sample = () => void history.sample(deps.supervisors.map((s) => s.name)).catch((err: unknown) => deps.log.warn({ err }, 'operator page: sampling failed'));
+  const sampler = setInterval(sample, SAMPLE_INTERVAL_MS).unref();
+  const page: PageDeps = {
+    metrics: deps.metrics,
+    // Read on every request: a reload changes the set.
+    get supervisors() {
+      return deps.supervisors;
+    },
+    history,
+    admin: deps.adminToken !== undefined,
+    ...(deps.version !== undefined ? { version: deps.version } : {}),
+    ...(deps.generation ? { generation: deps.generation } : {}),
+    ...(deps.connections ? { connections: deps.connections } : {}),
+    ...(deps.bridgeConfig ? { bridgeConfig: deps.bridgeConfig } : {}),
+  };
   const server = createServer((req, res) => {
-    handle(req, res, deps).catch((err: unknown) => {
+    handle(req, res, deps, page).catch((err: unknown) => {
       deps.log.error({ err, path: req.url }, 'HTTP API: request failed');
       if (!res.headersSent) json(res, 500, { error: 'internal error' });
       else res.end();
@@ -52,10 +77,16 @@ export function startHttpServer(port: number, host: string, deps: HttpApiDeps): 
   // A slow or idle client must not hold a socket for long: this is a local operations port.
   server.requestTimeout = 30_000;
   server.headersTimeout = 10_000;
+  server.on('close', () => clearInterval(sampler));
   return new Promise((resolve, reject) => {
-    server.once('error', reject);
+    const failed = (err: Error) => {
+      clearInterval(sampler);
+      reject(err);
+    };
+    server.once('error', failed);
     server.listen(port, host, () => {
-      server.off('error', reject);
+      server.off('error', failed);
+      sample();
       resolve({ server, port: (server.address() as AddressInfo).port });
     });
   });
@@ -80,9 +111,10 @@ function requestPath(url: string | undefined): string | undefined {
   return path.slice(0, end);
 }
 
-async function handle(req: IncomingMessage, res: ServerResponse, deps: HttpApiDeps): Promise<void> {
+async function handle(req: IncomingMessage, res: ServerResponse, deps: HttpApiDeps, page: PageDeps): Promise<void> {
   const path = requestPath(req.url);
   if (path === undefined) return json(res, 400, { error: 'malformed request path' });
+  if (await pageRoute(req, res, path, page)) return;
   const method = req.method ?? 'GET';
   const get = method === 'GET' || method === 'HEAD';
 
@@ -112,7 +144,7 @@ async function handle(req: IncomingMessage, res: ServerResponse, deps: HttpApiDe
     if (!get) return notAllowed(res, 'GET');
     return json(res, 200, {
       ...(deps.generation ? { config: deps.generation() } : {}),
-      bridges: await Promise.all(deps.supervisors.map((s) => report(s, deps.metrics))),
+      bridges: await reports(deps.supervisors, deps.metrics),
       ...(deps.connections ? { connections: deps.connections() } : {}),
     });
   }
@@ -160,6 +192,12 @@ async function handle(req: IncomingMessage, res: ServerResponse, deps: HttpApiDe
     return json(res, 200, await report(supervisor, deps.metrics));
   }
   return json(res, 404, { error: 'not found' });
+}
+
+/** Every bridge's report from one reading of the counters (one countersOf per bridge would be O(bridges²)). */
+async function reports(supervisors: readonly BridgeSupervisor[], metrics: Metrics): Promise<BridgeReport[]> {
+  const counters = await metrics.countersOfMany(supervisors.map((s) => s.name));
+  return supervisors.map((s) => ({ ...s.status(), counters: counters.get(s.name)! }));
 }
 
 async function report(s: BridgeSupervisor, metrics: Metrics): Promise<BridgeReport> {

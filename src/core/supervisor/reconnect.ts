@@ -26,6 +26,11 @@ export interface ConnectAttempts<T> {
   noteError(message: string): void;
   /** A failed attempt with a new cause: the bridge is reconnecting. */
   reconnecting(): void;
+  /**
+   * Every failed attempt that will be retried: its number (1 = the first) and the wait before the next one, for the
+   * operator page's "backing off: attempt N, next try at …" (GET /bridges/{name} `retry`).
+   */
+  retrying?(attempt: number, retryInMs: number): void;
 }
 
 /** Opens a session, retrying transient failures with backoff; rejects with the last error when it gives up. */
@@ -54,6 +59,7 @@ export function connectWithRetry<T>(a: ConnectAttempts<T>): Promise<T> {
         const retryInMs = retriesLeft > 0 && isTransient(error) ? Math.min(Math.round(p.retryInterval * p.retryIntervalMultiplier ** retriesConsumed), p.maxRetryInterval) : null;
         a.log.debug({ attempt: attemptNumber, retriesLeft, retryInMs }, 'connect attempt failed');
         if (error instanceof StandbyError) return;
+        if (retryInMs !== null) a.retrying?.(attemptNumber, retryInMs);
         a.noteError(error.message);
         if (error.message !== lastReason) {
           lastReason = error.message;

@@ -35,6 +35,8 @@ export interface BridgeStatus {
    * other bridges; null while the endpoint is not connected. deadLetter only for a bridge that has one.
    */
   connections: { source: string | null; target: string | null; deadLetter?: string | null };
+  /** While it backs off between connect attempts: the number of the attempt that failed last, and when the next one starts; else null. */
+  retry: { attempt: number; nextAt: string } | null;
 }
 
 export function describeSource(bridge: BridgeConfig): string {
@@ -76,6 +78,8 @@ export interface StatusInputs {
   lastForwardAt: number | undefined;
   cacheHorizon: BridgeStatus['cacheHorizon'];
   endpoints: Parameters<typeof connectionNames>[1];
+  /** The backoff under way (Date.now() of the next attempt); undefined when none. */
+  retry: { attempt: number; nextAt: number } | undefined;
 }
 
 /** What /bridges/{name} shows of a bridge. */
@@ -97,6 +101,7 @@ export function statusOf(bridge: BridgeConfig, s: StatusInputs): BridgeStatus {
     targetFullSince: iso(s.fullSince),
     cacheHorizon: s.cacheHorizon,
     connections: connectionNames(bridge, s.endpoints),
+    retry: s.retry ? { attempt: s.retry.attempt, nextAt: new Date(s.retry.nextAt).toISOString() } : null,
   };
   if (s.depth === undefined) out.sourceDepthNote = depthNote(bridge, s.session !== undefined);
   return out;

@@ -64,11 +64,15 @@ export interface AmqpConnectionState {
   channels: number;
   channelMax: number;
   blocked: boolean;
+  /** When it opened (ISO 8601). */
+  since: string;
 }
 
 interface Live {
   session: AmqpSession;
   name: string;
+  /** Date.now() when it opened. */
+  openedAt: number;
   leases: Set<Lease>;
   /** False once lost, or closed because no lease was left. */
   open: boolean;
@@ -108,6 +112,7 @@ export class SharedAmqpConnection {
       channels: live.channels,
       channelMax: channelMaxOf(live.session.model),
       blocked: live.blocked,
+      since: new Date(live.openedAt).toISOString(),
     };
   }
 
@@ -115,7 +120,7 @@ export class SharedAmqpConnection {
   report(): OpenConnection[] {
     const s = this.state;
     if (s === undefined) return [];
-    return [{ name: s.name, connection: this.conn.name, protocol: 'amqp', role: this.role, broker: s.broker, endpoints: s.leases, channels: s.channels, channelMax: s.channelMax, blocked: s.blocked }];
+    return [{ name: s.name, connection: this.conn.name, protocol: 'amqp', role: this.role, broker: s.broker, endpoints: s.leases, channels: s.channels, channelMax: s.channelMax, blocked: s.blocked, since: s.since }];
   }
 
   /** Nothing open, nothing opening, nobody holding it: the registry may forget it. */
@@ -149,7 +154,7 @@ export class SharedAmqpConnection {
   private async connect(): Promise<Live> {
     const name = connectionName(this.conn.name, this.label);
     const session = await this.connectOne(this.conn, { connectionName: name, log: this.log });
-    const live: Live = { session, name, leases: new Set(), open: true, closing: false, blocked: false, channels: 0 };
+    const live: Live = { session, name, openedAt: Date.now(), leases: new Set(), open: true, closing: false, blocked: false, channels: 0 };
     const { model, where } = session;
     model.on('error', (err: Error) => this.log.debug({ err, connection: name }, 'AMQP connection error'));
     model.on('close', (err?: Error) => this.onClose(live, lostError(where, err)));

@@ -48,6 +48,8 @@ interface Live {
   session: StompSession;
   profile: StompPeerProfile;
   name: string;
+  /** Date.now() when it opened. */
+  openedAt: number;
   leases: Set<Lease>;
   shared: boolean;
   open: boolean;
@@ -76,7 +78,7 @@ export class SharedStompConnection {
 
   /** The open connections, for status and metrics. */
   report(): OpenConnection[] {
-    return [...this.all].map((l) => ({ name: l.name, connection: this.conn.name, protocol: 'stomp', role: this.role, broker: l.session.peer, endpoints: l.leases.size }));
+    return [...this.all].map((l) => ({ name: l.name, connection: this.conn.name, protocol: 'stomp', role: this.role, broker: l.session.peer, endpoints: l.leases.size, since: new Date(l.openedAt).toISOString() }));
   }
 
   async acquire(events: StompLeaseEvents): Promise<StompLease> {
@@ -110,7 +112,7 @@ export class SharedStompConnection {
     const session = await this.connectOne(this.conn, this.log);
     const profile = stompPeerProfile(session.server);
     const name = connectionName(this.conn.name, this.label);
-    const live: Live = { session, profile, name, leases: new Set(), shared: profile.sharedConnection, open: true };
+    const live: Live = { session, profile, name, openedAt: Date.now(), leases: new Set(), shared: profile.sharedConnection, open: true };
     this.all.add(live);
     this.exclusivePeer = !live.shared;
     if (live.shared) this.live = live;

@@ -1,7 +1,7 @@
 /**
  * Non-fatal findings about a valid configuration, printed by `validate` and logged by `run` at start.
  */
-import { cacheAddress, targetTemplate } from './target-address.js';
+import { cacheAddress, targetSplitsTokens, targetTemplate } from './target-address.js';
 import { channelBudgetProblems } from './connection-plan.js';
 import type { BridgeConfig, Config } from './types.js';
 import { defaultClientId } from './mqtt-address.js';
@@ -68,6 +68,12 @@ export function warnings(config: Config): string[] {
       );
     }
     out.push(...mqttWarnings(b, ic.replicas));
+    const t = b.target;
+    if (t.template !== undefined && t.connection.type === 'amqp' && t.exchange !== undefined && t.exchange !== '' && t.exchangeType === undefined && !targetSplitsTokens(t)) {
+      out.push(
+        `bridge '${b.name}': the routing key is an address template on exchange '${t.exchange}', whose type the configuration does not say: a template value may hold '.', as on a direct exchange; if it is a topic exchange, set exchange-type: topic so that a value cannot add words to the routing key (docs/security.md#template-values)`,
+      );
+    }
   }
   // Channels are the bridges' and connections the process's (./connection-plan.ts): one connection carries at most the
   // broker's channel_max of them.

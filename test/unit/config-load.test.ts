@@ -47,6 +47,7 @@ describe('loadConfig: defaults and layering', () => {
           reconnectAttempts: -1,
           filterMiss: 'skip',
           templateValues: '[A-Za-z0-9._:-]',
+        templateValueTokens: false,
           maxAddresses: 10000,
           addressIdleTimeout: 600000,
         },

@@ -160,7 +160,9 @@ export function resolveAddress(
       out += part;
       continue;
     }
-    const raw = part.namespace === 'header' ? message.headers[part.name] : (message.properties as Record<string, unknown>)[part.name];
+    // Own keys only: a header named `constructor` that the message lacks is missing, not Object's constructor.
+    const from = part.namespace === 'header' ? message.headers : (message.properties as Record<string, unknown>);
+    const raw = Object.hasOwn(from, part.name) ? from[part.name] : undefined;
     const fromMessage = valueText(raw);
     if (fromMessage !== undefined) {
       const refused = (part.namespace === 'property' && part.name === 'topic' ? topicRule : rule).refuse(fromMessage);

@@ -19,6 +19,8 @@ export { STOMP_READ_LIMITS } from './schema-connections.js';
 export const REDIS_SCHEMES = ['redis', 'rediss'] as const;
 /** The Redis of the cache when the file names none (no redis-url, redis-cluster or redis-sentinel). */
 export const DEFAULT_REDIS_URL = 'redis://localhost:6379';
+/** id-cache-idle-expiry's default: 48 h, twice the horizon a redelivery needs (loss-window and stamp records, 24 h). */
+export const DEFAULT_IDLE_EXPIRY = 172_800_000;
 
 const redisSentinelSchema = z.strictObject(
   {
@@ -38,6 +40,11 @@ export const idCacheSchema = z
         .describe('Keep duplicate IDs in Redis so they survive restarts; false = in-process (lost on restart).'),
       'id-cache-size': intAtLeast(1).default(2000).describe('IDs remembered per target address (circular).'),
       'id-cache-ttl': millis().optional().describe('Also expire recorded IDs after this many ms; default: never.'),
+      'id-cache-idle-expiry': millis(0)
+        .default(DEFAULT_IDLE_EXPIRY)
+        .describe(
+          "An address's cache (its IDs, in Redis its keys and epoch marker) that sees no message for this long is forgotten, so that addresses chosen by publishers through a template do not stay in Redis for ever; ms, default 48 h (twice the 24 h a redelivery can come back within: loss-window, stamp records). 0 = never (check warns where a bridge is templated). With id-cache-ttl, the keys expire after that instead.",
+        ),
       'redis-url': urlOf(REDIS_SCHEMES, DEFAULT_REDIS_URL)
         .optional()
         .describe(

@@ -21,6 +21,7 @@ describe('loadConfig: defaults and layering', () => {
         minReplicasAcked: 0,
         minReplicasTimeout: 1000,
         lossWindow: 86_400_000,
+        idCacheIdleExpiry: 172_800_000,
         keyPrefix: 'broker-bridge',
         reservationLease: 30000,
         replicas: 1,

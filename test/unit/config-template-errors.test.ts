@@ -233,3 +233,36 @@ describe("the token separator per target, as the configuration says it (docs/sec
     expect([refusesDot(c, 0, true), refusesDot(c, 0), refusesDot(c, 1, true)]).toEqual([false, true, true]);
   });
 });
+
+describe('id-cache-idle-expiry: warnings where Redis could grow or forget too early (docs/redis.md#memory)', () => {
+  const config = (idCache: string, templated: boolean) =>
+    parseConfig(
+      [
+        'connections:',
+        '  rabbit: { type: amqp, url: "amqp://h" }',
+        `id-cache: { ${idCache} }`,
+        'bridges:',
+        `  - { name: t, source: { connection: rabbit, queue: a }, target: { connection: rabbit, queue: "${templated ? 'q.${header.r}' : 'q'}" }, dead-letter: { connection: rabbit, queue: dl } }`,
+        '',
+      ].join('\n'),
+      'i.yaml',
+      {},
+    );
+  const about = (c: Config) => warnings(c).filter((w) => w.includes('id-cache-idle-expiry'));
+
+  it('on by default (48 h), no warning; turned off with a templated bridge: a warning naming it', () => {
+    expect(config('', true).idCache.idCacheIdleExpiry).toBe(172_800_000);
+    expect(about(config('', true))).toEqual([]);
+    expect(about(config('id-cache-idle-expiry: 0', false))).toEqual([]);
+    expect(about(config('id-cache-idle-expiry: 0', true))).toEqual([
+      'id-cache.id-cache-idle-expiry is 0: the cache never forgets an address, and bridges t have templated targets whose addresses publishers choose, so Redis grows with every new one (bounded only by id-cache-ttl, which is not set); remove the key for the default of 48 h (docs/security.md#redis-memory)',
+    ]);
+  });
+
+  it('shorter than loss-window, or not above address-idle-timeout: said', () => {
+    expect(about(config('id-cache-idle-expiry: 600000', true))).toEqual([
+      'id-cache.id-cache-idle-expiry 600000 is shorter than loss-window 86400000: an address quiet that long forgets its IDs while a redelivery for it can still come back, and the redelivery passes as new; set it to at least 86400000',
+      'id-cache.id-cache-idle-expiry 600000 is not above the longest address-idle-timeout 600000: a process may find an address forgotten in Redis that it still remembers, and report a cache loss; set it above 600000',
+    ]);
+  });
+});

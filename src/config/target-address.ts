@@ -69,7 +69,7 @@ export function targetSplitsTokens(target: TargetConfig): boolean {
  * The value rules of a bridge's templated target (../routing/address-template.ts TemplateRules): its template-values on
  * the target's protocol, the token separator refused where the target splits tokens unless template-value-tokens.
  * A `${property.topic}` read from an MQTT source with `topic-separator: "."` may hold dots: its levels are the topic's
- * own structure (docs/security.md#template-values).
+ * own structure (docs/security.md#addresses-built-from-message-data).
  */
 export function templateRules(bridge: BridgeConfig): TemplateRules {
   const protocol = bridge.target.connection.type;

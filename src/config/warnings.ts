@@ -73,7 +73,7 @@ export function warnings(config: Config): string[] {
     const t = b.target;
     if (t.template !== undefined && t.connection.type === 'amqp' && t.exchange !== undefined && t.exchange !== '' && t.exchangeType === undefined && !targetSplitsTokens(t)) {
       out.push(
-        `bridge '${b.name}': the routing key is an address template on exchange '${t.exchange}', whose type the configuration does not say: a template value may hold '.', as on a direct exchange; if it is a topic exchange, set exchange-type: topic so that a value cannot add words to the routing key (docs/security.md#template-values)`,
+        `bridge '${b.name}': the routing key is an address template on exchange '${t.exchange}', whose type the configuration does not say: a template value may hold '.', as on a direct exchange; if it is a topic exchange, set exchange-type: topic so that a value cannot add words to the routing key (docs/security.md#addresses-built-from-message-data)`,
       );
     }
   }

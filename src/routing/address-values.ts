@@ -8,7 +8,7 @@
  * The configuration refuses a `template-values` pattern that admits a character the target's broker reads as
  * structure (ADDRESS_SEPARATORS below, plus every control and white-space character on every protocol); the token
  * separator (`.` on NATS, STOMP and AMQP topic exchanges) is refused per value instead, unless the bridge sets
- * `template-value-tokens: true` (docs/security.md#template-values): see
+ * `template-value-tokens: true` (docs/security.md#addresses-built-from-message-data): see
  * src/config/template-checks.ts. A new endpoint declares its protocol's separators here, in one line of
  * ADDRESS_SEPARATORS (docs/development.md says so).
  */

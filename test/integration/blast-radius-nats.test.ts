@@ -1,6 +1,6 @@
 /**
  * Issue 42's NATS row, on the real brokers (RabbitMQ → NATS JetStream, NATS_URL): a template value cannot add tokens
- * to a subject (docs/security.md#template-values). Three bridges in one process, on the same connections: A forwards
+ * to a subject (docs/security.md#addresses-built-from-message-data). Three bridges in one process, on the same connections: A forwards
  * to `<base>.dev.${header.device}.ev`, and one message of A's says `device: a.admin`; B forwards beside it; C is A with
  * `template-value-tokens: true`. Asserted where each message went: A's bad value is in A's dead-letter queue as
  * `unsafe-address` with the value in `x-bridge-unsafe-value`, nothing is stored on `<base>.dev.a.admin.ev`, A's other

@@ -182,7 +182,7 @@ describe('template-values: checked at load against the target protocol (docs/sec
   });
 });
 
-describe("the token separator per target, as the configuration says it (docs/security.md#template-values)", () => {
+describe("the token separator per target, as the configuration says it (docs/security.md#addresses-built-from-message-data)", () => {
   const config = (bridges: string[]) =>
     parseConfig(
       [
@@ -221,7 +221,7 @@ describe("the token separator per target, as the configuration says it (docs/sec
     const c = config(['source: { connection: rabbit, queue: a }, target: { connection: rabbit, exchange: ev, routing-key: "X.${header.d}" }']);
     expect(refusesDot(c, 0)).toBe(false);
     expect(warnings(c).filter((w) => w.includes('exchange-type'))).toEqual([
-      "bridge 'b0': the routing key is an address template on exchange 'ev', whose type the configuration does not say: a template value may hold '.', as on a direct exchange; if it is a topic exchange, set exchange-type: topic so that a value cannot add words to the routing key (docs/security.md#template-values)",
+      "bridge 'b0': the routing key is an address template on exchange 'ev', whose type the configuration does not say: a template value may hold '.', as on a direct exchange; if it is a topic exchange, set exchange-type: topic so that a value cannot add words to the routing key (docs/security.md#addresses-built-from-message-data)",
     ]);
   });
 

@@ -30,6 +30,7 @@ export function createIdCache(config: IdCacheConfig, log: Logger, extras: IdCach
     size: config.idCacheSize,
     lease: config.reservationLease,
     ...(config.idCacheTtl !== undefined ? { ttl: config.idCacheTtl } : {}),
+    idleExpiry: config.idCacheIdleExpiry,
   };
   if (!config.persistIdCache) {
     log.info(

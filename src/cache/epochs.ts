@@ -71,8 +71,8 @@ export class Epochs {
      * start (and a stamp made for one meanwhile keeps its flag), so a short window suffices. At most `window`.
      */
     private readonly noHistoryWindow: number,
-    /** Reads, creates or extends the marker (epoch-1.lua) of one name's hash tag. */
-    private readonly mark: (name: string, generation: string, window: number, extend: boolean) => Promise<EpochState>,
+    /** Reads, creates or extends the marker (epoch-1.lua) of one name's hash tag; `expiry`: of a marker it creates. */
+    private readonly mark: (name: string, generation: string, window: number, extend: boolean, expiry: number) => Promise<EpochState>,
     private readonly report: (r: EpochReport) => void,
     /**
      * A name no call asked about for this long is forgotten (ms; default 10 min, the longest address-idle-timeout of
@@ -87,6 +87,12 @@ export class Epochs {
   seen(name: string): string {
     const s = this.known.get(name);
     if (s === undefined) return '';
+    // Idle past idleMs: forgotten now, not at the next first contact. A target address's marker may expire with its
+    // idle keys (commit-6.lua ARGV[7]); found gone, it must read as a first contact, not as a loss.
+    if (Date.now() - s.usedAt >= this.idleMs && !this.settling.has(name)) {
+      this.known.delete(name);
+      return '';
+    }
     s.usedAt = Date.now();
     this.known.delete(name);
     this.known.set(name, s);
@@ -127,20 +133,21 @@ export class Epochs {
   /**
    * A script answered EPOCH_CHANGED with `current` ("<marker or ''>|<run_id>") to a call that carried `seenByCall`.
    * Concurrent calls for one name settle once; a call whose news another call already settled just goes again.
+   * `expiry`: of a marker the settling creates (a target address's idle expiry; 0 = none).
    */
-  async settle(name: string, seenByCall: string, current: string): Promise<void> {
+  async settle(name: string, seenByCall: string, current: string, expiry = 0): Promise<void> {
     for (;;) {
       const running = this.settling.get(name);
       if (running === undefined) break;
       await running;
     }
     if (this.seen(name) !== seenByCall) return;
-    const work = this.settleNow(name, current).finally(() => this.settling.delete(name));
+    const work = this.settleNow(name, current, expiry).finally(() => this.settling.delete(name));
     this.settling.set(name, work);
     await work;
   }
 
-  private async settleNow(name: string, current: string): Promise<void> {
+  private async settleNow(name: string, current: string, expiry: number): Promise<void> {
     const before = this.known.get(name);
     const sep = current.lastIndexOf('|');
     const marker = current.slice(0, sep);
@@ -151,7 +158,7 @@ export class Epochs {
     else if (!firstContact && server !== before.server) event = 'server-changed';
     // A first contact creates the marker (if it is still missing) with the short window; a loss, with the full one.
     const window = firstContact ? Math.min(this.window, this.noHistoryWindow) : this.window;
-    const state = await this.mark(name, randomBytes(8).toString('hex'), window, event === 'server-changed');
+    const state = await this.mark(name, randomBytes(8).toString('hex'), window, event === 'server-changed', expiry);
     if (firstContact && state.created) event = 'no-history';
     const flagUntil = Date.now() + Math.max(0, untilOf(state.value) - state.now);
     // A new name is where the map grows: the idle ones go first.

@@ -7,10 +7,12 @@
  * entries are always the oldest: expiry and eviction look only at the front (bounded work per call).
  *
  * Where the scripts' answers depend on Redis key expiry (PEXPIRE), this cache keeps the same deadlines: an address's
- * reservations all go once no reserve came for lease + marker retention (reserve-5.lua), and a fingerprint's stamp
- * record lives stampTtl after the last script that wrote it. test/integration/id-cache-differential.test.ts checks
+ * reservations all go once no reserve came for lease + marker retention (reserve-5.lua), its recorded IDs once no
+ * reserve or commit came for the idle expiry (without ttl), and a fingerprint's stamp record lives stampTtl after the
+ * last script that wrote it. An address with nothing left is dropped, so the Map forgets idle addresses as Redis does. test/integration/id-cache-differential.test.ts checks
  * that both answer alike.
  */
+import { isDone, stampMapKey, type StampEntry, type StampRecord } from './memory-stamps.js';
 import { idCacheKey, type CacheHorizon, type ClaimRequest, type ClaimResult, type IdCache, type IdCacheSemantics, type ReserveResult } from '../core/id-cache.js';
 
 export interface MemoryIdCacheOptions extends IdCacheSemantics {
@@ -36,28 +38,8 @@ interface AddressState {
   resUntil: number;
   /** id → marker expiry, in expiry order. */
   markers: Map<string, number>;
-}
-
-/**
- * A stamp's one mark, as in stamp-entry.inc.lua: `done` (d): the message it stands for was handled (ID recorded at the
- * target, or dead-lettered); `flagged` (f): every copy forwarded under it is a possible duplicate; `ackUnknown` (u):
- * done, its message acked without proof that the ack arrived, so rule 3 never drops a redelivery under it. Marking a
- * flagged stamp done replaces the flag (a done stamp is never forwarded under again).
- */
-type StampMark = '' | 'done' | 'flagged' | 'ackUnknown';
-
-const isDone = (mark: StampMark): boolean => mark === 'done' || mark === 'ackUnknown';
-
-interface StampEntry {
-  /** Empty = free to claim. */
-  token: string;
-  expiry: number;
-  mark: StampMark;
-}
-
-interface StampRecord {
-  entries: Map<string, StampEntry>;
-  expiry: number;
+  /** When `ids` go as a whole without ttl: the last reserve or commit + idle expiry (commit-6.lua ARGV[7]). */
+  idsUntil: number;
 }
 
 const DAY = 24 * 60 * 60 * 1000;
@@ -76,6 +58,7 @@ export class MemoryIdCache implements IdCache {
   private readonly stamps = new Map<string, StampRecord>();
   private readonly size: number;
   private readonly ttl: number;
+  private readonly idleExpiry: number;
   private readonly markerRetention: number;
   private readonly maxMarkers: number;
   private readonly stampTtl: number;
@@ -86,14 +69,15 @@ export class MemoryIdCache implements IdCache {
   constructor(options: MemoryIdCacheOptions) {
     this.size = options.size;
     this.ttl = options.ttl ?? 0;
+    this.idleExpiry = options.idleExpiry ?? 0;
     this.lease = options.lease;
     this.markerRetention = options.markerRetention ?? DAY;
     this.maxMarkers = options.maxMarkers ?? 100_000;
     this.stampTtl = options.stampTtl ?? DAY;
     this.batch = options.cleanupBatch ?? 100;
     this.now = options.now ?? Date.now;
-    if (!(this.size >= 1 && this.lease > 0 && this.ttl >= 0)) {
-      throw new TypeError('MemoryIdCache needs size >= 1, lease > 0 and ttl >= 0');
+    if (!(this.size >= 1 && this.lease > 0 && this.ttl >= 0 && this.idleExpiry >= 0)) {
+      throw new TypeError('MemoryIdCache needs size >= 1, lease > 0, ttl >= 0 and idleExpiry >= 0');
     }
   }
 
@@ -110,6 +94,7 @@ export class MemoryIdCache implements IdCache {
     const result = this.reserveIn(a, now, id, token);
     // Every reserve call, whatever it answers, extends the life of the address's reservations (reserve-5.lua).
     a.resUntil = now + this.lease + this.markerRetention;
+    if (this.ttl === 0) a.idsUntil = now + this.idleExpiry;
     return result;
   }
 
@@ -159,6 +144,7 @@ export class MemoryIdCache implements IdCache {
       a.ids.delete(id);
     }
     a.ids.set(id, now);
+    a.idsUntil = now + (this.ttl > 0 ? this.ttl : this.idleExpiry);
     for (const oldest of a.ids.keys()) {
       if (a.ids.size <= this.size) break;
       a.ids.delete(oldest);
@@ -195,6 +181,7 @@ export class MemoryIdCache implements IdCache {
     this.assertOpen();
     const a = this.addresses.get(address);
     const now = this.now();
+    if (a) this.expireIds(a, now);
     return ids.map((id) => {
       const at = a?.ids.get(idCacheKey(id));
       return at !== undefined && (this.ttl === 0 || now - at < this.ttl);
@@ -313,6 +300,7 @@ export class MemoryIdCache implements IdCache {
   sizes(address: string): MemoryCacheSizes {
     const a = this.addresses.get(address);
     if (a) this.expireReservations(a, this.now());
+    if (a) this.expireIds(a, this.now());
     return { ids: a?.ids.size ?? 0, reservations: a?.res.size ?? 0, markers: a?.markers.size ?? 0 };
   }
 
@@ -320,6 +308,7 @@ export class MemoryIdCache implements IdCache {
     this.assertOpen();
     const a = this.addresses.get(address);
     const now = this.now();
+    if (a) this.expireIds(a, now);
     if (a === undefined || a.ids.size === 0) return { ids: 0, oldestAgeMs: null };
     // Insertion order is commit order: the first entry is the oldest remembered.
     const oldest = a.ids.values().next().value as number;
@@ -337,12 +326,34 @@ export class MemoryIdCache implements IdCache {
 
   private state(address: string, now: number): AddressState {
     let a = this.addresses.get(address);
-    if (!a) {
-      a = { ids: new Map(), res: new Map(), resUntil: 0, markers: new Map() };
-      this.addresses.set(address, a);
+    if (a) {
+      // In order of use, so that the idle addresses are the first ones.
+      this.addresses.delete(address);
+    } else {
+      this.forgetIdle(now);
+      a = { ids: new Map(), res: new Map(), resUntil: 0, markers: new Map(), idsUntil: 0 };
     }
+    this.addresses.set(address, a);
     this.expireReservations(a, now);
+    this.expireIds(a, now);
     return a;
+  }
+
+  /** The expiry of the `ids` keys: ttl after the last commit, else the idle expiry after the last reserve or commit. */
+  private expireIds(a: AddressState, now: number): void {
+    if ((this.ttl > 0 || this.idleExpiry > 0) && now > a.idsUntil && a.ids.size > 0) a.ids.clear();
+  }
+
+  /** Drops the least recently used addresses that hold nothing any more (bounded: stops at the first that does). */
+  private forgetIdle(now: number): void {
+    for (const [address, a] of this.addresses) {
+      this.expireReservations(a, now);
+      this.expireIds(a, now);
+      let markersUntil = 0;
+      for (const expiry of a.markers.values()) markersUntil = expiry;
+      if (a.ids.size > 0 || a.res.size > 0 || markersUntil >= now) return;
+      this.addresses.delete(address);
+    }
   }
 
   /** The reservation keys' expiry: Redis drops a key once its clock is past the deadline. */
@@ -415,10 +426,6 @@ export class MemoryIdCache implements IdCache {
       this.stamps.delete(key);
     }
   }
-}
-
-function stampMapKey(source: string, fingerprint: string): string {
-  return JSON.stringify([source, fingerprint]);
 }
 
 function assertToken(token: string): void {

@@ -74,6 +74,7 @@ export class RedisIdCache implements IdCache {
       keyPrefix: options.keyPrefix,
       size: options.size,
       ttl: options.ttl ?? 0,
+      idleExpiry: options.idleExpiry ?? 0,
       lease: options.lease,
       markerRetention: options.markerRetention ?? DAY,
       maxMarkers: options.maxMarkers ?? 100_000,
@@ -86,13 +87,13 @@ export class RedisIdCache implements IdCache {
       minReplicasAcked: options.minReplicasAcked ?? 0,
       minReplicasTimeout: options.minReplicasTimeout ?? 1000,
     };
-    if (!(this.o.size >= 1 && this.o.lease > 0 && this.o.ttl >= 0 && this.o.lossWindow >= 0 && this.o.minReplicasAcked >= 0)) {
-      throw new TypeError('RedisIdCache needs size >= 1, lease > 0, ttl >= 0, lossWindow >= 0 and minReplicasAcked >= 0');
+    if (!(this.o.size >= 1 && this.o.lease > 0 && this.o.ttl >= 0 && this.o.idleExpiry >= 0 && this.o.lossWindow >= 0 && this.o.minReplicasAcked >= 0)) {
+      throw new TypeError('RedisIdCache needs size >= 1, lease > 0, ttl >= 0, idleExpiry >= 0, lossWindow >= 0 and minReplicasAcked >= 0');
     }
     this.epochs = new Epochs(
       this.o.lossWindow,
       this.o.noHistoryWindow,
-      (name, generation, window, extend) => this.markEpoch(name, generation, window, extend),
+      (name, generation, window, extend, expiry) => this.markEpoch(name, generation, window, extend, expiry),
       (r) => this.reportLoss(r),
       options.addressIdleTimeout,
     );
@@ -146,11 +147,11 @@ export class RedisIdCache implements IdCache {
     this.onLoss?.(r);
   }
 
-  private async markEpoch(name: string, generation: string, window: number, extend: boolean): Promise<EpochState> {
+  private async markEpoch(name: string, generation: string, window: number, extend: boolean, expiry: number): Promise<EpochState> {
     const fn = (this.redis as unknown as Record<ScriptName, ScriptFn>).epoch;
     let reply: unknown;
     try {
-      reply = await fn.apply(this.redis, [epochKey(this.o.keyPrefix, name), generation, window, extend ? 1 : 0]);
+      reply = await fn.apply(this.redis, [epochKey(this.o.keyPrefix, name), generation, window, extend ? 1 : 0, expiry]);
     } catch (err) {
       throw this.translate(err);
     }
@@ -233,7 +234,7 @@ export class RedisIdCache implements IdCache {
   private async reserveCall(address: string, items: readonly { id: string; token: string }[], dead: readonly string[]): Promise<ReserveReply> {
     const k = addressKeys(this.o.keyPrefix, address);
     const [first, ...rest] = items as [{ id: string; token: string }, ...{ id: string; token: string }[]];
-    const more = dead.length > 0 ? [packPairs(rest)[0] ?? '', dead.join(' ')] : packPairs(rest);
+    const more = [packPairs(rest)[0] ?? '', dead.join(' '), this.o.idleExpiry];
     const reply = await this.run(
       'reserve',
       address,
@@ -250,7 +251,7 @@ export class RedisIdCache implements IdCache {
       'commit',
       address,
       [k.ids, k.at, k.seq, k.res, k.resExp, k.uncertain],
-      [first.id, first.token, this.o.size, this.o.ttl, this.o.cleanupBatch, ...packPairs(rest)],
+      [first.id, first.token, this.o.size, this.o.ttl, this.o.cleanupBatch, packPairs(rest)[0] ?? '', this.o.idleExpiry],
     );
     decodeScriptReply('commit', reply);
     if (this.o.minReplicasAcked > 0) {
@@ -406,7 +407,8 @@ export class RedisIdCache implements IdCache {
       if (attempt >= EPOCH_RETRIES) {
         throw new TransientError(`the duplicate-ID cache of '${tag}' in ${this.where} keeps changing under the bridge (epoch moved ${attempt + 1} times in a row)`);
       }
-      await this.epochs.settle(tag, seen, String(reply[1]));
+      // A target address's marker expires with its idle keys; a source's stamp marker does not (epoch-1.lua ARGV[4]).
+      await this.epochs.settle(tag, seen, String(reply[1]), name === 'reserve' || name === 'commit' ? this.o.idleExpiry : 0);
     }
   }
 

@@ -61,7 +61,7 @@ function checkTarget(
   // MQTT's own keys on every protocol, and an MQTT target's shape: ./mqtt-checks.ts.
   checkEndpointKeys(path, target, path[2] === 'dead-letter' ? 'dead-letter' : 'target', connection, type, out);
   if (type === 'nats') {
-    for (const key of ['queue', 'exchange', 'routing-key']) {
+    for (const key of ['queue', 'exchange', 'exchange-type', 'routing-key']) {
       if (has(target, key)) {
         out.atKey([...path, key], `not valid on a NATS target (connection '${connection}' is nats); use subject, the subject a JetStream stream captures`);
       }
@@ -86,9 +86,12 @@ function checkTarget(
     } else if (hasQueue && has(target, 'routing-key')) {
       out.atKey([...path, 'routing-key'], 'applies only with exchange; through the default exchange the routing key is the queue name');
     }
+    if (hasQueue && has(target, 'exchange-type')) {
+      out.atKey([...path, 'exchange-type'], 'applies only with exchange; the default exchange is a direct exchange');
+    }
     return;
   }
-  for (const key of ['exchange', 'routing-key']) {
+  for (const key of ['exchange', 'exchange-type', 'routing-key']) {
     if (has(target, key)) {
       out.atKey(
         [...path, key],

@@ -7,6 +7,7 @@
 import { readFileSync } from 'node:fs';
 import { isAbsolute, resolve as resolvePath } from 'node:path';
 import { createSecureContext } from 'node:tls';
+import { encodeUserInfo } from '../shared/errors.js';
 import { camelKeys } from './camel-keys.js';
 import type { ProblemCollector } from './problems.js';
 import { DEFAULT_REDIS_URL, type ConfigFile, type ConfigFileTls } from './schema.js';
@@ -70,7 +71,7 @@ export function passwordFromFile(content: string): string {
 export function urlWithPassword(url: string, password: string | undefined): string {
   if (password === undefined) return url;
   const u = new URL(url);
-  u.password = encodeURIComponent(password);
+  u.password = encodeUserInfo(password);
   return u.toString();
 }
 

@@ -62,7 +62,7 @@ export function checkEndpointKeys(path: readonly PropertyKey[], ep: Data, role: 
     }
     return;
   }
-  for (const key of role === 'source' ? ['queue'] : ['queue', 'exchange', 'routing-key']) {
+  for (const key of role === 'source' ? ['queue'] : ['queue', 'exchange', 'exchange-type', 'routing-key']) {
     if (ep[key] !== undefined) out.atKey([...path, key], `not valid on an MQTT ${role} (connection '${connection}' is mqtt); use topic`);
   }
   const topic = asString(ep.topic);

@@ -168,7 +168,11 @@ function redisTopology(ic: ConfigFile['id-cache']): RedisTopology {
 function encodedUserInfo(url: string): string {
   if (!url.includes('@') || !URL.canParse(url)) return url;
   const u = new URL(url);
-  return u.username === '' && u.password === '' ? url : u.href;
+  if (u.username === '' && u.password === '') return url;
+  // The parser leaves `'` raw in user info; a quoted URL in a message would end the redaction there (encodeUserInfo).
+  u.username = u.username.replaceAll("'", '%27');
+  u.password = u.password.replaceAll("'", '%27');
+  return u.href;
 }
 
 /** Builds the Config from a file that passed the schema and the cross-checks, and the files it names (./files.ts). */

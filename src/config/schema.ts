@@ -19,6 +19,8 @@ export { STOMP_READ_LIMITS } from './schema-connections.js';
 export const REDIS_SCHEMES = ['redis', 'rediss'] as const;
 /** The Redis of the cache when the file names none (no redis-url, redis-cluster or redis-sentinel). */
 export const DEFAULT_REDIS_URL = 'redis://localhost:6379';
+/** id-cache-idle-expiry's default: 48 h, twice the horizon a redelivery needs (loss-window and stamp records, 24 h). */
+export const DEFAULT_IDLE_EXPIRY = 172_800_000;
 
 const redisSentinelSchema = z.strictObject(
   {
@@ -38,6 +40,11 @@ export const idCacheSchema = z
         .describe('Keep duplicate IDs in Redis so they survive restarts; false = in-process (lost on restart).'),
       'id-cache-size': intAtLeast(1).default(2000).describe('IDs remembered per target address (circular).'),
       'id-cache-ttl': millis().optional().describe('Also expire recorded IDs after this many ms; default: never.'),
+      'id-cache-idle-expiry': millis(0)
+        .default(DEFAULT_IDLE_EXPIRY)
+        .describe(
+          "An address's cache (its IDs, in Redis its keys and epoch marker) that sees no message for this long is forgotten, so that addresses chosen by publishers through a template do not stay in Redis for ever; ms, default 48 h (twice the 24 h a redelivery can come back within: loss-window, stamp records). 0 = never (check warns where a bridge is templated). With id-cache-ttl, the keys expire after that instead.",
+        ),
       'redis-url': urlOf(REDIS_SCHEMES, DEFAULT_REDIS_URL)
         .optional()
         .describe(
@@ -100,6 +107,7 @@ const mqttEndpointShape = {
 };
 
 export const TOPIC_SEPARATORS = ['/', '.'] as const;
+export const EXCHANGE_TYPES = ['direct', 'topic', 'fanout', 'headers'] as const;
 export const NO_SUBSCRIBERS_POLICIES = ['refuse', 'accept'] as const;
 
 export const sourceSchema = z
@@ -160,6 +168,12 @@ export const targetSchema = z
         .string({ error: 'expected an exchange name (a string)' })
         .optional()
         .describe('AMQP only: exchange to publish to (instead of queue).'),
+      'exchange-type': z
+        .enum(EXCHANGE_TYPES, { error: `expected one of ${EXCHANGE_TYPES.join(', ')}` })
+        .optional()
+        .describe(
+          "AMQP only, with exchange: the exchange's type, which the bridge cannot ask the broker. topic: '.' separates the routing key's words, so a template value holding '.' is refused (see template-value-tokens); check --declare declares a missing exchange with it (default topic). amq.topic is a topic exchange without saying so.",
+        ),
       'routing-key': z
         .string({ error: 'expected a routing key (a string)' })
         .optional()
@@ -246,7 +260,12 @@ const bridgeSettings = {
   'template-values': setting(
     text('a regular expression for one character of a template value'),
     DEFAULT_TEMPLATE_VALUES,
-    `The characters a value taken from a message may have in a templated target address: a JavaScript regular expression that one character must match (e.g. "[A-Za-z0-9._:@-]"). A value with another character, over ${MAX_VALUE_BYTES} bytes, or made of dots alone is dead-lettered with reason unsafe-address. A pattern that admits a separator of the target's protocol (STOMP: , / * > #; AMQP: * #; NATS: * >; MQTT: / + #), a control or a white-space character is refused (docs/security.md).`,
+    `The characters a value taken from a message may have in a templated target address: a JavaScript regular expression that one character must match (e.g. "[A-Za-z0-9._:@-]"). A value with another character, over ${MAX_VALUE_BYTES} bytes, or made of dots alone is dead-lettered with reason unsafe-address. A pattern that admits a separator of the target's protocol (STOMP: , / * > # ?; AMQP: * #; NATS: * >; MQTT: / + #), a control or a white-space character is refused (docs/security.md). A value with '.' is refused where '.' separates tokens (NATS, STOMP, an AMQP exchange-type: topic) unless template-value-tokens is true.`,
+  ),
+  'template-value-tokens': setting(
+    bool(),
+    false,
+    "Let a template value hold the target's token separator '.' (NATS subjects, STOMP destinations, the routing key of an AMQP exchange-type: topic), so that one value spans several tokens (never an empty one). Risk: a publisher then chooses how many tokens the address has, and reaches subjects, bindings and permissions (orders.>, #.admin.#) that match more tokens than the template has. Default false: such a value is dead-lettered with reason unsafe-address (docs/security.md).",
   ),
   'max-addresses': setting(
     intAtLeast(1),

@@ -9,8 +9,9 @@ import { targetAddress } from './amqp-address.js';
 import { stompAddress, stompDestination } from './stomp-address.js';
 import { natsSubjectAddress } from './nats-address.js';
 import { mqttTopicAddress } from './mqtt-address.js';
-import type { TargetConfig } from './types.js';
-import { parseAddressTemplate, type AddressTemplate } from '../routing/address-template.js';
+import type { BridgeConfig, TargetConfig } from './types.js';
+import { parseAddressTemplate, type AddressTemplate, type TemplateRules } from '../routing/address-template.js';
+import { ADDRESS_SEPARATORS, valueRule } from '../routing/address-values.js';
 
 export function cacheAddress(target: TargetConfig): string {
   const c = target.connection;
@@ -50,4 +51,30 @@ export function resolvedRoute(target: TargetConfig, resolved: string): ResolvedR
   if (c.type === 'nats') return { route: resolved, address: natsSubjectAddress(c, resolved) };
   if (c.type === 'mqtt') return { route: resolved, address: mqttTopicAddress(c, resolved) };
   return { route: resolved, address: targetAddress(c, { exchange: target.exchange, routingKey: resolved }) };
+}
+
+/**
+ * Whether the target splits its resolved address into tokens at its protocol's token separator (ADDRESS_SEPARATORS
+ * `tokens`): always on NATS and STOMP; on AMQP only where the configuration says the exchange is a topic exchange
+ * (`exchange-type: topic`, or amq.topic, which every broker declares so) — a direct or the default exchange reads a
+ * routing key as one name, and the bridge cannot ask the broker an exchange's type.
+ */
+export function targetSplitsTokens(target: TargetConfig): boolean {
+  const c = target.connection;
+  if (c.type !== 'amqp') return ADDRESS_SEPARATORS[c.type].tokensAlways;
+  return target.exchangeType === 'topic' || target.exchange === 'amq.topic';
+}
+
+/**
+ * The value rules of a bridge's templated target (../routing/address-template.ts TemplateRules): its template-values on
+ * the target's protocol, the token separator refused where the target splits tokens unless template-value-tokens.
+ * A `${property.topic}` read from an MQTT source with `topic-separator: "."` may hold dots: its levels are the topic's
+ * own structure (docs/security.md#addresses-built-from-message-data).
+ */
+export function templateRules(bridge: BridgeConfig): TemplateRules {
+  const protocol = bridge.target.connection.type;
+  const splitsTokens = targetSplitsTokens(bridge.target);
+  const value = valueRule(bridge.templateValues, protocol, { splitsTokens, valuesSpanTokens: bridge.templateValueTokens });
+  if (bridge.source.connection.type !== 'mqtt' || bridge.source.topicSeparator !== '.') return { value };
+  return { value, topic: valueRule(bridge.templateValues, protocol, { splitsTokens, valuesSpanTokens: true }) };
 }

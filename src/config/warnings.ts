@@ -1,7 +1,7 @@
 /**
  * Non-fatal findings about a valid configuration, printed by `validate` and logged by `run` at start.
  */
-import { cacheAddress, targetTemplate } from './target-address.js';
+import { cacheAddress, targetSplitsTokens, targetTemplate } from './target-address.js';
 import { channelBudgetProblems } from './connection-plan.js';
 import type { BridgeConfig, Config } from './types.js';
 import { defaultClientId } from './mqtt-address.js';
@@ -14,6 +14,8 @@ export function warnings(config: Config): string[] {
       'id-cache.persist-id-cache is false: the duplicate-ID cache is kept in memory and lost on restart, so a message resent after a restart is not recognised as a duplicate',
     );
   }
+
+  out.push(...idleExpiryWarnings(config));
 
   // What may be in flight to one address at once: each bridge's prefetch, in every replica. A templated target's
   // addresses are unknown at start: it is counted on its own, under its template (all it has in flight may go to one
@@ -68,6 +70,12 @@ export function warnings(config: Config): string[] {
       );
     }
     out.push(...mqttWarnings(b, ic.replicas));
+    const t = b.target;
+    if (t.template !== undefined && t.connection.type === 'amqp' && t.exchange !== undefined && t.exchange !== '' && t.exchangeType === undefined && !targetSplitsTokens(t)) {
+      out.push(
+        `bridge '${b.name}': the routing key is an address template on exchange '${t.exchange}', whose type the configuration does not say: a template value may hold '.', as on a direct exchange; if it is a topic exchange, set exchange-type: topic so that a value cannot add words to the routing key (docs/security.md#addresses-built-from-message-data)`,
+      );
+    }
   }
   // Channels are the bridges' and connections the process's (./connection-plan.ts): one connection carries at most the
   // broker's channel_max of them.
@@ -106,6 +114,37 @@ function mqttWarnings(b: BridgeConfig, replicas: number): string[] {
         `bridge '${b.name}': id-cache.replicas is ${replicas}, and its MQTT ${role} connects as client id '${id}': each replica must use its own (e.g. client-id: "bb-\${HOSTNAME}" on connection '${c.name}'), or the broker hands the session from one to the other`,
       );
     }
+  }
+  return out;
+}
+
+/**
+ * id-cache-idle-expiry (docs/redis.md#memory): off with templated bridges, Redis keeps every address a publisher ever
+ * chose; shorter than loss-window, an address can be forgotten while a redelivery for it may still come back; not above
+ * the longest address-idle-timeout, a process could find an address's epoch marker gone while it still remembers it.
+ */
+function idleExpiryWarnings(config: Config): string[] {
+  const ic = config.idCache;
+  const templated = config.bridges.filter((b) => targetTemplate(b.target) !== undefined).map((b) => b.name);
+  const expiry = ic.idCacheIdleExpiry;
+  if (expiry === 0) {
+    return templated.length === 0
+      ? []
+      : [
+          `id-cache.id-cache-idle-expiry is 0: the cache never forgets an address, and bridges ${templated.join(', ')} have templated targets whose addresses publishers choose, so Redis grows with every new one (bounded only by id-cache-ttl${ic.idCacheTtl === undefined ? ', which is not set' : ''}); remove the key for the default of 48 h (docs/security.md#redis-memory)`,
+        ];
+  }
+  const out: string[] = [];
+  if (expiry < ic.lossWindow) {
+    out.push(
+      `id-cache.id-cache-idle-expiry ${expiry} is shorter than loss-window ${ic.lossWindow}: an address quiet that long forgets its IDs while a redelivery for it can still come back, and the redelivery passes as new; set it to at least ${ic.lossWindow}`,
+    );
+  }
+  const longestIdle = Math.max(0, ...config.bridges.map((b) => b.addressIdleTimeout));
+  if (expiry <= longestIdle) {
+    out.push(
+      `id-cache.id-cache-idle-expiry ${expiry} is not above the longest address-idle-timeout ${longestIdle}: a process may find an address forgotten in Redis that it still remembers, and report a cache loss; set it above ${longestIdle}`,
+    );
   }
   return out;
 }

@@ -31,7 +31,7 @@ const STAMP_PREFIX = 'bb-';
 export function readDuplicateId(message: BridgeMessage, headerName: string): string | undefined {
   const names = headerName === DEFAULT_DUPLICATE_ID_HEADER ? [headerName, LEGACY_DUPLICATE_ID_HEADER] : [headerName];
   for (const name of names) {
-    const id = headerValueToId(message.headers[name]);
+    const id = Object.hasOwn(message.headers, name) ? headerValueToId(message.headers[name]) : undefined;
     if (id !== undefined) return id;
   }
   return undefined;

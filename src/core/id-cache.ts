@@ -202,4 +202,10 @@ export interface IdCacheSemantics {
   stampTtl?: number;
   /** Most expired entries one call cleans up (bounded work per call). Default 100. */
   cleanupBatch?: number;
+  /**
+   * `id-cache-idle-expiry`, ms; undefined or 0 = never. Without `ttl`, an address that sees no reserve and no commit
+   * for this long forgets its recorded IDs (Redis: its keys and epoch marker expire), so that addresses publishers
+   * chose through a template do not stay in the cache for ever (docs/security.md#redis-memory).
+   */
+  idleExpiry?: number;
 }

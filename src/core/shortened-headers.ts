@@ -6,6 +6,7 @@
  * every other header are kept as they are.
  */
 import type { HeaderValue, Headers } from './message.js';
+import { dataRecord } from '../shared/data-record.js';
 
 /** Longest value (bytes of its text) a shortened copy keeps of a header. */
 export const SHORTENED_VALUE_BYTES = 1024;
@@ -19,7 +20,7 @@ export const SHORTENED_HEADERS = 'x-bridge-shortened-headers';
 
 /** `headers` with every value over SHORTENED_VALUE_BYTES cut (or, if not text, replaced by a note); and which. */
 export function shortenHeaders(headers: Headers): { headers: Headers; shortened: string[] } {
-  const out: Headers = {};
+  const out: Headers = dataRecord();
   const shortened: string[] = [];
   let kept = 0;
   for (const [name, value] of Object.entries(headers)) {

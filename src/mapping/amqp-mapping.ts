@@ -20,6 +20,7 @@
  */
 import type { MessageProperties as AmqpProperties, Options } from 'amqplib';
 import type { BridgeMessage, HeaderValue, Headers, MessageProperties } from '../core/message.js';
+import { dataRecord } from '../shared/data-record.js';
 
 /** The header that keeps a `user-id` that could not be published as the property (see toAmqp). */
 export const ORIGINAL_USER_ID_HEADER = 'x-original-user-id';
@@ -72,7 +73,7 @@ export function fromAmqp(content: Buffer, properties: AmqpProperties, now: numbe
   }
   if (typeof properties.timestamp === 'number') p.timestamp = properties.timestamp * 1000;
 
-  const headers: Headers = {};
+  const headers: Headers = dataRecord();
   const raw: unknown = properties.headers;
   if (raw !== null && typeof raw === 'object') {
     for (const [k, v] of Object.entries(raw)) headers[k] = decodeValue(v);
@@ -92,7 +93,7 @@ function decodeValue(v: unknown): HeaderValue {
     case 'object':
       if (Buffer.isBuffer(v) || v instanceof Date) return v;
       if (Array.isArray(v)) return v.map(decodeValue);
-      return Object.fromEntries(Object.entries(v).map(([k, x]) => [k, decodeValue(x)]));
+      return Object.assign(dataRecord<HeaderValue>(), Object.fromEntries(Object.entries(v).map(([k, x]) => [k, decodeValue(x)])));
     default:
       // symbol or function: amqplib's table decoder produces neither.
       return typeof v === 'symbol' ? v.toString() : typeof v;
@@ -136,7 +137,7 @@ export function toAmqp(msg: BridgeMessage, opts: ToAmqpOptions = {}): AmqpPublis
     o.timestamp = Math.floor(p.timestamp / 1000);
   }
 
-  const headers: Record<string, unknown> = {};
+  const headers: Record<string, unknown> = dataRecord();
   for (const [k, v] of Object.entries(msg.headers)) {
     if (v !== undefined) headers[k] = encodeValue(v);
   }

@@ -21,6 +21,7 @@ import type { Logger } from '../shared/log.js';
 import { STOMP_PROPERTY_HEADERS } from '../shared/stomp-header-names.js';
 import { encodeHeaderValue } from './stomp-mapping.js';
 import { swapTopicSeparators } from '../config/mqtt-address.js';
+import { dataRecord } from '../shared/data-record.js';
 
 /** Correlation data that is not UTF-8 text: carried as hex in this header, and made bytes again on an MQTT 5 target. */
 export const CORRELATION_DATA_HEADER = 'x-mqtt-correlation-data';
@@ -58,7 +59,7 @@ export function fromMqtt(packet: Pick<IPublishPacket, 'topic' | 'payload' | 'qos
     persistent: packet.qos > 0,
     topic: options.topicSeparator === '.' ? swapTopicSeparators(packet.topic) : packet.topic,
   };
-  const headers: Headers = {};
+  const headers: Headers = dataRecord();
   const p = options.version === 5 ? packet.properties : undefined;
   if (p === undefined) return { body, properties, headers };
 
@@ -125,7 +126,7 @@ export function toMqtt(message: BridgeMessage, options: ToMqttOptions): MqttMess
   const { log } = options;
   const p = message.properties;
   const props: NonNullable<IPublishPacket['properties']> = {};
-  const user: UserProperties = {};
+  const user: UserProperties = dataRecord();
   const put = (name: string, value: string | string[]): void => {
     const values = Array.isArray(value) ? value : [value];
     if (CONTROL.test(name) || values.some((v) => CONTROL.test(v))) {

@@ -18,6 +18,7 @@
 import type { BridgeMessage, HeaderValue, Headers } from '../core/message.js';
 import type { Logger } from '../shared/log.js';
 import { encodeHeaderValue, fromStomp, STOMP_PROPERTY_HEADERS, toStomp } from './stomp-mapping.js';
+import { dataRecord } from '../shared/data-record.js';
 
 /** Header name and value pairs in order; a name may come more than once (several values). */
 export type NatsHeaderList = [name: string, value: string][];
@@ -92,7 +93,7 @@ function isScalar(v: HeaderValue): boolean {
 /** The neutral message of a JetStream message. */
 export function fromNats(m: NatsIncoming): BridgeMessage {
   const first: Record<string, string> = {};
-  const custom: Headers = {};
+  const custom: Headers = dataRecord();
   for (const [name, values] of m.headers) {
     if (values.length === 0) continue;
     if (PROPERTY_HEADER_NAMES.has(name)) {

@@ -15,6 +15,7 @@ import { isUtf8 } from 'node:buffer';
 import type { BridgeMessage, HeaderValue, Headers, MessageProperties } from '../core/message.js';
 import type { Logger } from '../shared/log.js';
 import { RESERVED_STOMP_HEADERS, STOMP_PROPERTY_HEADERS } from '../shared/stomp-header-names.js';
+import { dataRecord } from '../shared/data-record.js';
 
 export { RESERVED_STOMP_HEADERS, STOMP_PROPERTY_HEADERS };
 
@@ -85,7 +86,7 @@ export function fromStomp(headers: Readonly<Record<string, string | number>>, bo
   const timestamp = parseIntHeader(get('timestamp'));
   if (timestamp !== undefined && timestamp > 0) properties.timestamp = timestamp;
 
-  const custom: Headers = {};
+  const custom: Headers = dataRecord();
   for (const [name, value] of Object.entries(headers)) {
     if (RESERVED_STOMP_HEADERS.has(name) || PROPERTY_HEADER_NAMES.has(name)) continue;
     custom[name] = String(value);
@@ -100,7 +101,7 @@ export function fromStomp(headers: Readonly<Record<string, string | number>>, bo
 export function toStomp(message: BridgeMessage, options: ToStompOptions = {}): StompFrameOut {
   const { log } = options;
   const p = message.properties;
-  const headers: StompHeaders = {};
+  const headers: StompHeaders = dataRecord();
 
   // Custom headers first, so that no property or protocol header can be overridden by one.
   for (const [name, value] of Object.entries(message.headers)) {

@@ -133,22 +133,44 @@ function valueText(v: unknown): string | undefined {
 }
 
 /**
- * The address for one message, or why there is none. Every value taken from the message must pass `rule` (the
+ * The rules a template's values pass: `value` for every reference, `topic` instead for `${property.topic}` when the
+ * source reads MQTT topic levels as tokens (`topic-separator: "."`: the dots are the topic's own structure, not a
+ * publisher's choice within one level). src/config/target-address.ts templateRules builds them for a bridge.
+ */
+export interface TemplateRules {
+  value: ValueRule;
+  topic?: ValueRule;
+}
+
+/**
+ * The address for one message, or why there is none. Every value taken from the message must pass its rule (the
  * bridge's `template-values` on the target's protocol, ./address-values.ts); a fallback is the configuration's text and
  * is used as written. The detail never quotes the value: it may hold anything, and the dead-letter carries it encoded.
  */
-export function resolveAddress(template: AddressTemplate, message: TemplateInput, protocol: AddressProtocol, rule: ValueRule = valueRule(undefined, protocol)): Resolved {
+export function resolveAddress(
+  template: AddressTemplate,
+  message: TemplateInput,
+  protocol: AddressProtocol,
+  rules: ValueRule | TemplateRules = valueRule(undefined, protocol),
+): Resolved {
+  const { value: rule, topic: topicRule = rule } = 'refuse' in rules ? { value: rules } : rules;
   let out = '';
   for (const part of template.parts) {
     if (typeof part === 'string') {
       out += part;
       continue;
     }
-    const raw = part.namespace === 'header' ? message.headers[part.name] : (message.properties as Record<string, unknown>)[part.name];
+    // Own keys only: a header named `constructor` that the message lacks is missing, not Object's constructor.
+    const from = part.namespace === 'header' ? message.headers : (message.properties as Record<string, unknown>);
+    const raw = Object.hasOwn(from, part.name) ? from[part.name] : undefined;
     const fromMessage = valueText(raw);
     if (fromMessage !== undefined) {
-      const refused = rule.refuse(fromMessage);
+      const refused = (part.namespace === 'property' && part.name === 'topic' ? topicRule : rule).refuse(fromMessage);
       if (refused !== undefined) return { ok: false, kind: 'unsafe', reason: `the value of ${part.text} ${refused}`, value: fromMessage };
+      // Topics that start with `$` are the broker's own ($SYS/…): a value may not make one.
+      if (protocol === 'mqtt' && out === '' && fromMessage.startsWith('$')) {
+        return { ok: false, kind: 'unsafe', reason: `the value of ${part.text} starts the topic with '$', which MQTT brokers keep for themselves`, value: fromMessage };
+      }
       out += fromMessage;
       continue;
     }

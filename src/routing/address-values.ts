@@ -6,29 +6,40 @@
  * with reason `unsafe-address` (src/core/session/route.ts), never sent anywhere else.
  *
  * The configuration refuses a `template-values` pattern that admits a character the target's broker reads as
- * structure (ADDRESS_SEPARATORS below, plus every control and white-space character on every protocol): see
+ * structure (ADDRESS_SEPARATORS below, plus every control and white-space character on every protocol); the token
+ * separator (`.` on NATS, STOMP and AMQP topic exchanges) is refused per value instead, unless the bridge sets
+ * `template-value-tokens: true` (docs/security.md#addresses-built-from-message-data): see
  * src/config/template-checks.ts. A new endpoint declares its protocol's separators here, in one line of
  * ADDRESS_SEPARATORS (docs/development.md says so).
  */
 
 /**
- * The characters each protocol's brokers read as structure in an address, which no template value may contain
- * whatever `template-values` says. Control characters and white space (ALWAYS_REFUSED) are refused on every protocol
- * on top of these.
+ * The characters each protocol's brokers read as structure in an address. `chars` no template value may contain
+ * whatever `template-values` says (a pattern that admits one is refused at load); control characters and white space
+ * (ALWAYS_REFUSED) are refused on every protocol on top of these. `tokens` is the token separator where the target
+ * splits its address into tokens that subscriptions, bindings and permissions match (`orders.>`, `#.admin.#`): a value
+ * holding one would add tokens, so it is refused per value — not by refusing the pattern, since the default
+ * `template-values` admits `.` and stays valid — unless the bridge says its values may span tokens
+ * (`template-value-tokens: true`, ValueRuleOptions). `tokensAlways` false: only where the configuration says the
+ * target splits (an AMQP topic exchange, src/config/target-address.ts targetSplitsTokens).
  */
 export const ADDRESS_SEPARATORS = {
-  // Topic exchanges: `*` and `#` are wildcards of bindings; a routing key holding one would look like a pattern.
-  amqp: { chars: '*#', what: 'an AMQP topic-exchange wildcard' },
-  // ActiveMQ: `,` sends to several destinations at once (composite destinations), `*` `>` are wildcards; `/` starts
-  // another destination path (/queue/…, /topic/…, RabbitMQ's /exchange/…); `#` is a wildcard of RabbitMQ and Artemis.
-  stomp: { chars: ',/*>#', what: 'a STOMP destination separator or wildcard' },
+  // Topic exchanges: `*` and `#` are wildcards of bindings; a routing key holding one would look like a pattern. `.`
+  // separates the words of a topic exchange's routing key only: a direct or the default exchange reads it as text.
+  amqp: { chars: '*#', what: 'an AMQP topic-exchange wildcard', tokens: '.', tokensAlways: false, tokenWhat: "an AMQP topic exchange's word separator" },
+  // ActiveMQ: `,` sends to several destinations at once (composite destinations), `*` `>` are wildcards, `?` starts the
+  // destination options (`/queue/a?consumer.exclusive=true` is queue `a`); `/` starts another destination path
+  // (/queue/…, /topic/…, RabbitMQ's /exchange/…); `#` is a wildcard of RabbitMQ and Artemis. `.` separates the tokens
+  // that ActiveMQ's and Artemis's wildcards and authorization entries match, and the words of RabbitMQ's /topic/.
+  stomp: { chars: ',/*>#?', what: 'a STOMP destination separator or wildcard', tokens: '.', tokensAlways: true, tokenWhat: 'the token separator of STOMP destinations (ActiveMQ, Artemis and RabbitMQ topics)' },
   // NATS subjects: `*` and `>` are wildcards (a publish to one is refused, a subscription would match many); `.`
-  // separates tokens and stays allowed, as on AMQP routing keys.
-  nats: { chars: '*>', what: 'a NATS subject wildcard' },
+  // separates tokens, which subscriptions, stream subjects and permissions match.
+  nats: { chars: '*>', what: 'a NATS subject wildcard', tokens: '.', tokensAlways: true, tokenWhat: "NATS's subject token separator" },
   // MQTT topics: `/` separates levels (a value would add one: another topic), `+` and `#` are wildcards (a PUBLISH
-  // to one is a protocol error that closes the connection). NUL, refused by MQTT, is a control character.
-  mqtt: { chars: '/+#', what: 'an MQTT topic level separator or wildcard' },
-} as const satisfies Record<string, { chars: string; what: string }>;
+  // to one is a protocol error that closes the connection). NUL, refused by MQTT, is a control character. A level
+  // separator is always refused: MQTT has no token separator that a bridge may let values span.
+  mqtt: { chars: '/+#', what: 'an MQTT topic level separator or wildcard', tokens: '', tokensAlways: false, tokenWhat: '' },
+} as const satisfies Record<string, { chars: string; what: string; tokens: string; tokensAlways: boolean; tokenWhat: string }>;
 
 export type AddressProtocol = keyof typeof ADDRESS_SEPARATORS;
 
@@ -83,40 +94,60 @@ export function compileValuePattern(pattern: string): { ok: true; regex: RegExp 
 }
 
 const DEFAULT_WHOLE = /^[A-Za-z0-9._:-]+$/;
+const DEFAULT_ONE_TOKEN = /^[A-Za-z0-9_:-]+$/;
 const ONLY_DOTS = /^\.+$/;
 
-/** Compiled rules by protocol and pattern: a bridge asks for its rule per message. */
+/** Where the target's address is split into tokens, and whether the bridge lets a value span them. */
+export interface ValueRuleOptions {
+  /** The target splits at its protocol's token separator; default: the protocol's tokensAlways (ADDRESS_SEPARATORS). */
+  splitsTokens?: boolean;
+  /** `template-value-tokens: true`: a value may hold the token separator (never an empty token). Default false. */
+  valuesSpanTokens?: boolean;
+}
+
+/** Compiled rules by protocol, pattern and token mode: a bridge asks for its rule per message. */
 const rules = new Map<string, ValueRule>();
 
 /**
  * The rule of `template-values` `pattern` (default DEFAULT_TEMPLATE_VALUES) on `protocol`. The configuration checked
  * the pattern; one that does not compile here is a programmer error.
  */
-export function valueRule(pattern: string = DEFAULT_TEMPLATE_VALUES, protocol: AddressProtocol): ValueRule {
-  const key = `${protocol}\u0000${pattern}`;
+export function valueRule(pattern: string = DEFAULT_TEMPLATE_VALUES, protocol: AddressProtocol, options: ValueRuleOptions = {}): ValueRule {
+  const separator = (options.splitsTokens ?? ADDRESS_SEPARATORS[protocol].tokensAlways) ? ADDRESS_SEPARATORS[protocol].tokens : '';
+  const mode: TokenMode = separator === '' ? 'none' : options.valuesSpanTokens === true ? 'span' : 'refuse';
+  const key = `${protocol}\u0000${mode}\u0000${pattern}`;
   let rule = rules.get(key);
   if (rule === undefined) {
-    rule = buildRule(pattern, protocol);
+    rule = buildRule(pattern, protocol, mode);
     rules.set(key, rule);
   }
   return rule;
 }
 
-function buildRule(pattern: string, protocol: AddressProtocol): ValueRule {
+/** none: the target has no token separator; refuse: a value may not hold it; span: it may, between two tokens. */
+type TokenMode = 'none' | 'refuse' | 'span';
+
+function buildRule(pattern: string, protocol: AddressProtocol, mode: TokenMode): ValueRule {
   const compiled = compileValuePattern(pattern);
   if (!compiled.ok) throw new TypeError(`template-values '${pattern}' was not checked: ${compiled.error}`);
   const one = compiled.regex;
-  const separators = ADDRESS_SEPARATORS[protocol].chars;
-  const fast = pattern === DEFAULT_TEMPLATE_VALUES ? DEFAULT_WHOLE : undefined;
+  const { chars: separators, what, tokens, tokenWhat } = ADDRESS_SEPARATORS[protocol];
+  const fast = pattern === DEFAULT_TEMPLATE_VALUES ? (mode === 'refuse' ? DEFAULT_ONE_TOKEN : DEFAULT_WHOLE) : undefined;
   return {
     refuse(value: string): string | undefined {
       if (Buffer.byteLength(value, 'utf8') > MAX_VALUE_BYTES) return `is longer than ${MAX_VALUE_BYTES} bytes`;
       if (ONLY_DOTS.test(value)) return 'is only dots';
+      if (mode === 'span' && (value.startsWith(tokens) || value.endsWith(tokens) || value.includes(tokens + tokens))) {
+        return `makes an empty token (a ${showCharacter(tokens)} at an end or doubled; ${tokenWhat})`;
+      }
       if (fast?.test(value)) return undefined;
       // One character at a time: a pattern is never run over the whole value (no backtracking over attacker input).
       for (const c of value) {
         if (ALWAYS_REFUSED.test(c)) return `contains ${showCharacter(c)}, a control or white-space character`;
-        if (separators.includes(c)) return `contains ${showCharacter(c)}, ${ADDRESS_SEPARATORS[protocol].what}`;
+        if (separators.includes(c)) return `contains ${showCharacter(c)}, ${what}`;
+        if (mode === 'refuse' && c === tokens) {
+          return `contains ${showCharacter(c)}, ${tokenWhat}: it would add a token (template-value-tokens: true lets values span tokens)`;
+        }
         if (!one.test(c)) return `contains ${showCharacter(c)}, which template-values ${pattern} does not allow`;
       }
       return undefined;

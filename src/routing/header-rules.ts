@@ -15,6 +15,7 @@
  * This layer reads a message by its shape (a `headers` record), not through core's types.
  */
 import { RESERVED_STOMP_HEADERS, STOMP_PROPERTY_HEADERS } from '../shared/stomp-header-names.js';
+import { dataRecord } from '../shared/data-record.js';
 
 /** A value `set-headers` may give: YAML's string, number or boolean. */
 export type RuleValue = string | number | boolean;
@@ -69,7 +70,7 @@ export function hasHeaderRules(rules: HeaderRules): boolean {
 
 /** A new headers record with the rules applied (rename, remove, set); `headers` is not changed. */
 export function applyHeaderRules<V>(headers: Readonly<Record<string, V>>, rules: HeaderRules): Record<string, V | RuleValue> {
-  const out: Record<string, V | RuleValue> = { ...headers };
+  const out: Record<string, V | RuleValue> = Object.assign(dataRecord<V | RuleValue>(), headers);
   for (const [from, to] of rules.rename) {
     if (!Object.hasOwn(out, from)) continue;
     const value = out[from] as V | RuleValue;

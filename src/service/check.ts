@@ -9,8 +9,8 @@
  * the AMQP queues and exchanges the configuration names that do not exist).
  *
  * With `declare` (`check --declare`), an AMQP queue or exchange a bridge names that does not exist is declared — a
- * queue durable, with no arguments (the configuration has none to give); an exchange durable, of type topic, which
- * routes a routing key without wildcards like a direct one (it has no bindings: until a queue is bound, messages sent
+ * queue durable, with no arguments (the configuration has none to give); an exchange durable, of the target's
+ * `exchange-type` (default topic, which routes a routing key without wildcards like a direct one; it has no bindings: until a queue is bound, messages sent
  * to it are returned as unroutable, and the line says so) — one finding each. What exists is never declared again,
  * so nothing that exists changes. A templated target names no queue in advance and is left alone. STOMP destinations
  * need no declaring: the broker creates one on first use.
@@ -174,7 +174,7 @@ async function checkAmqpUse(
     use.role === 'source'
       ? { kind: 'queue' as const, name: use.queue ?? '', label: `source queue '${use.queue ?? ''}'` }
       : use.target?.exchange !== undefined
-        ? { kind: 'exchange' as const, name: use.target.exchange, label: `${use.role} exchange '${use.target.exchange}'` }
+        ? { kind: 'exchange' as const, name: use.target.exchange, label: `${use.role} exchange '${use.target.exchange}'`, type: use.target.exchangeType ?? 'topic' }
         : { kind: 'queue' as const, name: use.target?.queue ?? '', label: `${use.role} queue '${use.target?.queue ?? ''}'` };
   let channel: Channel | undefined;
   try {
@@ -205,7 +205,7 @@ async function checkAmqpUse(
 }
 
 /** Declares a queue or an exchange that a passive declare did not find, on a channel of its own. */
-async function declareMissing(session: AmqpSession, subject: string, what: { kind: 'queue' | 'exchange'; name: string; label: string }): Promise<Finding> {
+async function declareMissing(session: AmqpSession, subject: string, what: { kind: 'queue' | 'exchange'; name: string; label: string; type?: string }): Promise<Finding> {
   const where = session.where;
   let channel: Channel | undefined;
   try {
@@ -215,11 +215,12 @@ async function declareMissing(session: AmqpSession, subject: string, what: { kin
       await channel.assertQueue(what.name, { durable: true });
       return { level: 'ok', subject, message: `${what.label} did not exist on ${where}: declared it (durable)` };
     }
-    await channel.assertExchange(what.name, 'topic', { durable: true });
+    const type = what.type ?? 'topic';
+    await channel.assertExchange(what.name, type, { durable: true });
     return {
       level: 'warning',
       subject,
-      message: `${what.label} did not exist on ${where}: declared it (durable, type topic); no queue is bound to it, so messages are returned as unroutable until one is`,
+      message: `${what.label} did not exist on ${where}: declared it (durable, type ${type}); no queue is bound to it, so messages are returned as unroutable until one is`,
     };
   } catch (err) {
     return { level: 'error', subject, message: `${what.label} did not exist on ${where}, and declaring it failed: ${replyText(err) || (err as Error).message}` };

@@ -108,10 +108,20 @@ function describeThrown(v: unknown): string {
  * (a password may itself hold `@` or `:`: `amqp://user:p@ss@host` keeps only `host`). A password cannot hold a raw `/`,
  * `?` or `#` in a URL that parses (src/config/errors-format.ts hides more of a value that does not), and the
  * configuration gives every client its URLs with the user info percent-encoded (src/config/resolve.ts), so a URL a
- * library quotes back has no `@`, white space or quote in its password.
+ * library quotes back has no `@`, white space or quote in its password (encodeUserInfo below: `'` too, which the WHATWG
+ * URL parser leaves raw).
  */
 export function redactUrl(text: string): string {
   if (!text.includes('://')) return text;
   // The scheme starts where a word does, so that a long run of letters is not tried from each of them.
   return text.replace(/(?<![a-z0-9+.-])([a-z][a-z0-9+.-]*:\/\/)[^\s"'<>`/?#]*@/gi, '$1***@');
+}
+
+/**
+ * A user name or password as it goes into a URL's user info: percent-encoded so that it holds none of the characters
+ * at which redactUrl stops (white space, quotes, `/`, `?`, `#`) and no `@` or `:`, whatever it holds. encodeURIComponent
+ * leaves `'` (a quote around a URL in a message) and `!()*` raw: encoded here too.
+ */
+export function encodeUserInfo(text: string): string {
+  return encodeURIComponent(text).replace(/[!'()*]/g, (c) => `%${c.charCodeAt(0).toString(16).toUpperCase()}`);
 }

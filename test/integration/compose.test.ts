@@ -3,7 +3,7 @@
  * the bridges.yaml that compose mounts. No Docker engine is needed (none exists on CI): the files are parsed, and
  * bridges.yaml is loaded with the environment the compose file gives the bridge container.
  */
-import { existsSync, readFileSync, statSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
@@ -56,11 +56,13 @@ function durationMs(text: unknown): number {
 /** Container-side port of each `ports` entry ("127.0.0.1:5672:5672", "5672:5672", "5672", or long syntax). */
 function containerPorts(service: Obj): number[] {
   const ports = Array.isArray(service.ports) ? service.ports : [];
-  return ports.map((p) => {
+  const published = ports.map((p) => {
     if (isObj(p)) return Number(p.target);
     const last = String(p).split('/')[0]?.split(':').pop();
     return Number(last);
   });
+  // Ports other compose services reach without a publication (Mosquitto's bridge listener).
+  return [...published, ...strings(service.expose).map(Number)];
 }
 
 function urlOf(text: string): URL {
@@ -82,7 +84,7 @@ function dockerfileInstruction(text: string, name: string): string | undefined {
 describe('docker-compose.yml', () => {
   it('has the brokers, Redis and the bridge, and Prometheus and Grafana only in the monitoring profile', () => {
     const inProfile = (name: string) => strings(service(name).profiles);
-    expect(Object.keys(services).filter((n) => inProfile(n).length === 0).sort()).toEqual(['activemq', 'bridge', 'mosquitto', 'nats', 'rabbitmq', 'redis']);
+    expect(Object.keys(services).filter((n) => inProfile(n).length === 0).sort()).toEqual(['activemq', 'bridge', 'mosquitto', 'nats', 'rabbitmq', 'redis', 'secrets']);
     expect(Object.keys(services).filter((n) => inProfile(n).includes('monitoring')).sort()).toEqual(['grafana', 'prometheus']);
   });
 
@@ -101,7 +103,8 @@ describe('docker-compose.yml', () => {
     // ActiveMQ: the STOMP port the bridge uses, not the web console or OpenWire.
     expect(test('activemq')).toContain('61613');
     // Mosquitto: a subscriber on the MQTT port gets a message ($$ is compose's $).
-    expect(test('mosquitto')).toMatch(/mosquitto_sub .*-p 1883 .*\$\$SYS\/broker\/uptime/);
+    // Mosquitto: a subscriber on the bridge's listener, with the bridge's password, gets a message.
+    expect(test('mosquitto')).toMatch(/mosquitto_sub .*-p 1884 -u bridge -P "\$\$\(cat \/run\/secrets\/mqtt-bridge-password\)" .*\$\$SYS\/broker\/uptime/);
   });
 
   it('runs Mosquitto with persistence on a named volume and no limit on what an offline session queues', () => {
@@ -165,7 +168,7 @@ describe('docker-compose.yml', () => {
     const expected = [
       ['AMQP_URL', 'amqp:', 'rabbitmq', 5672],
       ['STOMP_URL', 'stomp:', 'activemq', 61613],
-      ['MQTT_URL', 'mqtt:', 'mosquitto', 1883],
+      ['MQTT_URL', 'mqtt:', 'mosquitto', 1884],
       ['REDIS_URL', 'redis:', 'redis', 6379],
     ] as const;
     for (const [name, protocol, host, port] of expected) {
@@ -190,16 +193,23 @@ describe('docker-compose.yml', () => {
     expect(bridge.init).toBe(true);
   });
 
-  it('gives the bridge its admin token as a secret file the image\'s user (uid 1000) can read', () => {
-    expect(strings(bridge.secrets)).toEqual(['admin-token']);
+  it('commits no credential that works: the admin token and the Mosquitto passwords are made per deployment, on a volume only Mosquitto and the bridge mount', () => {
+    const init = service('secrets');
+    expect(strings(init.entrypoint)).toEqual(['sh', '/init-secrets.sh', '/secrets']);
+    expect(strings(init.volumes)).toEqual(['./docker/secrets/init-secrets.sh:/init-secrets.sh:ro', 'secrets:/secrets']);
+    expect(compose.secrets, 'no compose secrets: files a clone would share').toBeUndefined();
+    const mounting = Object.entries(services).filter(([, s]) => strings(obj(s, 'service').volumes).some((v) => v.startsWith('secrets:'))).map(([n]) => n);
+    expect(mounting.sort()).toEqual(['bridge', 'mosquitto', 'secrets']);
+    expect(strings(bridge.volumes)).toContain('secrets:/run/secrets:ro');
     expect(bridgeEnv.ADMIN_TOKEN_FILE).toBe('/run/secrets/admin-token');
-    const file = String(obj(obj(compose.secrets, 'secrets')['admin-token'], 'secrets.admin-token').file);
-    const m = /^\$\{ADMIN_TOKEN_SECRET_FILE:-(.+)\}$/.exec(file);
-    expect(m, 'file: ${ADMIN_TOKEN_SECRET_FILE:-<default>}').not.toBeNull();
-    const dflt = join(root, m![1]!);
-    // Compose without swarm bind-mounts the file with its own permissions: readable by others, or uid 1000 cannot.
-    expect(statSync(dflt).mode & 0o004, `${m![1]} readable by others`).toBe(0o004);
-    expect(readFileSync(dflt, 'utf8').trim()).not.toBe('');
+    for (const name of ['bridge', 'mosquitto']) {
+      expect(obj(obj(service(name).depends_on, `${name}.depends_on`).secrets, `${name} waits for the secrets`).condition).toBe('service_completed_successfully');
+    }
+    // The bridge's MQTT URL names the user; its password comes from the volume, put in by the entrypoint.
+    expect(bridgeEnv.MQTT_URL).toBe('mqtt://bridge@mosquitto:1884');
+    expect(strings(bridge.entrypoint).join(' ')).toContain('MQTT_URL="mqtt://bridge:$$(cat /run/secrets/mqtt-bridge-password)@mosquitto:1884" exec node dist/cli.js');
+    // Nothing under docker/secrets but the script that makes them.
+    expect(readdirSync(join(root, 'docker/secrets'))).toEqual(['init-secrets.sh']);
   });
 
   it('publishes every port on 127.0.0.1 through a variable, for a host where it is taken; the README names them', () => {

@@ -128,6 +128,7 @@ function probes(): Step[] {
 const options: fc.Arbitrary<PairOptions> = fc.record({
   size: fc.integer({ min: 3, max: 5 }),
   ttl: fc.constantFrom(undefined, HOUR),
+  idleExpiry: fc.constantFrom(undefined, 2 * HOUR),
   lease: fc.constant(10 * MINUTE),
 });
 
@@ -275,6 +276,26 @@ describe.concurrent('MemoryIdCache answers as RedisIdCache does: expiry', () => 
       [release('x', 's2.1', true), ok],
       [sleep(1300), ok],
       [reserve('x', 's3.1'), reserved],
+    ]);
+  });
+
+  it('an address that sees no reserve or commit for the idle expiry forgets its IDs; a reserve keeps them, as a commit does', async () => {
+    const OTHER = ADDRESSES[1];
+    await compare({ size: 3, idleExpiry: 1000, lease: 10 * MINUTE }, [
+      [{ op: 'commit', address: OUT, id: 'a', token: 's1.1' }, ok],
+      [{ op: 'commit', address: OTHER, id: 'b', token: 's1.1' }, ok],
+      [sleep(600), ok],
+      // A reserve on OUT (answered duplicate) keeps its IDs for another idle expiry; OTHER sees nothing.
+      [reserve('a', 's1.2'), { status: 'duplicate' }],
+      [sleep(600), ok],
+      [{ op: 'recorded', address: OUT, ids: ['a'] }, [true]],
+      [{ op: 'recorded', address: OTHER, ids: ['b'] }, [false]],
+      [reserve('b', 's1.2', OTHER), reserved],
+      [sleep(1300), ok],
+      [{ op: 'recorded', address: OUT, ids: ['a'] }, [false]],
+      [{ op: 'commit', address: OUT, id: 'c', token: 's1.3' }, ok],
+      [{ op: 'commit', address: OUT, id: 'd', token: 's1.3' }, ok],
+      [{ op: 'recorded', address: OUT, ids: ['a', 'c', 'd'] }, [false, true, true]],
     ]);
   });
 

@@ -55,7 +55,10 @@ function testWorld(): {
   return {
     prefix,
     make(options = {}) {
-      const cache = new RedisIdCache({ url: services.redisUrl, keyPrefix: prefix, size: 2000, lease: LEASE, ...options });
+      // A process forgets what it saw of an address (its epoch) before Redis forgets the address, as the service
+      // configures it (id-cache-idle-expiry above address-idle-timeout): else an expired marker would read as a loss.
+      const idle = options.idleExpiry !== undefined ? { addressIdleTimeout: options.idleExpiry / 4 } : {};
+      const cache = new RedisIdCache({ url: services.redisUrl, keyPrefix: prefix, size: 2000, lease: LEASE, ...idle, ...options });
       caches.push(cache);
       return cache;
     },

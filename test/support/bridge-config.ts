@@ -26,6 +26,7 @@ export function testBridgeConfig(over: Partial<BridgeConfig> = {}): BridgeConfig
     addForwardHeaders: false,
     filterMiss: 'skip',
     templateValues: '[A-Za-z0-9._:-]',
+    templateValueTokens: false,
     maxAddresses: 10_000,
     addressIdleTimeout: 600_000,
     ...over,

@@ -10,6 +10,7 @@ export interface CacheOptions {
   size?: number;
   ttl?: number;
   lease?: number;
+  idleExpiry?: number;
 }
 
 /** One test's world: caches made by it share one store (as bridge replicas share one Redis). */
@@ -114,6 +115,25 @@ export function idCacheContract(name: string, createHarness: () => ContractHarne
         expect(await c.reserve('orders', 'young', 'r3')).toEqual({ status: 'duplicate' });
         await c.commit('orders', 'old', 'r2');
         expect(await c.reserve('orders', 'old', 'r4')).toEqual({ status: 'duplicate' });
+      });
+
+      it('forgets the IDs of an address that sees no reserve or commit for the idle expiry; one in use keeps its IDs', async () => {
+        const idle = 2 * LEASE;
+        const c = h.cache({ size: 10, idleExpiry: idle });
+        await c.commit('quiet', 'q', 't1');
+        await c.commit('busy', 'b', 't2');
+        // 'busy' is used (a reserve answered duplicate) every half idle expiry; 'quiet' is not touched at all.
+        for (let i = 0; i < 3; i++) {
+          await h.advance(idle / 2);
+          expect(await c.reserve('busy', 'b', `r-${i}`), `round ${i}`).toEqual({ status: 'duplicate' });
+        }
+        expect(await c.horizon('quiet')).toEqual({ ids: 0, oldestAgeMs: null });
+        expect(await c.recorded('quiet', ['q'])).toEqual([false]);
+        expect(await c.reserve('quiet', 'q', 'r-q')).toEqual({ status: 'reserved', possibleDuplicate: false });
+        expect((await c.horizon('busy')).ids).toBe(1);
+        // Recorded afresh, the quiet address remembers again.
+        await c.commit('quiet', 'q', 'r-q');
+        expect(await c.reserve('quiet', 'q', 'r-q2')).toEqual({ status: 'duplicate' });
       });
 
       it('keeps two addresses independent', async () => {

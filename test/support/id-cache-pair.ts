@@ -164,7 +164,9 @@ export class CachePair {
     options: PairOptions,
   ) {
     this.memory = new Side(new MemoryIdCache(options));
-    this.redis = new Side(new RedisIdCache({ ...options, url: services.redisUrl, keyPrefix: prefix }));
+    // With an idle expiry, the process forgets an address's epoch before Redis does, as the service configures it.
+    const idle = options.idleExpiry ? { addressIdleTimeout: options.idleExpiry / 4 } : {};
+    this.redis = new Side(new RedisIdCache({ ...options, ...idle, url: services.redisUrl, keyPrefix: prefix }));
   }
 
   /** Runs one step on both caches (memory first, then Redis) and returns both answers. */

@@ -129,7 +129,8 @@ export class NatsTestClient {
 }
 
 function headerRecord(h: { keys(): string[]; values(k: string): string[] } | undefined): Record<string, string[]> {
-  const out: Record<string, string[]> = {};
+  // No prototype: a header named `__proto__` is an own key here too (test/integration/header-names-round-trip.test.ts).
+  const out = Object.create(null) as Record<string, string[]>;
   if (h === undefined) return out;
   for (const k of h.keys()) out[k] = h.values(k);
   return out;

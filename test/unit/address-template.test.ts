@@ -85,11 +85,12 @@ describe('address templates: resolution', () => {
 describe('template values: the one rule (src/routing/address-values.ts)', () => {
   const refuse = (value: string, protocol: AddressProtocol, pattern?: string) => valueRule(pattern, protocol).refuse(value);
 
-  it('the default admits letters, digits and . _ : - only', () => {
-    for (const ok of ['eu', 'EU-west_1', 'a.b.c', 'urn:x:1', '0']) {
+  it('the default admits letters, digits and . _ : - only (a dot only where the target does not split tokens at it)', () => {
+    for (const ok of ['eu', 'EU-west_1', 'urn:x:1', '0']) {
       expect(refuse(ok, 'stomp'), ok).toBeUndefined();
       expect(refuse(ok, 'amqp'), ok).toBeUndefined();
     }
+    expect(refuse('a.b.c', 'amqp')).toBeUndefined();
     expect(refuse('caf\u00e9', 'amqp')).toBe("contains '\u00e9' (U+00E9), which template-values [A-Za-z0-9._:-] does not allow");
     expect(refuse('a b', 'amqp')).toBe('contains U+0020, a control or white-space character');
     expect(refuse('a/b', 'amqp')).toBe("contains '/' (U+002F), which template-values [A-Za-z0-9._:-] does not allow");
@@ -135,7 +136,7 @@ describe('template values: the one rule (src/routing/address-values.ts)', () => 
     expect(long).toBe(`${'y'.repeat(255)}\u2026`);
   });
 
-  it('NATS: a value never brings a subject wildcard or white space; a dot is a token like any other', () => {
+  it('NATS: a value never brings a subject wildcard or white space', () => {
     const strict = parse('orders.${header.region}');
     for (const value of ['*', '>', 'eu.>', 'eu *', 'a b', 'eu\u00a0x']) {
       const r = resolveAddress(strict, msg({ region: value }), 'nats', valueRule('[\\s\\S]', 'nats'));
@@ -143,7 +144,7 @@ describe('template values: the one rule (src/routing/address-values.ts)', () => 
       if (!r.ok) expect(r.kind, value).toBe('unsafe');
     }
     expect(refuse('eu>x', 'nats', '[\\s\\S]')).toMatch(/a NATS subject wildcard$/);
-    expect(resolveAddress(strict, msg({ region: 'eu.west' }), 'nats')).toEqual({ ok: true, value: 'orders.eu.west' });
+    expect(resolveAddress(strict, msg({ region: 'eu-west' }), 'nats')).toEqual({ ok: true, value: 'orders.eu-west' });
     // `>` is no separator of an AMQP routing key: a wide pattern lets it through there.
     expect(resolveAddress(strict, msg({ region: '>' }), 'amqp', valueRule('[\\s\\S]', 'amqp'))).toEqual({ ok: true, value: 'orders.>' });
   });
@@ -158,5 +159,56 @@ describe('template values: the one rule (src/routing/address-values.ts)', () => 
     }
     expect(refuse('a/b', 'mqtt', '[\\s\\S]')).toMatch(/an MQTT topic level separator or wildcard$/);
     expect(resolveAddress(parse('${property.topic}'), msg({}, { topic: 'sensors.d1.temp' }), 'amqp')).toEqual({ ok: true, value: 'sensors.d1.temp' });
+  });
+});
+
+describe("the token separator '.': a value cannot add tokens unless the bridge says values span them", () => {
+  const dev = parse('X.dev.${header.device}.ev');
+  const TOKEN = /it would add a token \(template-value-tokens: true lets values span tokens\)$/;
+
+  it.each(['nats', 'stomp'] as const)('%s: a value with a dot is refused by default, whatever template-values admits', (protocol) => {
+    for (const pattern of [undefined, '[A-Za-z0-9._:-]', '[\\s\\S]']) {
+      const r = resolveAddress(dev, msg({ device: 'a.admin' }), protocol, valueRule(pattern, protocol));
+      expect(r).toMatchObject({ ok: false, kind: 'unsafe', value: 'a.admin' });
+      if (!r.ok) expect(r.reason).toMatch(TOKEN);
+    }
+    expect(resolveAddress(dev, msg({ device: 'a-admin' }), protocol)).toEqual({ ok: true, value: 'X.dev.a-admin.ev' });
+  });
+
+  it('template-value-tokens: a value spans tokens, never an empty one', () => {
+    const span = valueRule(undefined, 'nats', { valuesSpanTokens: true });
+    expect(resolveAddress(dev, msg({ device: 'a.admin' }), 'nats', span)).toEqual({ ok: true, value: 'X.dev.a.admin.ev' });
+    for (const device of ['.a', 'a.', 'a..b']) expect(span.refuse(device), device).toMatch(/^makes an empty token/);
+    expect(span.refuse('a.>')).toMatch(/a NATS subject wildcard$/);
+  });
+
+  it("AMQP: a dot is refused only where the configuration says the exchange is a topic exchange", () => {
+    expect(valueRule(undefined, 'amqp').refuse('a.admin')).toBeUndefined();
+    expect(valueRule(undefined, 'amqp', { splitsTokens: false }).refuse('a.admin')).toBeUndefined();
+    expect(valueRule(undefined, 'amqp', { splitsTokens: true }).refuse('a.admin')).toMatch(/an AMQP topic exchange's word separator: it would add a token/);
+    expect(valueRule(undefined, 'amqp', { splitsTokens: true, valuesSpanTokens: true }).refuse('a.admin')).toBeUndefined();
+  });
+
+  it('MQTT has no token separator to let through: its level separator stays refused whatever the options', () => {
+    expect(valueRule('[\\s\\S]', 'mqtt', { splitsTokens: true, valuesSpanTokens: true }).refuse('a/b')).toMatch(/an MQTT topic level separator or wildcard$/);
+    expect(valueRule(undefined, 'mqtt').refuse('a.b')).toBeUndefined();
+  });
+
+  it('TemplateRules: ${property.topic} may have its own rule (an MQTT topic read with topic-separator "."), other references keep theirs', () => {
+    const t = parse('X.${property.topic}.${header.device:-none}');
+    const rules = { value: valueRule(undefined, 'nats'), topic: valueRule(undefined, 'nats', { valuesSpanTokens: true }) };
+    expect(resolveAddress(t, msg({}, { topic: 'sensors.d1.temp' }), 'nats', rules)).toEqual({ ok: true, value: 'X.sensors.d1.temp.none' });
+    expect(resolveAddress(t, msg({ device: 'a.b' }, { topic: 'sensors' }), 'nats', rules)).toMatchObject({ ok: false, kind: 'unsafe', value: 'a.b' });
+    expect(resolveAddress(t, msg({}, { topic: 'sensors..temp' }), 'nats', rules)).toMatchObject({ ok: false, kind: 'unsafe' });
+  });
+
+  it("STOMP: '?' (ActiveMQ's destination options) is refused like a separator, even by a pattern that admits it", () => {
+    expect(valueRule('[\\s\\S]', 'stomp', { valuesSpanTokens: true }).refuse('orders?consumer.exclusive=true')).toBe("contains '?' (U+003F), a STOMP destination separator or wildcard");
+  });
+
+  it("MQTT: a value may not start the topic with '$' (the broker's own topics); inside the topic it is a character like any other", () => {
+    const wide = valueRule('[A-Za-z0-9$]', 'mqtt');
+    expect(resolveAddress(parse('${header.t}/x'), msg({ t: '$SYS' }), 'mqtt', wide)).toMatchObject({ ok: false, kind: 'unsafe', value: '$SYS' });
+    expect(resolveAddress(parse('d/${header.t}'), msg({ t: '$SYS' }), 'mqtt', wide)).toEqual({ ok: true, value: 'd/$SYS' });
   });
 });

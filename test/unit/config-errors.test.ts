@@ -164,6 +164,15 @@ describe('configuration errors: file:line:col, key path, what is wrong, what is 
     ]);
   });
 
+  it('template-value-tokens and exchange-type: wrong values, and exchange-type where no exchange is', () => {
+    expect(load('bad-template-tokens.yaml')).toEqual([
+      `${fixture('bad-template-tokens.yaml')}:7:71 bridges[0].target.exchange-type: not valid on a NATS target (connection 'nats' is nats); use subject, the subject a JetStream stream captures`,
+      `${fixture('bad-template-tokens.yaml')}:8:28 bridges[0].template-value-tokens: expected true or false, got "yes"`,
+      `${fixture('bad-template-tokens.yaml')}:11:68 bridges[1].target.exchange-type: expected one of direct, topic, fanout, headers, got "fan-out"`,
+      `${fixture('bad-template-tokens.yaml')}:14:62 bridges[2].target.exchange-type: applies only with exchange; the default exchange is a direct exchange`,
+    ]);
+  });
+
   it('URL scheme that does not match the connection type', () => {
     expect(load('bad-url-scheme.yaml')).toEqual([
       `${fixture('bad-url-scheme.yaml')}:2:30 connections.rabbit.url: expected a URL starting with amqp://, amqps:// (e.g. amqp://guest:guest@localhost:5672), got "stomp://127.0.0.1:61613"`,
@@ -221,7 +230,7 @@ describe('configuration errors: file:line:col, key path, what is wrong, what is 
     ].join('\n');
     expect(problemsOf(() => parseConfig(text, 'd.yaml', {}))).toEqual([
       'd.yaml:3:13 defaults.prefetch: expected an integer from 1 to 65535, got -1',
-      "d.yaml:4:3 defaults.name: unknown key; valid keys here: use-duplicate-detection, duplicate-id-header, prefetch, max-in-flight-bytes, max-delivery-attempts, retry-interval, retry-interval-multiplier, max-retry-interval, reconnect-attempts, confirm-timeout, max-batch-size, max-batch-time, stall-timeout, filter-miss, min-cache-horizon, template-values, max-addresses, address-idle-timeout, add-forward-headers",
+      "d.yaml:4:3 defaults.name: unknown key; valid keys here: use-duplicate-detection, duplicate-id-header, prefetch, max-in-flight-bytes, max-delivery-attempts, retry-interval, retry-interval-multiplier, max-retry-interval, reconnect-attempts, confirm-timeout, max-batch-size, max-batch-time, stall-timeout, filter-miss, min-cache-horizon, template-values, template-value-tokens, max-addresses, address-idle-timeout, add-forward-headers",
     ]);
   });
 

@@ -5,7 +5,7 @@
  */
 import { describe, expect, it } from 'vitest';
 import { ConfigFileError, parseConfig, warnings } from '../../src/config/load.js';
-import { cacheAddress, resolvedRoute, targetTemplate } from '../../src/config/target-address.js';
+import { cacheAddress, resolvedRoute, targetTemplate, templateRules } from '../../src/config/target-address.js';
 import type { Config } from '../../src/config/types.js';
 
 function yaml(target: string, more: string[] = []): string {
@@ -88,7 +88,7 @@ describe('the start-up in-flight warning and templated targets', () => {
         '  rabbit: { type: amqp, url: "amqp://h" }',
         'id-cache: { id-cache-size: 150 }',
         'bridges:',
-        '  - { name: t, prefetch: 100, source: { connection: rabbit, queue: a }, target: { connection: rabbit, exchange: x, routing-key: "orders.${header.region}" }, dead-letter: { connection: rabbit, queue: dl } }',
+        '  - { name: t, prefetch: 100, source: { connection: rabbit, queue: a }, target: { connection: rabbit, exchange: x, exchange-type: topic, routing-key: "orders.${header.region}" }, dead-letter: { connection: rabbit, queue: dl } }',
         '  - { name: f, prefetch: 100, source: { connection: rabbit, queue: b }, target: { connection: rabbit, exchange: x, routing-key: orders.eu }, dead-letter: { connection: rabbit, queue: dl } }',
         '',
       ].join('\n'),
@@ -143,7 +143,7 @@ describe('template-values: checked at load against the target protocol (docs/sec
 
   it('a pattern that admits a separator of a STOMP target: located at the key, naming what it admits and what would be valid', () => {
     expect(problems(yaml('{ connection: mq, queue: "orders.${header.region}" }', ['    template-values: "[a-z,]"']))).toEqual([
-      "x.yaml:8:22 bridges[0].template-values: template-values [a-z,] admits ',' (U+002C): a value with it could steer a message on this STOMP target elsewhere; expected a pattern that admits none of , / * > # and no control or white-space character, e.g. the default [A-Za-z0-9._:-]",
+      "x.yaml:8:22 bridges[0].template-values: template-values [a-z,] admits ',' (U+002C): a value with it could steer a message on this STOMP target elsewhere; expected a pattern that admits none of , / * > # ? and no control or white-space character, e.g. the default [A-Za-z0-9._:-]",
     ]);
     const [all] = problems(yaml('{ connection: mq, queue: "orders.${header.region}" }', ['    template-values: "."']));
     expect(all).toMatch(/^x\.yaml:8:22 bridges\[0\]\.template-values: template-values \. admits ',' \(U\+002C\), '\/' \(U\+002F\), '\*' \(U\+002A\), '>' \(U\+003E\), '#' \(U\+0023\) and \d+ more:/);
@@ -170,7 +170,7 @@ describe('template-values: checked at load against the target protocol (docs/sec
         '',
       ].join('\n');
     expect(problems(text('{ connection: mq, queue: "o.${header.r}" }'))).toEqual([
-      "x.yaml:5:20 defaults.template-values: template-values [a-z/] admits '/' (U+002F) (for bridge 't'): a value with it could steer a message on this STOMP target elsewhere; expected a pattern that admits none of , / * > # and no control or white-space character, e.g. the default [A-Za-z0-9._:-]",
+      "x.yaml:5:20 defaults.template-values: template-values [a-z/] admits '/' (U+002F) (for bridge 't'): a value with it could steer a message on this STOMP target elsewhere; expected a pattern that admits none of , / * > # ? and no control or white-space character, e.g. the default [A-Za-z0-9._:-]",
     ]);
     expect(problems(text('{ connection: mq, queue: fixed }'))).toEqual([]);
   });
@@ -179,5 +179,90 @@ describe('template-values: checked at load against the target protocol (docs/sec
     expect(problems(yaml('{ connection: mq, queue: "o.${header.r}" }', ['    template-values: "[a-z"']))[0]).toMatch(
       /^x\.yaml:8:22 bridges\[0\]\.template-values: template-values '\[a-z' is not a valid regular expression \(.*\); expected one that a single character of a template value must match, e\.g\. \[A-Za-z0-9\._:-\]$/,
     );
+  });
+});
+
+describe("the token separator per target, as the configuration says it (docs/security.md#addresses-built-from-message-data)", () => {
+  const config = (bridges: string[]) =>
+    parseConfig(
+      [
+        'connections:',
+        '  rabbit: { type: amqp, url: "amqp://h" }',
+        '  nats: { type: nats, url: "nats://h:4222" }',
+        '  mq: { type: mqtt, url: "mqtt://h:1883" }',
+        '  amq: { type: stomp, url: "stomp://h:61613" }',
+        'bridges:',
+        ...bridges.map((b, i) => `  - { name: b${i}, ${b}, dead-letter: { connection: rabbit, queue: dl } }`),
+        '',
+      ].join('\n'),
+      't.yaml',
+      {},
+    );
+  const refusesDot = (c: Config, i: number, topic = false) => {
+    const rules = templateRules(c.bridges[i]!);
+    return (topic ? (rules.topic ?? rules.value) : rules.value).refuse('a.admin') !== undefined;
+  };
+
+  it('NATS and STOMP split at a dot; AMQP only on a topic exchange (exchange-type: topic, or amq.topic); template-value-tokens lets values span', () => {
+    const c = config([
+      'source: { connection: rabbit, queue: a }, target: { connection: nats, subject: "X.${header.d}" }',
+      'source: { connection: rabbit, queue: a }, target: { connection: nats, subject: "X.${header.d}" }, template-value-tokens: true',
+      'source: { connection: rabbit, queue: a }, target: { connection: amq, queue: "/topic/X.${header.d}" }',
+      'source: { connection: rabbit, queue: a }, target: { connection: rabbit, queue: "X.${header.d}" }',
+      'source: { connection: rabbit, queue: a }, target: { connection: rabbit, exchange: ev, exchange-type: topic, routing-key: "X.${header.d}" }',
+      'source: { connection: rabbit, queue: a }, target: { connection: rabbit, exchange: amq.topic, routing-key: "X.${header.d}" }',
+      'source: { connection: rabbit, queue: a }, target: { connection: rabbit, exchange: ev, exchange-type: direct, routing-key: "X.${header.d}" }',
+    ]);
+    expect(c.bridges.map((_, i) => refusesDot(c, i))).toEqual([true, false, true, false, true, true, false]);
+    expect(warnings(c).filter((w) => w.includes('exchange-type'))).toEqual([]);
+  });
+
+  it('a templated routing key on an exchange of unknown type: a warning naming the key to set', () => {
+    const c = config(['source: { connection: rabbit, queue: a }, target: { connection: rabbit, exchange: ev, routing-key: "X.${header.d}" }']);
+    expect(refusesDot(c, 0)).toBe(false);
+    expect(warnings(c).filter((w) => w.includes('exchange-type'))).toEqual([
+      "bridge 'b0': the routing key is an address template on exchange 'ev', whose type the configuration does not say: a template value may hold '.', as on a direct exchange; if it is a topic exchange, set exchange-type: topic so that a value cannot add words to the routing key (docs/security.md#addresses-built-from-message-data)",
+    ]);
+  });
+
+  it('${property.topic} from an MQTT source with topic-separator "." keeps its dots; other values do not', () => {
+    const c = config([
+      'source: { connection: mq, topic: "sensors/#", topic-separator: "." }, target: { connection: nats, subject: "X.${property.topic}" }',
+      'source: { connection: mq, topic: "sensors/#" }, target: { connection: nats, subject: "X.${property.topic}" }',
+    ]);
+    expect([refusesDot(c, 0, true), refusesDot(c, 0), refusesDot(c, 1, true)]).toEqual([false, true, true]);
+  });
+});
+
+describe('id-cache-idle-expiry: warnings where Redis could grow or forget too early (docs/redis.md#memory)', () => {
+  const config = (idCache: string, templated: boolean) =>
+    parseConfig(
+      [
+        'connections:',
+        '  rabbit: { type: amqp, url: "amqp://h" }',
+        `id-cache: { ${idCache} }`,
+        'bridges:',
+        `  - { name: t, source: { connection: rabbit, queue: a }, target: { connection: rabbit, queue: "${templated ? 'q.${header.r}' : 'q'}" }, dead-letter: { connection: rabbit, queue: dl } }`,
+        '',
+      ].join('\n'),
+      'i.yaml',
+      {},
+    );
+  const about = (c: Config) => warnings(c).filter((w) => w.includes('id-cache-idle-expiry'));
+
+  it('on by default (48 h), no warning; turned off with a templated bridge: a warning naming it', () => {
+    expect(config('', true).idCache.idCacheIdleExpiry).toBe(172_800_000);
+    expect(about(config('', true))).toEqual([]);
+    expect(about(config('id-cache-idle-expiry: 0', false))).toEqual([]);
+    expect(about(config('id-cache-idle-expiry: 0', true))).toEqual([
+      'id-cache.id-cache-idle-expiry is 0: the cache never forgets an address, and bridges t have templated targets whose addresses publishers choose, so Redis grows with every new one (bounded only by id-cache-ttl, which is not set); remove the key for the default of 48 h (docs/security.md#redis-memory)',
+    ]);
+  });
+
+  it('shorter than loss-window, or not above address-idle-timeout: said', () => {
+    expect(about(config('id-cache-idle-expiry: 600000', true))).toEqual([
+      'id-cache.id-cache-idle-expiry 600000 is shorter than loss-window 86400000: an address quiet that long forgets its IDs while a redelivery for it can still come back, and the redelivery passes as new; set it to at least 86400000',
+      'id-cache.id-cache-idle-expiry 600000 is not above the longest address-idle-timeout 600000: a process may find an address forgotten in Redis that it still remembers, and report a cache loss; set it above 600000',
+    ]);
   });
 });

@@ -77,7 +77,7 @@ describe('the connection plan', () => {
       shutdownTimeout: 1000,
       httpHost: '127.0.0.1',
       connections: { rabbit },
-      idCache: { persistIdCache: true, idCacheSize: 10_000_000, redis: { kind: 'standalone' as const, url: 'redis://x' }, keyPrefix: 'p', reservationLease: 1000, replicas: 1, minReplicasAcked: 0, minReplicasTimeout: 1000, lossWindow: 1000 },
+      idCache: { persistIdCache: true, idCacheSize: 10_000_000, redis: { kind: 'standalone' as const, url: 'redis://x' }, keyPrefix: 'p', reservationLease: 1000, replicas: 1, minReplicasAcked: 0, minReplicasTimeout: 1000, lossWindow: 1000, idCacheIdleExpiry: 172_800_000 },
       bridges: many,
       deprecations: [],
     };

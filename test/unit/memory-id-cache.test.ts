@@ -47,10 +47,16 @@ describe('MemoryIdCache', () => {
   it('drops expired IDs lazily, with bounded work per call', async () => {
     const { cache, clock } = make({ size: 1000, ttl: 100, cleanupBatch: 50 });
     for (let i = 0; i < 500; i++) await cache.commit('orders', `id-${i}`, 't');
-    clock.advance(200);
+    // A commit keeps the address's keys for another ttl (commit-6.lua): at 120 they live, their first 500 IDs expired.
+    clock.advance(60);
+    await cache.commit('orders', 'fresh', 't');
+    clock.advance(60);
     await cache.reserve('orders', 'probe', 'p');
-    expect(cache.sizes('orders').ids).toBe(450);
-    for (let i = 0; i < 10; i++) await cache.reserve('orders', `probe-${i}`, 'p');
+    expect(cache.sizes('orders').ids).toBe(451);
+    for (let i = 0; i < 9; i++) await cache.reserve('orders', `probe-${i}`, 'p');
+    expect(cache.sizes('orders').ids).toBe(1);
+    // Quiet for ttl after the last commit: the keys are gone, as in Redis.
+    clock.advance(41);
     expect(cache.sizes('orders').ids).toBe(0);
   });
 
@@ -113,6 +119,7 @@ describe('createIdCache', () => {
     minReplicasAcked: 0,
     minReplicasTimeout: 1000,
     lossWindow: 86_400_000,
+    idCacheIdleExpiry: 172_800_000,
     keyPrefix: 'broker-bridge',
     reservationLease: 30_000,
     replicas: 1,

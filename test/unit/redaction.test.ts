@@ -5,7 +5,9 @@
  * redacted whole.
  */
 import { Writable } from 'node:stream';
+import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
+import { urlWithPassword } from '../../src/config/files.js';
 import { parseConfig } from '../../src/config/load.js';
 import { redactUrl, TransientError } from '../../src/shared/errors.js';
 import { createLogger } from '../../src/shared/log.js';
@@ -145,5 +147,57 @@ describe('the configuration hands clients URLs with percent-encoded user info', 
     expect(new URL(url!).password).toBe('p%40ss%20w%22rd');
     expect(redactUrl(`cannot reach ${url}`)).toBe('cannot reach amqp://***@rabbit:5672/%2F');
     expect(config.idCache.redis).toEqual({ kind: 'standalone', url: 'redis://:s3cr%40t@redis:6379' });
+  });
+});
+
+describe('any character in a password: property test (fast-check)', () => {
+  /** Printable ASCII and any Unicode code point outside the controls and surrogates. */
+  const passwordChar = fc.oneof(
+    fc.integer({ min: 0x21, max: 0x7e }).map((c) => String.fromCharCode(c)),
+    fc.integer({ min: 0xa1, max: 0x10ffff }).filter((c) => c < 0xd800 || c > 0xdfff).map((c) => String.fromCodePoint(c)),
+  );
+  const password = fc.array(passwordChar, { minLength: 4, maxLength: 24 }).map((cs) => `Q${cs.join('')}Z`);
+  /** How a library might quote the URL it was given back into a message. */
+  const quoting = fc.constantFrom(
+    (u: string) => `connection to ${u} failed`,
+    (u: string) => `'${u}' is unreachable`,
+    (u: string) => `"${u}"`,
+    (u: string) => `\`${u}\``,
+    (u: string) => JSON.stringify({ url: u, other: 'a@b' }),
+    (u: string) => `(${u}) refused`,
+  );
+
+  it('the URL a client is given, quoted back any way, then logged: the password never shows, raw or encoded', () => {
+    fc.assert(
+      fc.property(password, quoting, (pw, quote) => {
+        const yamlUrl = JSON.stringify(`amqp://bob:${encodeURIComponent(pw)}@rabbit:5672/%2F`);
+        const config = parseConfig(
+          `connections:\n  rabbit: { type: amqp, url: ${yamlUrl} }\nbridges:\n  - { name: b, source: { connection: rabbit, queue: a }, target: { connection: rabbit, queue: b } }\n`,
+          'x.yaml',
+          {},
+        );
+        const [url] = config.connections.rabbit!.urls;
+        expect(new URL(url!).password === '' ? '' : decodeURIComponent(new URL(url!).password)).toBe(pw);
+        const { log, raw } = capture();
+        log.error({ err: new Error(quote(url!)), note: quote(url!) }, quote(url!));
+        const text = raw();
+        for (const shown of [pw, encodeURIComponent(pw), new URL(url!).password]) expect(text).not.toContain(shown);
+        expect(text).toContain('amqp://***@rabbit:5672');
+      }),
+      { numRuns: 300 },
+    );
+  });
+
+  it('a password from a file, put into the URL the client gets: never in a log line', () => {
+    fc.assert(
+      fc.property(password, quoting, (pw, quote) => {
+        const url = urlWithPassword('amqp://bob@rabbit:5672/%2F', pw);
+        const { log, raw } = capture();
+        log.warn({ detail: quote(url) }, quote(url));
+        expect(raw()).not.toContain(new URL(url).password);
+        expect(raw()).not.toContain(pw);
+      }),
+      { numRuns: 300 },
+    );
   });
 });

@@ -71,9 +71,11 @@ describe('templated targets: values from messages', () => {
   const hostile: [string, string][] = [
     ['eu,other.billing', "contains ',' (U+002C), a STOMP destination separator or wildcard"],
     ['eu/../x', "contains '/' (U+002F), a STOMP destination separator or wildcard"],
-    ['eu.*', "contains '*' (U+002A), a STOMP destination separator or wildcard"],
+    ['eu*', "contains '*' (U+002A), a STOMP destination separator or wildcard"],
+    ['eu.admin', "contains '.' (U+002E), the token separator of STOMP destinations (ActiveMQ, Artemis and RabbitMQ topics): it would add a token (template-value-tokens: true lets values span tokens)"],
+    ['eu?consumer.exclusive=true', "contains '?' (U+003F), a STOMP destination separator or wildcard"],
     ['#', "contains '#' (U+0023), a STOMP destination separator or wildcard"],
-    ['eu.>', "contains '>' (U+003E), a STOMP destination separator or wildcard"],
+    ['eu>', "contains '>' (U+003E), a STOMP destination separator or wildcard"],
     ['..', 'is only dots'],
     ['e u', 'contains U+0020, a control or white-space character'],
     ['eu\nreceipt:x', 'contains U+000A, a control or white-space character'],

@@ -13,8 +13,11 @@
   ARGV[3] id-cache-size (entries kept per address)
   ARGV[4] id-cache-ttl (ms, 0 = none)
   ARGV[5] cleanup batch: most expired entries removed per call
-  ARGV[6] optional: more id/token pairs, packed as in reserve-5.lua (at most 1000 IDs in all). One call commits many
-          IDs of one address, in order, each exactly as if committed alone.
+  ARGV[6] optional: more id/token pairs, packed as in reserve-5.lua (at most 1000 IDs in all), or '' for none. One
+          call commits many IDs of one address, in order, each exactly as if committed alone.
+  ARGV[7] optional: idle expiry (ms, 0 or absent = none): without id-cache-ttl, the address's keys and its epoch
+          marker expire after this long without a reserve or commit, so that Redis forgets addresses no one uses
+          (publishers choose templated ones: docs/security.md#redis-memory). With id-cache-ttl the keys expire after it.
 
   Returns
   {0}      OK            recorded (or already recorded: a re-commit neither moves the ID nor adds a second entry)
@@ -24,7 +27,8 @@
   another owner's live reservation is left alone: only that owner ends it.
 ]]
 local size, ttl, batch = tonumber(ARGV[3]), tonumber(ARGV[4]), tonumber(ARGV[5])
-if not (size and size >= 1 and ttl and ttl >= 0 and batch) then return {9, 'bad numbers'} end
+local idle = tonumber(ARGV[7] or '0')
+if not (size and size >= 1 and ttl and ttl >= 0 and batch and idle and idle >= 0) then return {9, 'bad numbers'} end
 local PACKED_ARG = 6
 --#include id-token-pairs.inc.lua
 
@@ -37,6 +41,11 @@ local markers = redis.call('ZCARD', KEYS[6]) > 0
 local curs = redis.call('HMGET', KEYS[4], unpack(ids))
 local ats = redis.call('HMGET', KEYS[2], unpack(ids))
 local seq = tonumber(redis.call('GET', KEYS[3]) or '0')
+if seq == 0 then
+  -- The counter expired before the IDs (only reserves refreshed them): go on from the newest entry's sequence.
+  local newest = redis.call('ZRANGE', KEYS[1], -1, -1, 'WITHSCORES')
+  if newest[2] then seq = tonumber(newest[2]) end
+end
 local first = seq
 local ended, recorded = {}, {}
 local endArgs, idsArgs, atArgs = {}, {}, {}
@@ -94,5 +103,11 @@ if ttl > 0 then
   redis.call('PEXPIRE', KEYS[1], ttl)
   redis.call('PEXPIRE', KEYS[2], ttl)
   redis.call('PEXPIRE', KEYS[3], ttl)
+elseif idle > 0 then
+  redis.call('PEXPIRE', KEYS[1], idle)
+  redis.call('PEXPIRE', KEYS[2], idle)
+  redis.call('PEXPIRE', KEYS[3], idle)
 end
+-- The marker goes with the data (never before it: a marker gone under live data would read as a loss).
+if idle > 0 then redis.call('PEXPIRE', epochKey, math.max(idle, ttl)) end
 return {0}

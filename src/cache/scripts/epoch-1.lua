@@ -1,6 +1,7 @@
 --[[
   epoch: reads, creates or extends the epoch marker of one hash tag (a target address's cache, or a source's stamp
-  records). The marker is what every other script checks first (epoch-guard.inc.lua): it has no TTL, so a cache that
+  records). The marker is what every other script checks first (epoch-guard.inc.lua): it outlives the data it vouches
+  for (no TTL, or a target address's idle expiry, which reserve and commit refresh with the data's), so a cache that
   lost its data also lost its marker. Not guarded itself.
 
   KEYS[1] epoch  STRING "<generation>:<flag-until ms, Redis clock>"
@@ -9,6 +10,8 @@
   ARGV[2] flag window (ms): copies the cache cannot vouch for are flagged until now + this
   ARGV[3] 1 = extend the flag window of an existing marker to now + window (the caller saw the serving Redis change,
           so the latest writes may be lost); 0 = leave an existing marker as it is
+  ARGV[4] optional: expiry (ms, 0 or absent = none) of a marker this call creates: a target address's marker goes
+          with its keys when the address is idle (commit-6.lua ARGV[7]); a source's stamp marker never expires
 
   Returns
   {0, value, run_id, now, created (1 or 0)}  OK
@@ -23,14 +26,15 @@ local flagUntil = string.format('%.0f', now + window)
 local value = redis.call('GET', KEYS[1])
 if not value then
   value = ARGV[1] .. ':' .. flagUntil
-  redis.call('SET', KEYS[1], value)
+  local expiry = tonumber(ARGV[4] or '0') or 0
+  if expiry > 0 then redis.call('SET', KEYS[1], value, 'PX', expiry) else redis.call('SET', KEYS[1], value) end
   return {0, value, server, now, 1}
 end
 if extend then
   local generation, old = string.match(value, '^(.*):(%d+)$')
   if generation and tonumber(old) < now + window then
     value = generation .. ':' .. flagUntil
-    redis.call('SET', KEYS[1], value)
+    redis.call('SET', KEYS[1], value, 'KEEPTTL')
   end
 end
 return {0, value, server, now, 0}

@@ -17,7 +17,9 @@
   ARGV[8] optional: more id/token pairs, packed as MessagePack (see id-token-pairs.inc.lua; at most 1000 IDs in all),
           or '' for none. One call reserves many IDs of one address, in order, each exactly as if reserved alone.
   ARGV[9] optional: owners known dead, space-separated: the first part of a token (its process, up to the first '.')
-          whose liveness key is gone. Their reservations are taken over at once, as expired ones are.
+          whose liveness key is gone. Their reservations are taken over at once, as expired ones are. '' for none.
+  ARGV[10] optional: idle expiry (ms, 0 or absent = none), as in commit-6.lua: a reserve keeps the address's
+          recorded IDs and its epoch marker alive as a commit does (an address in use keeps its IDs).
 
   Returns one character per ID, in order, as one string (a short reply is cheap for the client to decode):
   R   RESERVED    the caller holds the reservation
@@ -33,7 +35,8 @@
 ]]
 local lease, ttl = tonumber(ARGV[3]), tonumber(ARGV[4])
 local retention, maxMarkers, batch = tonumber(ARGV[5]), tonumber(ARGV[6]), tonumber(ARGV[7])
-if not (lease and lease > 0 and ttl and ttl >= 0 and retention and retention > 0 and maxMarkers and batch) then
+local idle = tonumber(ARGV[10] or '0')
+if not (lease and lease > 0 and ttl and ttl >= 0 and retention and retention > 0 and maxMarkers and batch and idle and idle >= 0) then
   return {9, 'bad numbers'}
 end
 local PACKED_ARG = 8
@@ -151,5 +154,12 @@ end
 -- If the address goes quiet, its reservation keys vanish once every entry would have been forgotten anyway.
 redis.call('PEXPIRE', KEYS[3], lease + retention)
 redis.call('PEXPIRE', KEYS[4], lease + retention)
+if idle > 0 then
+  if ttl == 0 then
+    redis.call('PEXPIRE', KEYS[1], idle)
+    redis.call('PEXPIRE', KEYS[2], idle)
+  end
+  redis.call('PEXPIRE', epochKey, math.max(idle, ttl))
+end
 if #holderList > 0 then return table.concat(out) .. '|' .. table.concat(holderList, ' ') end
 return table.concat(out)

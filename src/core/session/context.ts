@@ -9,7 +9,7 @@ import type { Logger } from '../../shared/log.js';
 import type { SessionDeps } from './deps.js';
 import type { AckedStamp, Job } from './job.js';
 import type { CommitGroup } from './commit-group.js';
-import type { AddressTemplate } from '../../routing/address-template.js';
+import type { AddressTemplate, TemplateRules } from '../../routing/address-template.js';
 import type { End } from '../end.js';
 import { BridgeError, FatalBridgeError } from '../../shared/errors.js';
 import { Deque } from '../../shared/deque.js';
@@ -17,7 +17,7 @@ import { Signal } from '../../shared/signal.js';
 import { StampClaims } from '../stamp-claim.js';
 import { ByteBound } from './byte-bound.js';
 import { CacheRetry } from './cache-retry.js';
-import { targetTemplate } from '../../config/target-address.js';
+import { targetTemplate, templateRules } from '../../config/target-address.js';
 import { AddressTable } from '../address-table.js';
 
 export class SessionContext {
@@ -30,6 +30,8 @@ export class SessionContext {
   readonly claims: StampClaims;
   /** The target's address template (./route.ts); undefined for a fixed target. */
   readonly template: AddressTemplate | undefined;
+  /** What a value of the template may hold on this target (../../config/target-address.ts templateRules). */
+  readonly templateRules: TemplateRules;
   /** The resolved addresses of a templated target in use, bounded by max-addresses (./route.ts); undefined if fixed. */
   readonly addresses: AddressTable | undefined;
 
@@ -80,6 +82,7 @@ export class SessionContext {
     this.log = deps.log;
     this.dedupe = deps.bridge.useDuplicateDetection;
     this.template = targetTemplate(deps.bridge.target);
+    this.templateRules = templateRules(deps.bridge);
     this.addresses = this.template === undefined ? undefined : new AddressTable(deps.bridge.maxAddresses, deps.bridge.addressIdleTimeout);
     this.cacheRetry = new CacheRetry({
       bridge: deps.bridge.name,

@@ -13,7 +13,7 @@
 import type { SessionContext } from './context.js';
 import type { Job, Unrouted } from './job.js';
 import { resolveAddress } from '../../routing/address-template.js';
-import { encodeUnsafeValue, valueRule } from '../../routing/address-values.js';
+import { encodeUnsafeValue } from '../../routing/address-values.js';
 import { resolvedRoute } from '../../config/target-address.js';
 
 /** The dead-letter reason of a message whose template cannot be resolved (docs/delivery.md). */
@@ -34,7 +34,7 @@ export function routeJob(ctx: SessionContext, job: Job): Unrouted | undefined {
   if (template === undefined || job.route !== undefined) return undefined;
   const target = ctx.cfg.target;
   const protocol = target.connection.type;
-  const resolved = resolveAddress(template, job.delivery.message, protocol, valueRule(ctx.cfg.templateValues, protocol));
+  const resolved = resolveAddress(template, job.delivery.message, protocol, ctx.templateRules);
   if (!resolved.ok) {
     if (resolved.kind === 'unresolved') return { reason: UNRESOLVED_ADDRESS, detail: resolved.reason };
     ctx.deps.metrics.unsafeAddresses.inc({ bridge: ctx.cfg.name });

@@ -23,6 +23,7 @@
  * start), then the body is gathered and joined once.
  */
 import type { StompHeaders } from '../../mapping/stomp-mapping.js';
+import { dataRecord } from '../../shared/data-record.js';
 
 export interface IncomingFrame {
   command: string;
@@ -305,7 +306,7 @@ export class FrameReader {
     // One decode for all the lines: a frame's ten or so headers cost one native call instead of twenty.
     const lines = buf.toString('utf8', start, headerEnd).split('\n');
     const command = withoutCr(lines[0]!);
-    const headers: StompHeaders = {};
+    const headers: StompHeaders = dataRecord();
     let count = 0;
     // The last element is what follows the last line's LF: nothing.
     for (let i = 1; i < lines.length - 1; i++) {

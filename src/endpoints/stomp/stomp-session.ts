@@ -97,6 +97,14 @@ export class Session implements StompSession {
   }
 
   ack(message: StompMessage): void {
+    this.settleMessage('ACK', message);
+  }
+
+  nack(message: StompMessage): void {
+    this.settleMessage('NACK', message);
+  }
+
+  private settleMessage(command: 'ACK' | 'NACK', message: StompMessage): void {
     if (this.state !== 'open') return;
     const h = message.headers;
     const headers: StompHeaders = {};
@@ -106,7 +114,7 @@ export class Session implements StompSession {
       if (h['message-id'] !== undefined) headers['message-id'] = h['message-id'];
       if (h.subscription !== undefined) headers.subscription = h.subscription;
     }
-    this.write('ACK', headers);
+    this.write(command, headers);
   }
 
   sync(): Promise<void> {
@@ -194,7 +202,7 @@ export class Session implements StompSession {
       case 'MESSAGE': {
         if (this.state !== 'open') return;
         const onMessage = h.subscription === undefined ? undefined : this.subscriptions.get(h.subscription);
-        if (onMessage) onMessage({ headers: h, body: frame.body });
+        if (onMessage) onMessage(frame.skipped === undefined ? { headers: h, body: frame.body } : { headers: h, body: frame.body, skipped: frame.skipped });
         else this.log.debug({ subscription: h.subscription }, 'MESSAGE for no subscription of ours; ignored');
         return;
       }

@@ -6,6 +6,7 @@
  */
 import type { StompHeaders } from '../../mapping/stomp-mapping.js';
 import type { TransientError } from '../../shared/errors.js';
+import type { SkippedFrame } from './frame-skipper.js';
 
 /** Frame headers as sent: strings only. */
 export type { StompHeaders };
@@ -15,6 +16,11 @@ export interface StompMessage {
   /** All frame headers, unescaped. */
   headers: StompHeaders;
   body: Buffer;
+  /**
+   * Set for a MESSAGE over a size limit of the connection, read past without its body (./frame-skipper.ts): `body` is
+   * empty, `headers` hold those read within the limits and the ones needed to settle it.
+   */
+  skipped?: SkippedFrame;
 }
 
 /** One open STOMP connection. Created by connectStomp; never reconnects. */
@@ -53,6 +59,11 @@ export interface StompSession {
   unsubscribe(id: string): Promise<void>;
   /** ACK (no receipt): `id` in STOMP 1.2, `message-id` + `subscription` in 1.1. A no-op once closed. */
   ack(message: StompMessage): void;
+  /**
+   * NACK (no receipt), addressed as ACK is. Only for a message the bridge hands back to the broker's dead-letter path
+   * (ActiveMQ: a persistent message goes to ActiveMQ.DLQ at once): never for a transient error (docs/design.md §5).
+   */
+  nack(message: StompMessage): void;
   /**
    * Resolves once the server has processed every frame sent before it (frames are processed in order; this is an
    * empty BEGIN/ABORT pair with a receipt on the ABORT). Rejects with TransientError if the connection ends first.

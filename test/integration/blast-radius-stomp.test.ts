@@ -85,12 +85,12 @@ const tooLarge = (m: ReturnType<typeof parsePrometheusText>, name: string): numb
 const lostLines = (bridge: BridgeProcess): string[] => bridge.logs.filter((l) => /^(connection lost|cannot start|cannot reconnect)/.test(l.msg)).map((l) => l.msg);
 
 describe.each([
-  [ACTIVEMQ, 'headers', true],
-  [ACTIVEMQ, 'body', true],
-  [ACTIVEMQ, 'headers', false],
-  [RABBITMQ, 'headers', true],
-  [RABBITMQ, 'body', true],
-] as const)('%s: a message over a limit to A (%s, persistent %s)', (peer, kind, persistent) => {
+  { peer: ACTIVEMQ, kind: 'headers', persistent: true },
+  { peer: ACTIVEMQ, kind: 'body', persistent: true },
+  { peer: ACTIVEMQ, kind: 'headers', persistent: false },
+  { peer: RABBITMQ, kind: 'headers', persistent: true },
+  { peer: RABBITMQ, kind: 'body', persistent: true },
+] as const)('$peer.name: a message over a limit to A ($kind, persistent $persistent)', ({ peer, kind, persistent }) => {
   it('B forwards its 500 with no reconnect, A its 500, and the bad message is settled once', { timeout: 180_000 }, async () => {
     const [ta, tb, dla, dlb] = (await fixture.queues('blast-ta', 'blast-tb', 'blast-dla', 'blast-dlb')) as [string, string, string, string];
     const [qa, qb] = peer.name === 'rabbitmq' ? ((await fixture.queues('blast-qa', 'blast-qb')) as [string, string]) : [uniqueName('blast-qa'), uniqueName('blast-qb')];

@@ -12,13 +12,15 @@
  * own sizes (a 70 MiB body over the default 64 MiB) run with BLAST_REAL_SIZES=1, as measured in docs/measurements.md.
  * The line each case prints is that measurement: how long B took for its 500, A's count, the log's loss lines.
  */
-import { describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, it } from 'vitest';
 import { useBridgeFixture } from '../support/bridge-fixture.js';
+import { FakeQueue, frame, HostileStompServer, type PeerConnection } from '../support/hostile-stomp.js';
+import { SOURCE_CASES } from '../support/hostile-stomp-cases.js';
 import type { BridgeProcess } from '../support/bridge-process.js';
 import { parsePrometheusText } from '../support/prometheus-text.js';
 import { services, uniqueName } from '../support/services.js';
 import { publishStomp, takeOwnDeadLetters, type StompTestMessage } from '../support/stomp.js';
-import { sleep } from '../support/wait.js';
+import { sleep, until } from '../support/wait.js';
 
 const fixture = useBridgeFixture();
 const REAL = process.env.BLAST_REAL_SIZES === '1';
@@ -151,5 +153,111 @@ describe.each([
     expect(tooLarge(later, 'bridge_messages_handed_back_total') + tooLarge(later, 'bridge_messages_dead_lettered_total')).toBe(1);
     expect(await fixture.amqp.count(dla)).toBe(0);
     expect(lostLines(bridge)).toEqual([]);
+  });
+});
+
+// ---- item 6: every hostile STOMP input of the hostile suite, to one of two bridges on one connection ----------------
+
+const servers: HostileStompServer[] = [];
+afterEach(async () => {
+  await Promise.all(servers.splice(0).map((x) => x.stop()));
+});
+
+/**
+ * A peer that says it is ActiveMQ (so both bridges share its connection) with two queues, A's and B's, kept across
+ * connections: on the first one it delivers B's messages and A's first, then the hostile input on A's subscription,
+ * then the rest; on later ones whatever is not acked.
+ */
+async function twoQueuePeer(bad: (peer: PeerConnection, subscription: string) => unknown, deliverAfter: boolean, noSubscribeReceipt: boolean): Promise<{ server: HostileStompServer; a: FakeQueue; b: FakeQueue }> {
+  const a = new FakeQueue();
+  const b = new FakeQueue();
+  a.add(...[1, 2, 3].map((i) => ({ id: `good-${i}`, headers: {}, body: `good-${i}` })));
+  b.add(...Array.from({ length: 20 }, (_, i) => ({ id: `b-${i}`, headers: {}, body: `b-${i}` })));
+  const server = await HostileStompServer.start((peer) => {
+    const subs = new Map<string, string>();
+    peer.onFrame((f) => {
+      if (f.command === 'CONNECT' || f.command === 'STOMP') return void peer.write(frame('CONNECTED', { version: '1.2', server: 'ActiveMQ/5.17.2', 'heart-beat': '0,0' }));
+      if (f.command === 'ACK') for (const q of [a, b]) q.ack(f.headers.id ?? '');
+      const first = peer.index === 1;
+      const withheld = first && noSubscribeReceipt && f.command === 'SUBSCRIBE' && f.headers.destination === '/queue/hostile-a';
+      if (f.headers.receipt !== undefined && !withheld) peer.write(frame('RECEIPT', { 'receipt-id': f.headers.receipt }));
+      if (f.command === 'DISCONNECT') setImmediate(() => peer.close());
+      if (f.command !== 'SUBSCRIBE') return;
+      subs.set(f.headers.destination ?? '', f.headers.id ?? '');
+      const [sa, sb] = [subs.get('/queue/hostile-a'), subs.get('/queue/hostile-b')];
+      if (sa === undefined || sb === undefined) return;
+      void (async () => {
+        b.deliver(peer, sb);
+        if (!first) return a.deliver(peer, sa);
+        a.deliver(peer, sa, (m) => m.id === 'good-1');
+        await bad(peer, sa);
+        if (deliverAfter) a.deliver(peer, sa, (m) => m.id !== 'good-1');
+      })();
+    });
+  });
+  servers.push(server);
+  return { server, a, b };
+}
+
+describe('every hostile STOMP input of the hostile suite, sent to A of two bridges on one connection', () => {
+  it.each(SOURCE_CASES)('$kind', { timeout: 120_000 }, async (c) => {
+    const [ta, tb, dla, dlb] = (await fixture.queues('blast-ta', 'blast-tb', 'blast-dla', 'blast-dlb')) as [string, string, string, string];
+    const { server, a, b } = await twoQueuePeer(c.bad, c.kept !== undefined || c.settled !== undefined, c.noSubscribeReceipt === true);
+    const bridge = (name: string, from: string, to: string, dl: string): string[] => [
+      `  - name: ${name}`,
+      `    source: { connection: hostile, queue: ${from} }`,
+      `    target: { connection: rabbit, queue: "${to}" }`,
+      `    dead-letter: { connection: rabbit, queue: "${dl}" }`,
+      '    retry-interval: 200',
+      '    max-retry-interval: 200',
+    ];
+    const text = [
+      'log-level: info',
+      'http-port: 0',
+      'connections:',
+      `  rabbit: { type: amqp, url: "${services.amqpUrl}" }`,
+      `  hostile: { type: stomp, url: "${server.url}", heart-beat: "0,0", connect-timeout: 2000 }`,
+      'id-cache:',
+      `  redis-url: "${services.redisUrl}"`,
+      `  key-prefix: "${uniqueName('bbblasth')}"`,
+      'bridges:',
+      ...bridge('a', 'hostile-a', ta, dla),
+      ...bridge('b', 'hostile-b', tb, dlb),
+      '',
+    ].join('\n');
+    const run = await fixture.start(text, 2);
+
+    // The neighbour loses nothing and doubles nothing, whatever A was sent.
+    await fixture.amqp.waitForCount(tb, (n) => n >= 20, 60_000);
+    await fixture.amqp.waitForCount(ta, (n) => n >= 3, 60_000);
+    await fixture.amqp.settledCount(tb, 1000);
+    const bBodies = (await fixture.amqp.drain(tb)).map((m) => m.body.toString()).sort();
+    expect(bBodies).toEqual(Array.from({ length: 20 }, (_, i) => `b-${i}`).sort());
+    const aBodies = (await fixture.amqp.drain(ta)).map((m) => m.body.toString('latin1'));
+    expect(aBodies.filter((x) => x.startsWith('good-')).sort()).toEqual(['good-1', 'good-2', 'good-3']);
+    await until('every good message acked at the peer', () => a.messages.length === 0 && b.messages.length === 0, { timeoutMs: 10_000, everyMs: 50 });
+    const m = await metrics(run);
+    const sessionsB = m.value('bridge_sessions_started_total', { bridge: 'b' });
+    if (c.closed) {
+      // A broken peer: the connection legitimately closes, for both bridges on it; B reconnects and loses nothing.
+      expect(server.connections.length).toBeGreaterThanOrEqual(2);
+      expect(sessionsB).toBeGreaterThanOrEqual(2);
+      return;
+    }
+    // A bad message: B never noticed (one connection, one session), and the message was settled alone.
+    expect(server.connections).toHaveLength(1);
+    expect(sessionsB).toBe(1);
+    expect(lostLines(run)).toEqual([]);
+    if (c.settled) {
+      const by = c.settled.nack ? 'NACK' : 'ACK';
+      await until(`the bad message ${by}ed`, () => server.connections[0]!.frames.some((f) => f.command === by && f.headers.id === 'bad-1'), { timeoutMs: 10_000, everyMs: 50 });
+      if (!c.settled.nack) {
+        await fixture.amqp.waitForCount(dla, (n) => n >= 1, 10_000);
+        const dead = await fixture.amqp.drain(dla);
+        expect(dead.map((x) => [x.body.length, x.headers['x-bridge-dead-letter-reason']])).toEqual([[0, 'too-large']]);
+      }
+      expect(server.connections[0]!.frames.filter((f) => (f.command === 'ACK' || f.command === 'NACK') && f.headers.id === 'bad-1')).toHaveLength(1);
+    }
+    expect(await fixture.amqp.count(dlb)).toBe(0);
   });
 });

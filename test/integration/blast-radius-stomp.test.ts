@@ -19,7 +19,8 @@ import { SOURCE_CASES } from '../support/hostile-stomp-cases.js';
 import type { BridgeProcess } from '../support/bridge-process.js';
 import { parsePrometheusText } from '../support/prometheus-text.js';
 import { services, uniqueName } from '../support/services.js';
-import { publishStomp, takeOwnDeadLetters, type StompTestMessage } from '../support/stomp.js';
+import { openStomp, publishStomp, readStomp, takeOwnDeadLetters, type StompTestMessage } from '../support/stomp.js';
+import { MessageRejectedError } from '../../src/shared/errors.js';
 import { sleep, until } from '../support/wait.js';
 
 const fixture = useBridgeFixture();
@@ -259,5 +260,112 @@ describe('every hostile STOMP input of the hostile suite, sent to A of two bridg
       expect(server.connections[0]!.frames.filter((f) => (f.command === 'ACK' || f.command === 'NACK') && f.headers.id === 'bad-1')).toHaveLength(1);
     }
     expect(await fixture.amqp.count(dlb)).toBe(0);
+  });
+});
+
+// ---- item 2: an ERROR that names no receipt on a shared publish session -------------------------------------------
+
+describe('an ERROR that names no receipt on the publish connection two bridges share', () => {
+  it('is put on the transactions in flight: their members go again alone, the refused message is dead-lettered after its attempts, nobody reconnects', { timeout: 120_000 }, async () => {
+    const [sa, sb, dla, dlb] = (await fixture.queues('blast-sa', 'blast-sb', 'blast-dla', 'blast-dlb')) as [string, string, string, string];
+    // A peer that says it is ActiveMQ (one publish connection for both bridges), refusing a SEND marked `x-poison` the
+    // way ActiveMQ refuses one it cannot take: in a transaction (no receipt) with an ERROR that names none, and the
+    // connection kept; alone, with an ERROR that names its receipt.
+    const kept: { body: string; flagged: boolean }[] = [];
+    let unnamed = 0;
+    const server = await HostileStompServer.start((peer) => {
+      const tx = new Map<string, { body: string; flagged: boolean }[]>();
+      peer.onFrame((f) => {
+        if (f.command === 'CONNECT' || f.command === 'STOMP') return void peer.write(frame('CONNECTED', { version: '1.2', server: 'ActiveMQ/5.17.2', 'heart-beat': '0,0' }));
+        const receipt = f.headers.receipt;
+        const t = f.headers.transaction;
+        if (f.command === 'SEND' && f.headers['x-poison'] !== undefined) {
+          if (receipt === undefined) unnamed += 1;
+          return void peer.write(frame('ERROR', { message: 'User bridge is not authorized to write to: queue://poison', ...(receipt !== undefined ? { 'receipt-id': receipt } : {}) }));
+        }
+        const copy = { body: f.body.toString(), flagged: f.headers['x-bridge-possible-duplicate'] === 'true' };
+        if (f.command === 'BEGIN' && t !== undefined) tx.set(t, []);
+        if (f.command === 'SEND' && t !== undefined) tx.get(t)?.push(copy);
+        if (f.command === 'SEND' && t === undefined) kept.push(copy);
+        if (f.command === 'COMMIT' && t !== undefined) kept.push(...(tx.get(t) ?? []));
+        if (receipt !== undefined) peer.write(frame('RECEIPT', { 'receipt-id': receipt }));
+        if (f.command === 'DISCONNECT') setImmediate(() => peer.close());
+      });
+    });
+    servers.push(server);
+    const bridge = (name: string, from: string, to: string, dl: string): string[] => [
+      `  - name: ${name}`,
+      `    source: { connection: rabbit, queue: "${from}" }`,
+      `    target: { connection: hostile, queue: ${to} }`,
+      `    dead-letter: { connection: rabbit, queue: "${dl}" }`,
+      '    max-batch-size: 5',
+      '    max-batch-time: 100',
+      '    max-delivery-attempts: 3',
+    ];
+    const run = await fixture.start(
+      [
+        'log-level: info',
+        'http-port: 0',
+        'connections:',
+        `  rabbit: { type: amqp, url: "${services.amqpUrl}" }`,
+        `  hostile: { type: stomp, url: "${server.url}", heart-beat: "0,0" }`,
+        'id-cache:',
+        `  redis-url: "${services.redisUrl}"`,
+        `  key-prefix: "${uniqueName('bbblaste')}"`,
+        'bridges:',
+        ...bridge('a', sa, 'out-a', dla),
+        ...bridge('b', sb, 'out-b', dlb),
+        '',
+      ].join('\n'),
+      2,
+    );
+    await Promise.all([
+      fixture.amqp.publish(sa, Array.from({ length: 20 }, (_, i) => ({ body: Buffer.from(`a-${i}`), options: { headers: i === 7 ? { 'x-poison': 'yes' } : {} } }))),
+      fixture.amqp.publish(sb, Array.from({ length: 20 }, (_, i) => ({ body: Buffer.from(`b-${i}`) }))),
+    ]);
+    await fixture.amqp.waitForCount(dla, (n) => n >= 1, 30_000);
+    await fixture.amqp.waitForCount(sa, (n) => n === 0, 30_000);
+    await fixture.amqp.waitForCount(sb, (n) => n === 0, 30_000);
+    const dead = await fixture.amqp.drain(dla);
+    expect(dead.map((m) => [m.body.toString(), m.headers['x-bridge-dead-letter-reason']])).toEqual([['a-7', 'error-frame']]);
+    expect(await fixture.amqp.count(dlb)).toBe(0);
+    expect(unnamed).toBeGreaterThanOrEqual(1);
+    // Every other message is there; a second copy only of a message that was in a transaction the ERROR was put on, flagged.
+    const expected = [...Array.from({ length: 20 }, (_, i) => `a-${i}`).filter((x) => x !== 'a-7'), ...Array.from({ length: 20 }, (_, i) => `b-${i}`)].sort();
+    expect([...new Set(kept.map((k) => k.body))].sort()).toEqual(expected);
+    const seen = new Set<string>();
+    for (const k of kept) {
+      if (seen.has(k.body)) expect(k.flagged, `${k.body} again`).toBe(true);
+      seen.add(k.body);
+    }
+    // One connection all along: neither bridge reconnected.
+    expect(server.connections).toHaveLength(1);
+    expect(lostLines(run)).toEqual([]);
+    const m = await metrics(run);
+    expect([m.value('bridge_sessions_started_total', { bridge: 'a' }), m.value('bridge_sessions_started_total', { bridge: 'b' })]).toEqual([1, 1]);
+  });
+
+  it('on the real ActiveMQ (a SEND in a transaction it does not know, answered with an ERROR that names no receipt): the transaction in flight fails as an ambiguous refusal and the connection stays', async () => {
+    const queue = uniqueName('blast-tx');
+    const destination = `/queue/${queue}`;
+    const session = await openStomp();
+    try {
+      await session.begin('bb-tx-a');
+      session.sendInTransaction({ destination, persistent: 'true', transaction: 'bb-tx-a' }, Buffer.from('in-tx'));
+      session.sendInTransaction({ destination, persistent: 'true', transaction: 'no-such-tx' }, Buffer.from('refused'));
+      const err = await session.commit('bb-tx-a').then(
+        () => undefined,
+        (e: unknown) => e,
+      );
+      expect(err).toBeInstanceOf(MessageRejectedError);
+      expect((err as MessageRejectedError).ambiguous).toBe(true);
+      expect((err as Error).message).toMatch(/names no receipt: .*Invalid transaction id/);
+      expect(session.isOpen).toBe(true);
+      await session.send({ destination, persistent: 'true' }, Buffer.from('after'));
+    } finally {
+      await session.disconnect();
+    }
+    // ActiveMQ committed what the transaction took: the refused SEND never reached it.
+    expect((await readStomp(queue, { atLeast: 2, quietMs: 500, timeoutMs: 10_000 })).map((m) => m.body.toString()).sort()).toEqual(['after', 'in-tx']);
   });
 });

@@ -42,8 +42,9 @@ export interface StompSession {
   /**
    * SEND without a receipt, for a SEND inside a transaction whose fate the COMMIT's receipt decides. A receipt per
    * transacted SEND costs ActiveMQ about as much as a non-transacted persistent SEND (measured: ~1,000 vs ~6,000+
-   * msgs/s in batches of 100). An ERROR answering such a SEND names no receipt, so it ends the session, and the COMMIT
-   * then fails instead of committing the rest. A no-op once closed (the COMMIT fails then too).
+   * msgs/s in batches of 100). An ERROR answering such a SEND names no receipt: the session puts it on the transactions
+   * not yet answered, whose COMMIT then fails as an ambiguous refusal (./stomp-session.ts). A no-op once closed (the
+   * COMMIT fails then too).
    */
   sendInTransaction(headers: StompHeaders, body: Buffer): void;
   /**

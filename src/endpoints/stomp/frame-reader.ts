@@ -17,7 +17,9 @@
  * - `maxFrameSize`: those plus the body's; a `content-length` over it is refused when it is read, a body without one
  *   as soon as it grows past it (not when its NUL finally comes);
  * - `maxLineLength`, `maxHeaders` (distinct names): what a line and a frame may hold.
- * A frame that crosses one throws StompProtocolError naming the limit and the value seen. Whole frames in a chunk are
+ * A MESSAGE that crosses one is read past to its end without being kept (./frame-skipper.ts) and handed over alone with
+ * `skipped` set, so that the one message is settled and the connection kept (docs/design.md §10.3); any other frame that
+ * crosses one throws StompProtocolError naming the limit and the value seen. Whole frames in a chunk are
  * parsed where they lie (the common case: no copy); the start of a frame a chunk leaves incomplete is kept, and each
  * later byte is looked at once: the head is scanned for its empty line across chunks (never parsed again from its
  * start), then the body is gathered and joined once.
@@ -40,7 +42,7 @@ export interface IncomingFrame {
 import { StompProtocolError, type FrameReaderLimits } from './frame-reader-errors.js';
 import { FrameSkipper, type SkippedFrame } from './frame-skipper.js';
 
-export { StompProtocolError, type FrameReaderLimits, type StompLimit } from './frame-reader-errors.js';
+export { StompProtocolError, type FrameReaderLimits } from './frame-reader-errors.js';
 export type { SkippedFrame } from './frame-skipper.js';
 
 const LF = 0x0a;

@@ -11,6 +11,11 @@
  * The limits are lowered in the config so the test stays fast (a 2 MiB body over a 1 MiB max-frame-size); the issue's
  * own sizes (a 70 MiB body over the default 64 MiB) run with BLAST_REAL_SIZES=1, as measured in docs/measurements.md.
  * The line each case prints is that measurement: how long B took for its 500, A's count, the log's loss lines.
+ *
+ * Then every hostile STOMP input of the hostile suite (test/support/hostile-stomp-cases.ts) goes to A of two bridges
+ * sharing a hostile peer's connection (item 6): for a bad message B keeps its connection and session and the message is
+ * settled alone; for a broken peer the connection closes for both, and B loses and doubles nothing. Last, an ERROR that
+ * names no receipt on a shared publish connection (item 2), on a hostile peer with two bridges and on the real ActiveMQ.
  */
 import { afterEach, describe, expect, it } from 'vitest';
 import { useBridgeFixture } from '../support/bridge-fixture.js';

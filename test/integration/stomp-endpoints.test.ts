@@ -518,10 +518,12 @@ describe('connectStomp', () => {
         () => undefined,
         (e: unknown) => e,
       );
-      expect(err).toBeInstanceOf(TransientError);
+      // An ERROR naming no receipt, put on the one SEND in flight (a refusal: dead-lettered after its attempts, not a
+      // reconnect to the same refusal), then the connection closes.
+      expect(err).toBeInstanceOf(MessageRejectedError);
       expect((err as Error).message).toMatch(/inequivalent arg 'durable'/);
       expect((err as Error).message).toContain("'/amq/queue/<name>'");
-      expect(lost).toHaveLength(1);
+      await until('the connection closed', () => lost.length === 1);
       await declaring.close();
 
       const existing = new StompTarget(rabbit, `/amq/queue/${queue}`, 5_000, log);
@@ -668,10 +670,12 @@ describe('connectStomp', () => {
       () => undefined,
       (e: unknown) => e,
     );
-    expect(err).toBeInstanceOf(TransientError);
+    // Put on the SEND in flight as a refusal (ambiguous: the ERROR names no receipt); RabbitMQ then closes.
+    expect(err).toBeInstanceOf(MessageRejectedError);
+    expect((err as MessageRejectedError).ambiguous).toBe(true);
     expect((err as Error).message).toMatch(/NOT_FOUND - no exchange/);
+    await until('the connection closed', () => lost.length === 1);
     expect(session.isOpen).toBe(false);
-    expect(lost).toHaveLength(1);
   });
 
   it('rejects one request answered by an ERROR frame and keeps the session', async () => {

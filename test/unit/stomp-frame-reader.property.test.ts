@@ -24,11 +24,94 @@ interface Plain {
   command: string;
   headers: Record<string, string>;
   body: string;
+  /** A MESSAGE over a limit, read past: its size (head and body, no NUL). */
+  skipped?: number;
 }
 
-const plain = (f: IncomingFrame): Plain => ({ command: f.command, headers: { ...f.headers }, body: f.body.toString('hex') });
+const plain = (f: IncomingFrame): Plain => ({ command: f.command, headers: { ...f.headers }, body: f.body.toString('hex'), ...(f.skipped ? { skipped: f.skipped.size } : {}) });
 
 type Outcome = { frames: Plain[]; error: boolean };
+
+/** What the reader keeps of a MESSAGE over a limit past the limits (PICKED of src/endpoints/stomp/frame-skipper.ts). */
+const PICKS = new Set(['message-id', 'ack', 'subscription', 'destination', 'persistent', 'redelivered', 'content-length', 'content-type', 'expires', 'priority', 'timestamp', 'correlation-id', '_AMQ_DUPL_ID', '_HQ_DUPL_ID', 'x-bridge-possible-duplicate']);
+
+type Skip = { frame: Plain; end: number } | 'error' | 'incomplete';
+
+/** Escapes defined in every part of `text` (a trailing lone backslash is allowed where the line may go on). */
+function escapesOk(text: string, version: string, lineEnded: boolean): boolean {
+  if (version === '1.0') return true;
+  for (let i = 0; i < text.length; i++) {
+    if (text[i] !== '\\') continue;
+    const e = text[i + 1];
+    if (e === undefined) return !lineEnded;
+    if (!(e === 'c' || e === '\\' || e === 'n' || (e === 'r' && version === '1.2'))) return false;
+    i += 1;
+  }
+  return true;
+}
+
+/**
+ * A MESSAGE over a limit, read past from its first byte at `start` (the spec, docs/security.md): every header line
+ * well formed (a ':', defined escapes, repeated ones too); the headers whose lines end within max-header-bytes and
+ * max-line-length kept (up to max-headers distinct), past that only PICKS; the body skipped by its content-length or to
+ * its NUL. `known`: the head read within its limits (a body over max-frame-size): only the body is skipped.
+ */
+function referenceSkip(input: Buffer, start: number, version: string, limits: FrameReaderLimits, known?: { headers: Record<string, string>; headEnd: number }): Skip {
+  const n = input.length;
+  let headers: Record<string, string> = {};
+  let headEnd: number;
+  if (known) {
+    headers = known.headers;
+    headEnd = known.headEnd;
+  } else {
+    let at = start;
+    let first = true;
+    let distinct = 0;
+    for (;;) {
+      const lf = input.indexOf(LF, at);
+      if (lf === -1) {
+        if (first) return n - at > limits.maxLineLength + 1 ? 'error' : 'incomplete';
+        return escapesOk(input.toString('latin1', at, n), version, false) ? 'incomplete' : 'error';
+      }
+      const end = lf > at && input[lf - 1] === CR ? lf - 1 : lf;
+      if (first) {
+        if (end - at > limits.maxLineLength || input.toString('utf8', at, end) !== 'MESSAGE') return 'error';
+        first = false;
+        at = lf + 1;
+        continue;
+      }
+      if (end === at) {
+        headEnd = lf + 1;
+        break;
+      }
+      const raw = input.toString('latin1', at, end);
+      if (!escapesOk(raw, version, true) || !raw.includes(':')) return 'error';
+      if (end - at <= limits.maxLineLength) {
+        const line = input.toString('utf8', at, end);
+        const colon = line.indexOf(':');
+        const name = unescape(line.slice(0, colon), version)!;
+        if (!Object.hasOwn(headers, name)) {
+          const within = lf + 1 - start <= limits.maxHeaderBytes && distinct < limits.maxHeaders;
+          if (within) distinct += 1;
+          if (within || PICKS.has(name)) headers[name] = unescape(line.slice(colon + 1), version)!;
+        }
+      }
+      at = lf + 1;
+    }
+  }
+  let bodyEnd: number;
+  const length = headers['content-length'];
+  if (length !== undefined) {
+    if (!/^\s*\d+\s*$/.test(length) || !Number.isSafeInteger(Number(length))) return 'error';
+    bodyEnd = headEnd + Number(length);
+    if (bodyEnd >= n) return 'incomplete';
+    if (input[bodyEnd] !== NUL) return 'error';
+  } else {
+    bodyEnd = input.indexOf(NUL, headEnd);
+    if (bodyEnd === -1) return 'incomplete';
+  }
+  return { frame: { command: 'MESSAGE', headers, body: '', skipped: bodyEnd - start }, end: bodyEnd + 1 };
+}
 
 /** The reference parse of the whole input: its frames, and whether it ends in a protocol error after them. */
 function reference(input: Buffer, version: string, limits: FrameReaderLimits): Outcome {
@@ -44,6 +127,15 @@ function reference(input: Buffer, version: string, limits: FrameReaderLimits): O
     }
     if (pos >= n) return { frames, error: false };
     const start = pos;
+    /** The frame crossed a limit: a MESSAGE is read past (referenceSkip), anything else is an error. */
+    const skip = (known?: { headers: Record<string, string>; headEnd: number }): Outcome | undefined => {
+      const r = referenceSkip(input, start, version, limits, known);
+      if (r === 'error') return { frames, error: true };
+      if (r === 'incomplete') return { frames, error: false };
+      frames.push(r.frame);
+      pos = r.end;
+      return undefined;
+    };
 
     // Lines up to the empty one. A line ends at LF; one CR before the LF is not part of it.
     const lines: string[] = [];
@@ -54,19 +146,28 @@ function reference(input: Buffer, version: string, limits: FrameReaderLimits): O
       if (lf === -1) {
         // Incomplete: an error only if what is there already crosses a limit.
         const crossed = n - at > limits.maxLineLength + 1 || n - start > limits.maxHeaderBytes;
-        return { frames, error: crossed };
+        return crossed ? (skip() ?? { frames, error: false }) : { frames, error: false };
       }
       const end = lf > at && input[lf - 1] === CR ? lf - 1 : lf;
-      if (end - at > limits.maxLineLength || lf + 1 - start > limits.maxHeaderBytes) return { frames, error: true };
+      if (end - at > limits.maxLineLength || lf + 1 - start > limits.maxHeaderBytes) {
+        headEnd = -2;
+        break;
+      }
       if (end === at) headEnd = lf + 1;
       else lines.push(input.toString('utf8', at, end));
       at = lf + 1;
+    }
+    if (headEnd === -2) {
+      const out = skip();
+      if (out) return out;
+      continue;
     }
     const headBytes = headEnd - start;
 
     const command = lines[0]!;
     const headers: Record<string, string> = {};
     let distinct = 0;
+    let tooMany = false;
     for (const line of lines.slice(1)) {
       const colon = line.indexOf(':');
       if (colon < 0) return { frames, error: true };
@@ -77,23 +178,40 @@ function reference(input: Buffer, version: string, limits: FrameReaderLimits): O
       const value = unescape(line.slice(colon + 1), version);
       if (value === undefined) return { frames, error: true };
       distinct += 1;
-      if (distinct > limits.maxHeaders) return { frames, error: true };
+      if (distinct > limits.maxHeaders) {
+        tooMany = true;
+        break;
+      }
       headers[name] = value;
     }
+    if (tooMany) {
+      const out = command === 'MESSAGE' ? skip() : { frames, error: true };
+      if (out) return out;
+      continue;
+    }
+    const overSize = (): Outcome | undefined => (command === 'MESSAGE' ? skip({ headers, headEnd }) : { frames, error: true });
 
     let bodyEnd: number;
     const length = headers['content-length'];
     if (length !== undefined) {
       if (!/^\s*\d+\s*$/.test(length) || !Number.isSafeInteger(Number(length))) return { frames, error: true };
       const size = Number(length);
-      if (headBytes + size > limits.maxFrameSize) return { frames, error: true };
+      if (headBytes + size > limits.maxFrameSize) {
+        const out = overSize();
+        if (out) return out;
+        continue;
+      }
       bodyEnd = headEnd + size;
       if (bodyEnd >= n) return { frames, error: false };
       if (input[bodyEnd] !== NUL) return { frames, error: true };
     } else {
       bodyEnd = input.indexOf(NUL, headEnd);
       const bodySoFar = (bodyEnd === -1 ? n : bodyEnd) - headEnd;
-      if (headBytes + bodySoFar > limits.maxFrameSize) return { frames, error: true };
+      if (headBytes + bodySoFar > limits.maxFrameSize) {
+        const out = overSize();
+        if (out) return out;
+        continue;
+      }
       if (bodyEnd === -1) return { frames, error: false };
     }
     frames.push({ command, headers, body: input.subarray(headEnd, bodyEnd).toString('hex') });
@@ -188,6 +306,29 @@ const nearLimits = fc
     return Buffer.from(head + 'b'.repeat(LIMITS.maxFrameSize - head.length + delta) + tail);
   });
 
+/**
+ * A MESSAGE over a limit — a head past max-header-bytes, a line past max-line-length, more distinct headers than
+ * max-headers, or a body past max-frame-size — with the headers that settle it (message-id, ack, subscription) anywhere
+ * in its head, then an ordinary frame that must come through.
+ */
+const overLimit = fc
+  .record({
+    filler: fc.array(fc.tuple(text('abk', 3), text('vx\\n', 30)), { minLength: 0, maxLength: 12 }),
+    longLine: fc.boolean(),
+    picks: fc.array(fc.nat(), { minLength: 3, maxLength: 3 }),
+    body: fc.nat({ max: 400 }),
+    length: fc.boolean(),
+    eol,
+  })
+  .map(({ filler, longLine, picks, body, length, eol: e }) => {
+    const lines = filler.map(([k, v]) => `${k}:${v}`);
+    if (longLine) lines.push(`long:${'l'.repeat(LIMITS.maxLineLength + 5)}`);
+    ['message-id:m-1', 'ack:a-1', 'subscription:s-1'].forEach((l, i) => lines.splice(picks[i]! % (lines.length + 1), 0, l));
+    if (length) lines.push(`content-length:${body}`);
+    const head = `MESSAGE${e}${lines.map((l) => `${l}${e}`).join('')}${e}`;
+    return Buffer.concat([Buffer.from(head), Buffer.alloc(body, 0x62), Buffer.from('\0\nRECEIPT\nreceipt-id:after\n\n\0')]);
+  });
+
 /** Streams from frames, sometimes with a few bytes changed (a frame's bytes seen in every wrong place). */
 const stream = fc.oneof(
   { weight: 4, arbitrary: framesStream },
@@ -198,6 +339,7 @@ const stream = fc.oneof(
   }) },
   { weight: 1, arbitrary: rawStream },
   { weight: 1, arbitrary: nearLimits },
+  { weight: 2, arbitrary: overLimit },
 );
 const cuts = fc.oneof({ weight: 3, arbitrary: fc.array(fc.nat(), { maxLength: 12 }) }, { weight: 1, arbitrary: fc.constant(Array.from({ length: 400 }, (_, i) => i)) });
 
@@ -218,6 +360,8 @@ describe('FrameReader against a reference parse: random streams, random cuts', (
       'MESSAGE\nk:v\n\nbody\0',
       '\r',
       '\r\n\r\nRECEIPT\r\nreceipt-id:1\r\n\r\n\0',
+      `MESSAGE\n${'k:v\n'.repeat(40)}ack:1\n\nbody\0RECEIPT\n\n\0`,
+      `MESSAGE\ncontent-length:300\n\n${'a'.repeat(300)}\0`,
       '\rX\n\n\0',
       'CMD\r\r\n\n\0',
       `MESSAGE\n${'k:v\n'.repeat(40)}\n\0`,

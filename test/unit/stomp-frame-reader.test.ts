@@ -88,16 +88,16 @@ describe('FrameReader', () => {
     ['an undefined escape', 'MESSAGE\nk:\\t\n\n\0', /undefined escape sequence '\\t'/],
     ['an invalid content-length', 'MESSAGE\ncontent-length:5x\n\nhello\0', /invalid content-length '5x'/],
     ['a body longer than its content-length', 'MESSAGE\ncontent-length:2\n\nhello\0', /does not end with a NUL after its content-length of 2/],
-    ['too many headers', `MESSAGE\n${Array.from({ length: 17 }, (_, i) => `h${i}:v`).join('\n')}\n\n\0`, /more than 16 headers/],
-    ['a line over the limit', `MESSAGE\nk:${'v'.repeat(1100)}\n\n\0`, /line longer than 1024 bytes/],
+    ['too many headers (a RECEIPT)', `RECEIPT\n${Array.from({ length: 17 }, (_, i) => `h${i}:v`).join('\n')}\n\n\0`, /more than 16 headers/],
+    ['a line over the limit (an ERROR)', `ERROR\nk:${'v'.repeat(1100)}\n\n\0`, /line longer than 1024 bytes/],
   ])('throws StompProtocolError on %s', (_, text, message) => {
     expect(() => read('1.2', [text])).toThrow(StompProtocolError);
     expect(() => read('1.2', [text])).toThrow(message);
   });
 
-  it('refuses a line over the limit before it has ended, instead of buffering it', () => {
+  it('refuses a line over the limit in a frame other than MESSAGE before it has ended, instead of buffering it', () => {
     const reader = new FrameReader('1.2', LIMITS, () => undefined);
-    reader.push(Buffer.from('MESSAGE\nk:'));
+    reader.push(Buffer.from('ERROR\nk:'));
     expect(() => {
       for (let i = 0; i < 100; i++) reader.push(Buffer.alloc(100, 0x76));
     }).toThrow(/line longer than 1024 bytes/);
@@ -144,12 +144,14 @@ describe('FrameReader limits: every read bounded, named when crossed (docs/secur
     throw new Error('nothing thrown');
   };
 
-  it('a content-length over max-frame-size is refused when the head is read, before any body byte', () => {
+  // A MESSAGE over a limit is read past and handed over alone (test/unit/stomp-frame-skipper.test.ts); any other frame
+  // over a limit ends the connection: it is no message to settle.
+  it('a content-length over max-frame-size in an ERROR is refused when the head is read, before any body byte', () => {
     const reader = new FrameReader('1.2', limits, () => undefined);
-    const err = thrown(() => reader.push(Buffer.from('MESSAGE\ncontent-length:1073741824\n\n')));
+    const err = thrown(() => reader.push(Buffer.from('ERROR\ncontent-length:1073741824\n\n')));
     expect(err.limit).toBe('max-frame-size');
     expect(err.reason).toBe('max-frame-size');
-    expect(err.message).toBe('a MESSAGE frame is over max-frame-size (65536 bytes): content-length 1073741824 after 35 bytes of headers');
+    expect(err.message).toBe('a ERROR frame is over max-frame-size (65536 bytes): content-length 1073741824 after 33 bytes of headers');
   });
 
   it.each([
@@ -163,9 +165,9 @@ describe('FrameReader limits: every read bounded, named when crossed (docs/secur
     expect(err.message).toMatch(/invalid content-length/);
   });
 
-  it('a body without content-length is cut off once it grows past max-frame-size, not when its NUL comes', () => {
+  it('an ERROR body without content-length is cut off once it grows past max-frame-size, not when its NUL comes', () => {
     const reader = new FrameReader('1.2', limits, () => undefined);
-    reader.push(Buffer.from('MESSAGE\nsubscription:s\n\n'));
+    reader.push(Buffer.from('ERROR\nmessage:m\n\n'));
     let pushed = 0;
     const err = thrown(() => {
       for (;;) {
@@ -177,21 +179,24 @@ describe('FrameReader limits: every read bounded, named when crossed (docs/secur
     expect(pushed).toBeLessThanOrEqual(limits.maxFrameSize);
     expect(pushed).toBeGreaterThan(limits.maxFrameSize - 2000);
     // The same in one chunk.
-    expect(thrown(() => read('1.2', [`MESSAGE\n\n${'a'.repeat(70_000)}`], limits)).limit).toBe('max-frame-size');
+    expect(thrown(() => read('1.2', [`RECEIPT\n\n${'a'.repeat(70_000)}`], limits)).limit).toBe('max-frame-size');
   });
 
-  it('a frame of exactly max-frame-size is read; one byte more is refused', () => {
+  it('a frame of exactly max-frame-size is read whole; one byte more is a MESSAGE read past (an ERROR refused)', () => {
     const head = 'MESSAGE\n\n';
     const body = 'b'.repeat(limits.maxFrameSize - head.length);
     expect(read('1.2', [`${head}${body}\0`], limits)[0]!.body).toHaveLength(body.length);
-    expect(thrown(() => read('1.2', [`${head}${body}b\0`], limits)).limit).toBe('max-frame-size');
+    const out: IncomingFrame[] = [];
+    new FrameReader('1.2', limits, (f) => out.push(f)).push(Buffer.from(`${head}${body}b\0`));
+    expect(out.map((f) => [f.body.length, f.skipped?.limit, f.skipped?.size])).toEqual([[0, 'max-frame-size', limits.maxFrameSize + 1]]);
+    expect(thrown(() => read('1.2', [`ERROR\n\n${body}bbbbb\0`], limits)).limit).toBe('max-frame-size');
   });
 
   it('a header repeated over and over counts against max-header-bytes, in one chunk and across many', () => {
-    const repeated = `MESSAGE\n${'k:v\n'.repeat(1_000_000)}\n\0`;
+    const repeated = `RECEIPT\n${'k:v\n'.repeat(1_000_000)}\n\0`;
     expect(thrown(() => read('1.2', [repeated], limits)).limit).toBe('max-header-bytes');
     const reader = new FrameReader('1.2', limits, () => undefined);
-    reader.push(Buffer.from('MESSAGE\n'));
+    reader.push(Buffer.from('RECEIPT\n'));
     let pushed = 0;
     const err = thrown(() => {
       for (;;) {
@@ -204,13 +209,18 @@ describe('FrameReader limits: every read bounded, named when crossed (docs/secur
     expect(err.message).toMatch(/^a frame's command and header lines are over max-header-bytes \(4096 bytes\): \d+ bytes read$/);
   });
 
-  it('a head of exactly max-header-bytes is read', () => {
+  it('a head of exactly max-header-bytes is read; one byte more is a MESSAGE read past', () => {
     const line = 'k:' + 'v'.repeat(100) + '\n';
     const fill = limits.maxHeaderBytes - 'MESSAGE\n'.length - 1 - line.length * 39;
     const text = `MESSAGE\n${line.repeat(39)}x:${'y'.repeat(fill - 3)}\n\n\0`;
     expect(Buffer.byteLength(text) - 1).toBe(limits.maxHeaderBytes);
-    expect(read('1.2', [text], { ...limits, maxHeaders: 64 })).toHaveLength(1);
-    expect(thrown(() => read('1.2', [text.replace('x:', 'x:y')], { ...limits, maxHeaders: 64 })).limit).toBe('max-header-bytes');
+    expect(read('1.2', [text], { ...limits, maxHeaders: 64 })[0]!.headers.x).toHaveLength(fill - 3);
+    const over: IncomingFrame[] = [];
+    new FrameReader('1.2', { ...limits, maxHeaders: 64 }, (f) => over.push(f)).push(Buffer.from(text.replace('x:', 'x:y')));
+    expect(over[0]!.skipped?.limit).toBe('max-header-bytes');
+    // Only the empty line ends past the limit: every header line is within it, and kept.
+    expect(over[0]!.headers.x).toHaveLength(fill - 2);
+    expect(over[0]!.headers.k).toBe('v'.repeat(100));
   });
 
   it('a head cut into one-byte chunks: each byte looked at once, the same frames', () => {

@@ -17,7 +17,9 @@
  * - `maxFrameSize`: those plus the body's; a `content-length` over it is refused when it is read, a body without one
  *   as soon as it grows past it (not when its NUL finally comes);
  * - `maxLineLength`, `maxHeaders` (distinct names): what a line and a frame may hold.
- * A frame that crosses one throws StompProtocolError naming the limit and the value seen. Whole frames in a chunk are
+ * A MESSAGE that crosses one is read past to its end without being kept (./frame-skipper.ts) and handed over alone with
+ * `skipped` set, so that the one message is settled and the connection kept (docs/design.md §10.3); any other frame that
+ * crosses one throws StompProtocolError naming the limit and the value seen. Whole frames in a chunk are
  * parsed where they lie (the common case: no copy); the start of a frame a chunk leaves incomplete is kept, and each
  * later byte is looked at once: the head is scanned for its empty line across chunks (never parsed again from its
  * start), then the body is gathered and joined once.
@@ -31,37 +33,18 @@ export interface IncomingFrame {
   headers: StompHeaders;
   /** The body's bytes: a view on the received data (not a copy) when the frame came in one chunk. */
   body: Buffer;
+  /**
+   * Set for a MESSAGE over a limit, skipped to its end (./frame-skipper.ts): `body` is empty and `headers` hold those
+   * read within the limits and the ones settling it needs.
+   */
+  skipped?: SkippedFrame;
 }
 
-export interface FrameReaderLimits {
-  /** Longest command or header line, bytes. */
-  maxLineLength: number;
-  /** Most distinct headers per frame. */
-  maxHeaders: number;
-  /** Most bytes of a frame's command and header lines, EOLs included (max-header-bytes). */
-  maxHeaderBytes: number;
-  /** Most bytes of a frame: its command and header lines and its body (max-frame-size). */
-  maxFrameSize: number;
-}
+import { StompProtocolError, type FrameReaderLimits } from './frame-reader-errors.js';
+import { FrameSkipper, type SkippedFrame } from './frame-skipper.js';
 
-/** The limit a frame crossed, by its configuration name. */
-export type StompLimit = 'max-frame-size' | 'max-header-bytes' | 'max-line-length' | 'max-headers';
-
-export class StompProtocolError extends Error {
-  override readonly name = 'StompProtocolError';
-  constructor(
-    message: string,
-    /** The limit crossed; undefined for any other protocol error (malformed input). */
-    readonly limit?: StompLimit,
-  ) {
-    super(message);
-  }
-
-  /** What bridge_protocol_errors_total counts it as: the limit, or `malformed`. */
-  get reason(): string {
-    return this.limit ?? 'malformed';
-  }
-}
+export { StompProtocolError, type FrameReaderLimits } from './frame-reader-errors.js';
+export type { SkippedFrame } from './frame-skipper.js';
 
 const LF = 0x0a;
 const CR = 0x0d;
@@ -79,7 +62,7 @@ interface Head {
 
 export class FrameReader {
   /** Where the frame being read is: between frames (parsed in place), in its head, or in its body. */
-  private state: 'frame' | 'head' | 'body' = 'frame';
+  private state: 'frame' | 'head' | 'body' | 'skip' = 'frame';
   /** The bytes kept of the incomplete frame: its head so far, then (in 'body') its body so far. */
   private kept: Buffer[] = [];
   private keptLength = 0;
@@ -93,6 +76,8 @@ export class FrameReader {
   private head: Head | undefined;
   /** Set by wholeFrame: where the bytes it consumed end. */
   private next = 0;
+  /** 'skip': the MESSAGE over a limit being read past. */
+  private skipper: FrameSkipper | undefined;
 
   constructor(
     private readonly version: string,
@@ -114,7 +99,9 @@ export class FrameReader {
         // An incomplete head starts at pos (wholeFrames went to 'body' itself for a head it could read).
         if (this.state === 'frame') this.startHead();
       }
-      pos = this.state === 'head' ? this.readHead(chunk, pos) : this.readBody(chunk, pos);
+      if (this.state === 'head') pos = this.readHead(chunk, pos);
+      else if (this.state === 'body') pos = this.readBody(chunk, pos);
+      else pos = this.readSkipped(chunk, pos);
     }
   }
 
@@ -131,7 +118,7 @@ export class FrameReader {
       if (frame === undefined) return this.next;
       pos = this.next;
       if (frame !== null) this.onFrame(frame);
-      if (this.state === 'body') return buf.length;
+      if (this.state === 'body' || this.state === 'skip') return buf.length;
     }
     return pos;
   }
@@ -155,14 +142,14 @@ export class FrameReader {
     for (;;) {
       const lf = buf.indexOf(LF, lineStart);
       if (lf === -1) {
-        if (n - lineStart > maxLineLength + 1) this.lineTooLong(n - lineStart);
-        if (n - pos > maxHeaderBytes) this.headTooLong(n - pos);
+        if (n - lineStart > maxLineLength + 1) return this.skipFrom(this.lineTooLong(n - lineStart), buf, pos);
+        if (n - pos > maxHeaderBytes) return this.skipFrom(this.headTooLong(n - pos), buf, pos);
         this.next = pos;
         return undefined;
       }
       const lineEnd = lf > lineStart && buf[lf - 1] === CR ? lf - 1 : lf;
-      if (lineEnd - lineStart > maxLineLength) this.lineTooLong(lineEnd - lineStart);
-      if (lf + 1 - pos > maxHeaderBytes) this.headTooLong(lf + 1 - pos);
+      if (lineEnd - lineStart > maxLineLength) return this.skipFrom(this.lineTooLong(lineEnd - lineStart), buf, pos);
+      if (lf + 1 - pos > maxHeaderBytes) return this.skipFrom(this.headTooLong(lf + 1 - pos), buf, pos);
       if (lineEnd === lineStart) {
         headerEnd = lineStart;
         lineStart = lf + 1;
@@ -171,20 +158,19 @@ export class FrameReader {
       lineStart = lf + 1;
     }
     const head = this.parseHead(buf, pos, headerEnd, lineStart - pos);
+    if (head instanceof StompProtocolError) return this.skipFrom(head, buf, pos);
     const bodyStart = lineStart;
 
     let bodyEnd: number;
     if (head.bodyLength !== undefined) {
+      if (head.bytes + head.bodyLength > this.limits.maxFrameSize) return this.skipBody(head, 0, buf, bodyStart);
       bodyEnd = bodyStart + head.bodyLength;
       if (bodyEnd >= n) return this.startBody(head, buf.subarray(bodyStart));
       if (buf[bodyEnd] !== NUL) throw this.noNulAfterLength(head);
     } else {
       bodyEnd = buf.indexOf(NUL, bodyStart);
-      if (bodyEnd === -1) {
-        this.checkFrameSize(head, n - bodyStart);
-        return this.startBody(head, buf.subarray(bodyStart));
-      }
-      this.checkFrameSize(head, bodyEnd - bodyStart);
+      if (this.overFrameSize(head, (bodyEnd === -1 ? n : bodyEnd) - bodyStart)) return this.skipBody(head, 0, buf, bodyStart);
+      if (bodyEnd === -1) return this.startBody(head, buf.subarray(bodyStart));
     }
     this.next = bodyEnd + 1;
     return { command: head.command, headers: head.headers, body: buf.subarray(bodyStart, bodyEnd) };
@@ -214,8 +200,8 @@ export class FrameReader {
       const before = lf > pos ? buf[lf - 1] : this.lastKept;
       const crEnds = before === CR && base + lf - 1 >= this.lineStart;
       const length = base + lf - this.lineStart - (crEnds ? 1 : 0);
-      if (length > maxLineLength) this.lineTooLong(length);
-      if (base + lf + 1 > maxHeaderBytes) this.headTooLong(base + lf + 1);
+      if (length > maxLineLength) return this.skipKept(this.lineTooLong(length), buf, pos);
+      if (base + lf + 1 > maxHeaderBytes) return this.skipKept(this.headTooLong(base + lf + 1), buf, pos);
       if (length === 0) {
         if (!this.commandSeen) {
           // A heart-beat (CR LF cut between two chunks): nothing kept is a frame; go on between frames.
@@ -230,10 +216,10 @@ export class FrameReader {
       this.lineStart = base + lf + 1;
       from = lf + 1;
     }
+    if (base + n - this.lineStart > maxLineLength + 1) return this.skipKept(this.lineTooLong(base + n - this.lineStart), buf, pos);
+    if (base + n > maxHeaderBytes) return this.skipKept(this.headTooLong(base + n), buf, pos);
     this.keep(buf.subarray(pos));
     this.lastKept = buf[n - 1]!;
-    if (this.keptLength - this.lineStart > maxLineLength + 1) this.lineTooLong(this.keptLength - this.lineStart);
-    if (this.keptLength > maxHeaderBytes) this.headTooLong(this.keptLength);
     return n;
   }
 
@@ -243,7 +229,15 @@ export class FrameReader {
     // At most maxHeaderBytes: joined once, and read as one.
     const bytes = Buffer.concat(this.kept, this.keptLength);
     const head = this.parseHead(bytes, 0, headerEnd, bytes.length);
-    if (head.bodyLength === undefined) this.checkFrameSize(head, 0);
+    if (head instanceof StompProtocolError) {
+      this.startSkip(new FrameSkipper(this.version, this.limits, head));
+      if (this.skipper!.feed(bytes, 0) !== -1) throw new TypeError('a head ended twice');
+      return end;
+    }
+    if (this.overFrameSize(head, 0) || (head.bodyLength !== undefined && head.bytes + head.bodyLength > this.limits.maxFrameSize)) {
+      this.startSkip(new FrameSkipper(this.version, this.limits, this.frameTooLarge(head, 0), head));
+      return end;
+    }
     this.startBody(head, undefined);
     return end;
   }
@@ -273,12 +267,18 @@ export class FrameReader {
       if (buf[nul] !== NUL) throw this.noNulAfterLength(head);
     } else {
       nul = buf.indexOf(NUL, pos);
+      if (this.overFrameSize(head, this.keptLength + (nul === -1 ? n : nul) - pos)) {
+        const seen = this.keptLength;
+        this.kept = [];
+        this.keptLength = 0;
+        this.head = undefined;
+        this.startSkip(new FrameSkipper(this.version, this.limits, this.frameTooLarge(head, seen + (nul === -1 ? n : nul) - pos), head, seen));
+        return this.readSkipped(buf, pos);
+      }
       if (nul === -1) {
-        this.checkFrameSize(head, this.keptLength + n - pos);
         this.keep(buf.subarray(pos));
         return n;
       }
-      this.checkFrameSize(head, this.keptLength + nul - pos);
     }
     this.keep(buf.subarray(pos, nul));
     const body = this.kept.length === 1 ? this.kept[0]! : Buffer.concat(this.kept, this.keptLength);
@@ -288,6 +288,60 @@ export class FrameReader {
     this.head = undefined;
     this.onFrame({ command: head.command, headers: head.headers, body });
     return nul + 1;
+  }
+
+  // ---- a MESSAGE over a limit, read past (./frame-skipper.ts) ----
+
+  /**
+   * wholeFrame: the frame from `start` crossed `crossed` in its head: read past from its first byte. The frame, when it
+   * ends in `buf` (`next` after it); else null, in 'skip'.
+   */
+  private skipFrom(crossed: StompProtocolError, buf: Buffer, start: number): IncomingFrame | null {
+    return this.skipIn(new FrameSkipper(this.version, this.limits, crossed), buf, start);
+  }
+
+  /** wholeFrame: `head`, read, is followed by a body over max-frame-size from `bodyStart`. */
+  private skipBody(head: Head, seen: number, buf: Buffer, bodyStart: number): IncomingFrame | null {
+    return this.skipIn(new FrameSkipper(this.version, this.limits, this.frameTooLarge(head, buf.length - bodyStart), head, seen), buf, bodyStart);
+  }
+
+  private skipIn(skipper: FrameSkipper, buf: Buffer, from: number): IncomingFrame | null {
+    const end = skipper.feed(buf, from);
+    if (end === -1) {
+      this.startSkip(skipper);
+      this.next = buf.length;
+      return null;
+    }
+    this.next = end;
+    return skipper.frame();
+  }
+
+  /** readHead: the kept head crossed `crossed` at buf[pos…]: read past it from its first byte, kept bytes first. */
+  private skipKept(crossed: StompProtocolError, buf: Buffer, pos: number): number {
+    const skipper = new FrameSkipper(this.version, this.limits, crossed);
+    // The kept bytes hold no end of the head (readHead would have ended it), so the frame goes on into buf.
+    for (const part of this.kept) skipper.feed(part, 0);
+    this.startSkip(skipper);
+    return this.readSkipped(buf, pos);
+  }
+
+  private startSkip(skipper: FrameSkipper): void {
+    this.state = 'skip';
+    this.skipper = skipper;
+    this.kept = [];
+    this.keptLength = 0;
+    this.head = undefined;
+  }
+
+  /** 'skip': reads past from `pos`; returns where the frame ended (and hands it over), or buf's length. */
+  private readSkipped(buf: Buffer, pos: number): number {
+    const skipper = this.skipper!;
+    const end = skipper.feed(buf, pos);
+    if (end === -1) return buf.length;
+    this.state = 'frame';
+    this.skipper = undefined;
+    this.onFrame(skipper.frame());
+    return end;
   }
 
   private keep(bytes: Buffer): void {
@@ -302,7 +356,7 @@ export class FrameReader {
    * The command and headers of the lines in buf[start, headerEnd) (each ending with its EOL; the empty line follows),
    * `bytes` long in all with the empty line; checks content-length against the limits.
    */
-  private parseHead(buf: Buffer, start: number, headerEnd: number, bytes: number): Head {
+  private parseHead(buf: Buffer, start: number, headerEnd: number, bytes: number): Head | StompProtocolError {
     // One decode for all the lines: a frame's ten or so headers cost one native call instead of twenty.
     const lines = buf.toString('utf8', start, headerEnd).split('\n');
     const command = withoutCr(lines[0]!);
@@ -315,9 +369,8 @@ export class FrameReader {
       if (colon === -1) throw new StompProtocolError(`a ${command} frame has a header line without ':'`);
       const name = this.unescape(line.slice(0, colon));
       if (Object.hasOwn(headers, name)) continue;
-      if (++count > this.limits.maxHeaders) {
-        throw new StompProtocolError(`a ${command} frame has more than ${this.limits.maxHeaders} headers (max-headers)`, 'max-headers');
-      }
+      // Crossed: the caller reads the frame past (a MESSAGE) or ends the connection (anything else).
+      if (++count > this.limits.maxHeaders) return new StompProtocolError(`a ${command} frame has more than ${this.limits.maxHeaders} headers (max-headers)`, 'max-headers');
       headers[name] = this.unescape(line.slice(colon + 1));
     }
     const length = headers['content-length'];
@@ -327,35 +380,33 @@ export class FrameReader {
       if (!/^\s*\d+\s*$/.test(length) || !Number.isSafeInteger(size)) {
         throw new StompProtocolError(`a ${command} frame has an invalid content-length '${length.slice(0, 40)}'`);
       }
-      if (bytes + size > this.limits.maxFrameSize) {
-        throw new StompProtocolError(
-          `a ${command} frame is over max-frame-size (${this.limits.maxFrameSize} bytes): content-length ${size} after ${bytes} bytes of headers`,
-          'max-frame-size',
-        );
-      }
       bodyLength = size;
     }
     return { command, headers, bytes, bodyLength };
   }
 
-  private checkFrameSize(head: Head, bodySoFar: number): void {
-    if (head.bytes + bodySoFar <= this.limits.maxFrameSize) return;
-    throw new StompProtocolError(
-      `a ${head.command} frame is over max-frame-size (${this.limits.maxFrameSize} bytes): ${head.bytes + bodySoFar} bytes read and no NUL yet`,
-      'max-frame-size',
-    );
+  /** Whether `head` and `bodySoFar` bytes of a body without content-length are over max-frame-size. */
+  private overFrameSize(head: Head, bodySoFar: number): boolean {
+    return head.bodyLength === undefined && head.bytes + bodySoFar > this.limits.maxFrameSize;
+  }
+
+  private frameTooLarge(head: Head, bodySoFar: number): StompProtocolError {
+    const max = this.limits.maxFrameSize;
+    const what =
+      head.bodyLength !== undefined ? `content-length ${head.bodyLength} after ${head.bytes} bytes of headers` : `${head.bytes + bodySoFar} bytes read and no NUL yet`;
+    return new StompProtocolError(`a ${head.command} frame is over max-frame-size (${max} bytes): ${what}`, 'max-frame-size');
   }
 
   private noNulAfterLength(head: Head): StompProtocolError {
     return new StompProtocolError(`a ${head.command} frame does not end with a NUL after its content-length of ${head.bodyLength}`);
   }
 
-  private lineTooLong(seen: number): never {
-    throw new StompProtocolError(`a frame has a line longer than ${this.limits.maxLineLength} bytes (${seen} bytes read)`, 'max-line-length');
+  private lineTooLong(seen: number): StompProtocolError {
+    return new StompProtocolError(`a frame has a line longer than ${this.limits.maxLineLength} bytes (${seen} bytes read)`, 'max-line-length');
   }
 
-  private headTooLong(seen: number): never {
-    throw new StompProtocolError(
+  private headTooLong(seen: number): StompProtocolError {
+    return new StompProtocolError(
       `a frame's command and header lines are over max-header-bytes (${this.limits.maxHeaderBytes} bytes): ${seen} bytes read`,
       'max-header-bytes',
     );

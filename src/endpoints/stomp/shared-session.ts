@@ -12,8 +12,9 @@
  * A lost connection reaches every lease on it. So does anything an endpoint does that ends the connection: a SEND or
  * COMMIT without its RECEIPT within confirm-timeout fails the connection (./stomp-target.ts), since a peer answers the
  * frames of one connection in order and one that does not answer is stuck for every subscriber on it; an ERROR that
- * names no request ends it too, by the protocol. An ERROR that names its receipt (a refused SEND, SUBSCRIBE or COMMIT)
- * stays with the request that asked.
+ * names no request and can be about nothing in flight ends it too, by the protocol. An ERROR that names its receipt (a
+ * refused SEND, SUBSCRIBE or COMMIT) stays with the request that asked; one that names none is put on the transactions
+ * (or SENDs) in flight, whatever bridge they are of, and the connection stays (./stomp-session.ts).
  */
 import type { StompConnectionConfig } from '../../config/types.js';
 import type { ConnectionRole } from '../../config/connection-plan.js';

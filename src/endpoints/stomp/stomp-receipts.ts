@@ -42,6 +42,18 @@ export class Receipts {
     return p;
   }
 
+  /** Rejects every request of `command` still waiting with `error(command)`; returns how many. */
+  rejectAll(command: string, error: (command: string) => Error): number {
+    let n = 0;
+    for (const [receipt, p] of this.pending) {
+      if (p.command !== command) continue;
+      this.pending.delete(receipt);
+      p.reject(error(command));
+      n += 1;
+    }
+    return n;
+  }
+
   /** The connection ended with `reason`: every request still waiting fails with it. */
   failAll(reason: TransientError): void {
     for (const [receipt, p] of this.pending) {

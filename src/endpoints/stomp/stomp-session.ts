@@ -2,8 +2,12 @@
  * One open STOMP connection after the handshake (created by connectStomp in ./stomp-client.ts; never reconnects): its
  * requests (each with a receipt, ./stomp-receipts.ts, written by ./stomp-writer.ts), the frames it reads itself
  * (./frame-reader.ts: MESSAGE to its subscription, RECEIPT, ERROR), and its end. An ERROR that names a receipt rejects
- * that one request and leaves the session up (ActiveMQ keeps the connection open then); any other ERROR ends the
- * session. One `onLost` callback when the connection ends without us closing it; every request still waiting for its
+ * that one request and leaves the session up (ActiveMQ keeps the connection open then). An ERROR that names none is
+ * put on what it can be about, and the session goes on (docs/design.md §10.3: a shared publish session must not die for
+ * one bridge's send): a SEND in a transaction carries no receipt, so it is every transaction not yet answered — its
+ * COMMIT then fails as an ambiguous refusal, each member is sent again alone with a receipt, and the culprit is refused
+ * by its own ERROR — else every SEND still waiting for its receipt (ambiguous too). An ERROR with nothing in flight it
+ * could be about ends the session, as before: a broken or closing peer (RabbitMQ closes after one). One `onLost` callback when the connection ends without us closing it; every request still waiting for its
  * receipt is then rejected with TransientError (`outcomeUnknown` for SEND and COMMIT).
  */
 import { MessageRejectedError, PeerProtocolError, TransientError, redactUrl } from '../../shared/errors.js';
@@ -33,6 +37,10 @@ export class Session implements StompSession {
   private readonly reader: FrameReader;
   /** Set by fail(): the error the connection ended with, reported instead of stompit's. */
   private failure: TransientError | undefined;
+  /** Transactions begun and not yet answered → the ERROR (naming no receipt) put on them, if one came. */
+  private readonly openTx = new Map<string, string | undefined>();
+  /** The last ERROR that named no receipt: what the connection ended with if the peer closes after it. */
+  private lastError: string | undefined;
 
   constructor(
     private readonly client: StompitClient,
@@ -97,6 +105,14 @@ export class Session implements StompSession {
   }
 
   ack(message: StompMessage): void {
+    this.settleMessage('ACK', message);
+  }
+
+  nack(message: StompMessage): void {
+    this.settleMessage('NACK', message);
+  }
+
+  private settleMessage(command: 'ACK' | 'NACK', message: StompMessage): void {
     if (this.state !== 'open') return;
     const h = message.headers;
     const headers: StompHeaders = {};
@@ -106,7 +122,7 @@ export class Session implements StompSession {
       if (h['message-id'] !== undefined) headers['message-id'] = h['message-id'];
       if (h.subscription !== undefined) headers.subscription = h.subscription;
     }
-    this.write('ACK', headers);
+    this.write(command, headers);
   }
 
   sync(): Promise<void> {
@@ -117,14 +133,29 @@ export class Session implements StompSession {
   }
 
   begin(transaction: string): Promise<void> {
+    if (this.state === 'open') this.openTx.set(transaction, undefined);
     return this.request('BEGIN', { transaction });
   }
 
   commit(transaction: string): Promise<void> {
-    return this.request('COMMIT', { transaction });
+    return this.request('COMMIT', { transaction }).then(
+      () => {
+        const refused = this.openTx.get(transaction);
+        this.openTx.delete(transaction);
+        // The peer committed what it took; a SEND of it was refused, which one is not said (see errorFrame).
+        if (refused !== undefined) {
+          throw new MessageRejectedError('error-frame', `${this.what} refused a SEND of transaction ${transaction} with an ERROR that names no receipt: ${refused}`, { ambiguous: true });
+        }
+      },
+      (err: unknown) => {
+        this.openTx.delete(transaction);
+        throw err;
+      },
+    );
   }
 
   abort(transaction: string): Promise<void> {
+    this.openTx.delete(transaction);
     return this.request('ABORT', { transaction });
   }
 
@@ -194,7 +225,7 @@ export class Session implements StompSession {
       case 'MESSAGE': {
         if (this.state !== 'open') return;
         const onMessage = h.subscription === undefined ? undefined : this.subscriptions.get(h.subscription);
-        if (onMessage) onMessage({ headers: h, body: frame.body });
+        if (onMessage) onMessage(frame.skipped === undefined ? { headers: h, body: frame.body } : { headers: h, body: frame.body, skipped: frame.skipped });
         else this.log.debug({ subscription: h.subscription }, 'MESSAGE for no subscription of ours; ignored');
         return;
       }
@@ -238,18 +269,35 @@ export class Session implements StompSession {
       p.reject(new MessageRejectedError('error-frame', `${this.what} refused the ${p.command}: ${message}`));
       return;
     }
-    // An ERROR about no request of ours: by the protocol the server closes the connection after it.
+    if (this.attribute(message)) return;
+    // An ERROR about nothing in flight: by the protocol the server closes the connection after it.
     this.fail(new TransientError(`${this.what}: the broker sent an ERROR frame: ${message}`));
+  }
+
+  /**
+   * An ERROR that names no receipt, put on what it can be about (see the header): true when something was in flight.
+   * ActiveMQ answers a SEND without a receipt that it refuses (an ACL, a property it cannot convert) so, and keeps the
+   * connection open; if a peer closes it instead, the loss says this ERROR.
+   */
+  private attribute(message: string): boolean {
+    const open = [...this.openTx.keys()];
+    for (const tx of open) if (this.openTx.get(tx) === undefined) this.openTx.set(tx, message);
+    const sends = open.length > 0 ? 0 : this.receipts.rejectAll('SEND', (command) => new MessageRejectedError('error-frame', `${this.what} refused a ${command} in flight with an ERROR that names no receipt: ${message}`, { ambiguous: true }));
+    if (open.length === 0 && sends === 0) return false;
+    this.lastError = message;
+    this.log.warn({ transactions: open.length, sends, reason: message }, `${this.peer} sent an ERROR that names no receipt; it is put on what was in flight, which is sent again one by one to find the refused message`);
+    return true;
   }
 
   private ended(error: StompitError | undefined): void {
     if (this.state === 'closed') return;
     const intentional = this.state === 'closing' && this.failure === undefined;
     this.state = 'closed';
+    const before = this.lastError === undefined ? '' : `the broker sent an ERROR frame: ${this.lastError}; then `;
     const reason =
       this.failure ??
       new TransientError(
-        intentional ? `${this.what} was closed` : `${this.what}: ${error ? transportSentence(error) : 'the broker closed the connection'}`,
+        intentional ? `${this.what} was closed` : `${this.what}: ${before}${error ? transportSentence(error) : 'the broker closed the connection'}`,
         error ? { cause: error } : undefined,
       );
     this.receipts.failAll(reason);

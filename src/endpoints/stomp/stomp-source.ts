@@ -2,9 +2,13 @@
  * STOMP source: SUBSCRIBE with `ack: client-individual` and the peer's prefetch header (see ./stomp-peer.ts), one ACK
  * per delivery.
  *
- * It never NACKs: ActiveMQ moves a NACKed persistent message to ActiveMQ.DLQ at once (and drops a non-persistent
- * one). A message that must come back is simply left unacked; closing the connection returns it, and the broker
- * redelivers it with `redelivered:true`. On a peer whose `message-id` names the message (ActiveMQ Classic) that
+ * It never NACKs for a transient error (docs/design.md §5): ActiveMQ moves a NACKed persistent message to ActiveMQ.DLQ
+ * at once (and drops a non-persistent one). A message that must come back is simply left unacked; closing the
+ * connection returns it, and the broker redelivers it with `redelivered:true`. The one NACK is for a MESSAGE over a
+ * size limit of the connection (docs/design.md §10.3), read past without its body (./frame-skipper.ts): a persistent one
+ * on ActiveMQ Classic is handed back (reject: NACK), so that ActiveMQ moves it whole to its DLQ; anything else over a
+ * limit is dead-lettered by the session with the headers read and acked (docs/security.md, "which happens on each
+ * peer"). On a peer whose `message-id` names the message (ActiveMQ Classic) that
  * `message-id` is the delivery's stableId. Elsewhere (RabbitMQ: a new `message-id` per delivery; unknown servers) the
  * delivery has no stableId and the session stamps it by fingerprint, claiming the stamp on a redelivery, exactly as for
  * an AMQP message without `message-id`.
@@ -16,7 +20,7 @@
  */
 import type { StompConnectionConfig } from '../../config/types.js';
 import { ConfigError, TransientError, isProgrammerError } from '../../shared/errors.js';
-import type { SourceDelivery } from '../../core/message.js';
+import type { SourceDelivery, Unreadable } from '../../core/message.js';
 import type { SourceEndpoint, SourceHandlers } from '../../core/ports.js';
 import type { Logger } from '../../shared/log.js';
 import { fromStomp } from '../../mapping/stomp-mapping.js';
@@ -108,6 +112,15 @@ export class StompSource extends StompEndpoint implements SourceEndpoint {
     this.acksSinceBarrier += 1;
   }
 
+  /** NACK: only for a delivery marked unreadable.handBack (ActiveMQ moves it whole to ActiveMQ.DLQ). */
+  reject(delivery: SourceDelivery): void {
+    const frame = this.unacked.get(delivery);
+    if (!frame || this.closed || !this.session) return;
+    this.unacked.delete(delivery);
+    this.session.nack(frame);
+    this.acksSinceBarrier += 1;
+  }
+
   ackBarrier(): Promise<void> {
     const session = this.session;
     if (!session || !session.isOpen) {
@@ -170,7 +183,25 @@ export class StompSource extends StompEndpoint implements SourceEndpoint {
       seq: ++this.seq,
     };
     if (stable && h['message-id'] !== undefined) delivery.stableId = h['message-id'];
+    if (message.skipped !== undefined) delivery.unreadable = this.unreadable(message);
     this.unacked.set(delivery, message);
     deliver(handlers, delivery, this.log);
+  }
+
+  /**
+   * A MESSAGE over a limit: handed back where the broker keeps it whole (ActiveMQ Classic, persistent: NACK moves it to
+   * ActiveMQ.DLQ), else dead-lettered by the session with what was read. A non-persistent one ActiveMQ would drop on
+   * NACK; RabbitMQ's STOMP plugin requeues a NACKed message (it would come back forever).
+   */
+  private unreadable(message: StompMessage): Unreadable {
+    const skipped = message.skipped!;
+    const handBack = this.profile.nack === 'dead-letter' && message.headers.persistent === 'true';
+    return {
+      reason: 'too-large',
+      detail: `${this.description} (${this.session?.peer ?? '?'}) delivered a MESSAGE over ${skipped.limit}: ${skipped.detail}`,
+      dropped: 'body',
+      size: skipped.size,
+      ...(handBack ? { handBack } : {}),
+    };
   }
 }

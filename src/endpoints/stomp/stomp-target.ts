@@ -104,6 +104,9 @@ export class StompTarget extends StompEndpoint implements TargetEndpoint {
       // Best effort: a lost connection rolls the transaction back anyway.
       if (session.isOpen) session.abort(tx).catch(() => undefined);
       if (err instanceof MessageRejectedError) {
+        // A SEND of it refused with an ERROR that names no receipt (./stomp-session.ts): the rest may have been
+        // committed, so each goes again alone, flagged, and the culprit is refused by its own receipt.
+        if (err.ambiguous) return all({ outcome: 'refused-ambiguous', error: err });
         // Rolled back: nothing of it was delivered. Full: all wait; otherwise each goes again alone, to find the culprit.
         return err.reason === TARGET_FULL ? all({ outcome: 'refused', error: err }) : all(NOT_SENT);
       }

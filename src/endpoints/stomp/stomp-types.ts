@@ -6,6 +6,7 @@
  */
 import type { StompHeaders } from '../../mapping/stomp-mapping.js';
 import type { TransientError } from '../../shared/errors.js';
+import type { SkippedFrame } from './frame-skipper.js';
 
 /** Frame headers as sent: strings only. */
 export type { StompHeaders };
@@ -15,6 +16,11 @@ export interface StompMessage {
   /** All frame headers, unescaped. */
   headers: StompHeaders;
   body: Buffer;
+  /**
+   * Set for a MESSAGE over a size limit of the connection, read past without its body (./frame-skipper.ts): `body` is
+   * empty, `headers` hold those read within the limits and the ones needed to settle it.
+   */
+  skipped?: SkippedFrame;
 }
 
 /** One open STOMP connection. Created by connectStomp; never reconnects. */
@@ -36,8 +42,9 @@ export interface StompSession {
   /**
    * SEND without a receipt, for a SEND inside a transaction whose fate the COMMIT's receipt decides. A receipt per
    * transacted SEND costs ActiveMQ about as much as a non-transacted persistent SEND (measured: ~1,000 vs ~6,000+
-   * msgs/s in batches of 100). An ERROR answering such a SEND names no receipt, so it ends the session, and the COMMIT
-   * then fails instead of committing the rest. A no-op once closed (the COMMIT fails then too).
+   * msgs/s in batches of 100). An ERROR answering such a SEND names no receipt: the session puts it on the transactions
+   * not yet answered, whose COMMIT then fails as an ambiguous refusal (./stomp-session.ts). A no-op once closed (the
+   * COMMIT fails then too).
    */
   sendInTransaction(headers: StompHeaders, body: Buffer): void;
   /**
@@ -53,6 +60,11 @@ export interface StompSession {
   unsubscribe(id: string): Promise<void>;
   /** ACK (no receipt): `id` in STOMP 1.2, `message-id` + `subscription` in 1.1. A no-op once closed. */
   ack(message: StompMessage): void;
+  /**
+   * NACK (no receipt), addressed as ACK is. Only for a message the bridge hands back to the broker's dead-letter path
+   * (ActiveMQ: a persistent message goes to ActiveMQ.DLQ at once): never for a transient error (docs/design.md §5).
+   */
+  nack(message: StompMessage): void;
   /**
    * Resolves once the server has processed every frame sent before it (frames are processed in order; this is an
    * empty BEGIN/ABORT pair with a receipt on the ABORT). Rejects with TransientError if the connection ends first.

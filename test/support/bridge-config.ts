@@ -28,6 +28,7 @@ export function testBridgeConfig(over: Partial<BridgeConfig> = {}): BridgeConfig
     templateValues: '[A-Za-z0-9._:-]',
     maxAddresses: 10_000,
     addressIdleTimeout: 600_000,
+    maxHops: 4,
     ...over,
   };
 }

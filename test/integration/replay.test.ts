@@ -182,6 +182,33 @@ describe('broker-bridge replay', () => {
     expect(idsOf(kept)).toEqual(['big']);
   });
 
+  it('POST /bridges/{name}/replay: the same options as a JSON body, with the admin token, beside the running bridge', { timeout: 120_000 }, async () => {
+    const [src, dst, dlq] = await fx.queues('rph-src', 'rph-dst', 'rph-dlq');
+    const token = 'replay-secret';
+    const { yaml } = fx.config({
+      bridges: [{ name: 'rp', sourceQueue: src!, target: `queue: "${dst}"`, deadLetter: `connection: rabbit, queue: "${dlq}"` }],
+      top: { 'http-port': 0, 'admin-token': token },
+    });
+    const p = await fx.start(yaml);
+    await p.waitForLog((l) => l.component === 'http' && typeof l.port === 'number', 10_000);
+    const api = `http://127.0.0.1:${p.logs.find((l) => l.component === 'http' && typeof l.port === 'number')?.port as number}`;
+    await fx.amqp.publish(dlq!, [deadLetter('h1', 'eu', 'A'), deadLetter('h2', 'eu', 'B'), deadLetter('h3', 'eu', 'A')]);
+    const post = (body: unknown, auth = token) =>
+      fetch(`${api}/bridges/rp/replay`, { method: 'POST', headers: { authorization: `Bearer ${auth}`, 'content-type': 'application/json' }, body: JSON.stringify(body), signal: AbortSignal.timeout(60_000) });
+    expect((await post({}, 'wrong')).status).toBe(401);
+    const bad = await post({ rate: 'fast' });
+    expect([bad.status, await bad.json()]).toEqual([400, { error: "--rate expects a positive number, got 'fast'" }]);
+    const dry = await post({ 'dry-run': true });
+    expect(dry.status).toBe(200);
+    expect(((await dry.json()) as Summary).byReason).toEqual({ A: 2, B: 1 });
+    const one = await post({ ids: ['h2'] });
+    expect(((await one.json()) as Summary).replayed).toBe(1);
+    const all = await post({ reason: 'A' });
+    expect(((await all.json()) as Summary).replayed).toBe(2);
+    expect(idsOf(await fx.amqp.drain(dst!))).toEqual(['h1', 'h2', 'h3']);
+    expect(await fx.amqp.count(dlq!)).toBe(0);
+  });
+
   it('refuses a dead-letter destination that cannot be read back, with a sentence', async () => {
     const [src, dst] = await fx.queues('rpx-src', 'rpx-dst');
     const file = writeConfig(

@@ -8,6 +8,14 @@ import type { BridgeMessage } from '../../src/core/message.js';
 import { compileSelector } from '../../src/routing/selector.js';
 import { replayCopy, verdict } from '../../src/service/replay-selection.js';
 import { parseReplayArgs } from '../../src/service/replay-command.js';
+import { MemoryIdCache } from '../../src/cache/memory-id-cache.js';
+import { Metrics } from '../../src/core/metrics.js';
+import { BridgeSession } from '../../src/core/session.js';
+import { MessageRejectedError } from '../../src/shared/errors.js';
+import { silentLogger } from '../../src/shared/log.js';
+import { testBridgeConfig } from '../support/bridge-config.js';
+import { FakeSource, FakeTarget } from '../support/fake-endpoints.js';
+import { until } from '../support/wait.js';
 
 const ID = '_AMQ_DUPL_ID';
 const dl = (id: string, reason: string, extra: BridgeMessage['headers'] = {}): BridgeMessage => ({
@@ -64,5 +72,24 @@ describe('replay: options', () => {
     expect(parseReplayArgs({ rate: 'fast' })).toBe("--rate expects a positive number, got 'fast'");
     expect(parseReplayArgs({ ids: ',' })).toBe("--ids expects duplicate IDs separated by commas, got ','");
     expect(parseReplayArgs({ filter: 'region = ' })).toMatch(/^--filter: /);
+  });
+});
+
+describe('replay: a dead letter refused again', () => {
+  it('goes back with its attempts counted on from the ones it came with', async () => {
+    const source = new FakeSource();
+    const target = new FakeTarget();
+    const deadLetter = new FakeTarget('fake://dlq');
+    target.outcome = () => new MessageRejectedError('unroutable', 'no route');
+    const bridge = testBridgeConfig({ maxDeliveryAttempts: 2 });
+    const session = new BridgeSession({ bridge, source, target, deadLetter, cache: new MemoryIdCache({ size: 10, lease: 1000 }), log: silentLogger, metrics: new Metrics('t', { defaultMetrics: false }), tokenPrefix: 'u' });
+    await session.open();
+    source.deliver(replayCopy(dl('a', 'unroutable'), 0, false), true);
+    source.deliver({ body: Buffer.from('b'), properties: { persistent: true }, headers: { [ID]: 'b' } });
+    await until('both dead-lettered', () => deadLetter.sent.length === 2, { timeoutMs: 3000, everyMs: 5 });
+    expect(deadLetter.sent.map((m) => [m.headers[ID], m.headers['x-bridge-delivery-attempts']])).toEqual([
+      ['a', 7],
+      ['b', 2],
+    ]);
   });
 });

@@ -108,6 +108,7 @@ describe('broker-bridge replay', () => {
     expect(run.code, run.stderr).toBe(0);
     expect(run.summary).toMatchObject({ replayed: 50, droppedAsDelivered: 10, refusedAgain: 0, skipped: 0, result: 'done' });
     expect(run.ms).toBeGreaterThanOrEqual(2000);
+    console.info(`replay --rate 20: 60 handed on (50 replayed, 10 dropped) in ${run.ms} ms; flagged ${run.summary.flagged}; dry run ${dry.ms} ms`);
     expect(await fx.amqp.count(dlq!)).toBe(0);
     const [eu, us, at] = [await fx.amqp.drain(`${base}.eu`), await fx.amqp.drain(`${base}.us`), await fx.amqp.drain(`${base}.eu@x`)];
     expect(idsOf(eu)).toEqual(range('done', 10));

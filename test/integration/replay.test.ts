@@ -9,8 +9,8 @@
  * - a dead-letter destination that cannot be read back (an exchange) is refused with a sentence.
  */
 import { spawn, spawnSync } from 'node:child_process';
-import { describe, expect, it } from 'vitest';
-import { copiesById, type ReceivedMessage } from '../support/amqp.js';
+import { afterAll, describe, expect, it } from 'vitest';
+import { copiesById, deleteQueues, type ReceivedMessage } from '../support/amqp.js';
 import { useBridgeFixture } from '../support/bridge-fixture.js';
 import { CLI, writeConfig } from '../support/bridge-process.js';
 import { uniqueName } from '../support/services.js';
@@ -18,6 +18,8 @@ import { sleep, untilValue } from '../support/wait.js';
 
 const fx = useBridgeFixture();
 const ID = '_AMQ_DUPL_ID';
+const targets: string[] = [];
+afterAll(() => deleteQueues(targets));
 
 interface Summary {
   skippedWhy: string[];
@@ -64,6 +66,8 @@ describe('broker-bridge replay', () => {
   it('60 dead letters: dry run by reason; 50 forwarded, 10 dropped as already delivered, at --rate 20; again: nothing', { timeout: 180_000 }, async () => {
     const base = uniqueName('rp');
     const [src, dlq] = await fx.queues('rp-src', 'rp-dlq');
+    // The target queues are made here (the template's names): deleted after the file, whatever happens.
+    targets.push(`${base}.eu`, `${base}.us`, `${base}.eu@x`);
     await fx.amqp.queue(`${base}.eu`);
     // One cache for both versions of the file: the replay must see what the first run recorded.
     const keyPrefix = fx.config({ bridges: [] }).keyPrefix;
@@ -128,7 +132,6 @@ describe('broker-bridge replay', () => {
     const again = replay(file);
     expect(again.code, again.stderr).toBe(0);
     expect(again.summary).toMatchObject({ replayed: 0, droppedAsDelivered: 0, refusedAgain: 0, left: 0 });
-    await fx.amqp.deleteQueues(`${base}.eu`, `${base}.us`, `${base}.eu@x`);
   });
 
   it('SIGKILLed in the middle and run again: nothing lost, nothing doubled unflagged, the dead-letter queue empty', { timeout: 180_000 }, async () => {

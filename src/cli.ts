@@ -3,7 +3,8 @@
  * The `broker-bridge` command: validate, check, run, status, schema. Exit codes: 0 fine; 2 invalid configuration
  * (nothing started); 64 bad command line; 1 anything else; `run` otherwise exits with what the service returns;
  * `status`: 1 a bridge is not running, 3 the HTTP API could not be asked; `check`: 1 an error (an invalid
- * configuration included), 2 warnings only; `move`: 1 an error, 3 dead-lettered messages, 130 interrupted.
+ * configuration included), 2 warnings only; `move`: 1 an error, 3 dead-lettered messages, 130 interrupted; `replay`: as
+ * `move`, 3 meaning some were refused again.
  */
 import { readFileSync, realpathSync, writeFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
@@ -30,6 +31,9 @@ Commands:
   move       run one bridge (--bridge NAME) until its source is empty (--until-empty) or N messages are settled
              (--count N), then drain and exit: 0 done, 3 done but messages were dead-lettered, 1 an error,
              130 interrupted (drained; the rest stays in the source)
+  replay     send a bridge's dead letters (--bridge NAME; its dead-letter queue) to its target again, with their
+             duplicate IDs: what had already arrived is dropped by the cache; one pass, then drain and exit:
+             0 done, 3 some refused again (back in the dead-letter queue), 1 an error, 130 interrupted
   status     ask a running bridge process (its HTTP API) how its bridges are; exit 1 if one is not running
   schema     print the JSON Schema of the configuration file (or write it with --out)
 
@@ -44,7 +48,12 @@ Options:
   -b, --bridge NAME   move: the bridge of the configuration to run
       --until-empty   move: end when the source is empty and nothing is in flight (STOMP: no message for --idle ms)
       --count N       move: end after N messages are settled (forwarded, dropped as duplicates, or dead-lettered)
-      --idle MS       move: over STOMP, how long without a message means empty (default 2000)
+      --idle MS       move, replay: over STOMP, how long without a message means empty (default 2000)
+      --reason R      replay: only dead letters with this x-bridge-dead-letter-reason
+      --filter SEL    replay: only those a selector (the bridge's filter language) selects, over their headers
+      --ids A,B       replay: only those with these duplicate IDs
+      --count N       replay: at most N; --rate R: at most R messages per second
+      --dry-run       replay: print what would be replayed, by reason; change nothing
   -h, --help          show this help
   -v, --version       show the version
 
@@ -90,6 +99,11 @@ function parse(argv: readonly string[]) {
         'until-empty': { type: 'boolean' },
         count: { type: 'string' },
         idle: { type: 'string' },
+        reason: { type: 'string' },
+        filter: { type: 'string' },
+        ids: { type: 'string' },
+        rate: { type: 'string' },
+        'dry-run': { type: 'boolean' },
         help: { type: 'boolean', short: 'h' },
         version: { type: 'boolean', short: 'v' },
       },
@@ -159,6 +173,25 @@ function moveUntil(values: { bridge?: string; 'until-empty'?: boolean; count?: s
   const count = Number(values.count);
   if (!Number.isInteger(count) || count < 1) throw new UsageError(`--count expects a positive integer, got '${values.count}'`);
   return { kind: 'count', count };
+}
+
+/** `replay`: its options (./service/replay-command.ts reads them), the bridge, the pass. */
+async function replay(file: string, values: ReturnType<typeof parse>['values'], io: CliIo): Promise<number> {
+  const { parseReplayArgs, replayCommand } = await import('./service/replay-command.js');
+  const parsed = values.bridge === undefined ? '--bridge NAME is required' : parseReplayArgs(values);
+  if (typeof parsed === 'string') {
+    io.stderr(`broker-bridge replay: ${parsed}\n\n${USAGE}`);
+    return EXIT_USAGE;
+  }
+  const config = load(file, io);
+  if (config === undefined) return 1;
+  const bridge = config.bridges.find((b) => b.name === values.bridge);
+  if (bridge === undefined) {
+    io.stderr(`broker-bridge replay: ${file} has no bridge named '${values.bridge ?? ''}' (it has: ${config.bridges.map((b) => b.name).join(', ')})\n`);
+    return 1;
+  }
+  const log = createLogger(io.env.LOG_LEVEL ?? 'warn', logFormat(io.env, process.stderr.isTTY), 'stderr');
+  return replayCommand(config, bridge, parsed, values.json ?? false, log, { stdout: io.stdout, stderr: io.stderr, isTty: process.stdout.isTTY === true });
 }
 
 /** The status command's URL: --url, else the configuration's HTTP API (when it loads), else the usual port. */
@@ -231,6 +264,8 @@ export async function main(argv: readonly string[], io: CliIo = processIo): Prom
       const { moveCommand } = await import('./service/move-command.js');
       return moveCommand(config, bridge, until, values.json ?? false, log, { stdout: io.stdout, stderr: io.stderr, isTty: process.stdout.isTTY === true });
     }
+    case 'replay':
+      return replay(file, values, io);
     case 'run': {
       const config = load(file, io);
       if (config === undefined) {

@@ -282,6 +282,11 @@ const bridgeSettings = {
     false,
     'Add x-bridge-name, x-bridge-source (broker, vhost and queue; never credentials) and x-bridge-forwarded-at (ISO 8601 UTC) to every forwarded copy.',
   ),
+  'max-hops': setting(
+    intRange(1, 15),
+    4,
+    'Most brokers a message may have been forwarded between, counted on its x-bridge-path (docs/delivery.md#loops); a message that would go one hop further, or to a broker already on its path, is acknowledged without forwarding and counted as dropped (reason loop).',
+  ),
 } as const;
 
 type BridgeSettings = typeof bridgeSettings;

@@ -5,6 +5,7 @@ import { cacheAddress, targetSplitsTokens, targetTemplate } from './target-addre
 import { channelBudgetProblems } from './connection-plan.js';
 import type { BridgeConfig, Config } from './types.js';
 import { defaultClientId } from './mqtt-address.js';
+import { loopWarnings } from './loop-warnings.js';
 
 export function warnings(config: Config): string[] {
   const out: string[] = [...config.deprecations];
@@ -80,6 +81,7 @@ export function warnings(config: Config): string[] {
   // Channels are the bridges' and connections the process's (./connection-plan.ts): one connection carries at most the
   // broker's channel_max of them.
   out.push(...channelBudgetProblems(config.bridges));
+  out.push(...loopWarnings(config.bridges));
   return out;
 }
 

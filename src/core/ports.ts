@@ -30,8 +30,9 @@ export interface SourceHandlers {
   onDropped?(reason: DropReason, count: number): void;
 }
 
-/** Why a message was dropped on purpose (bridge_messages_dropped_total{reason}): the one list of deliberate drops. */
-export type DropReason = 'qos0-overflow';
+/** Why a message was dropped on purpose (bridge_messages_dropped_total{reason}): the one list of deliberate drops. `loop`:
+ * counted by the session, never by a source (src/core/session/loop-guard.ts). */
+export type DropReason = 'qos0-overflow' | 'loop';
 
 export interface SourceEndpoint {
   /** For logs, without credentials: e.g. `amqp rabbit queue 'orders'`. */

@@ -18,6 +18,7 @@ import { cacheAddress } from '../config/target-address.js';
 import { createEndpoints } from '../endpoints/create-endpoints.js';
 import { Connections } from '../endpoints/connections.js';
 import { startHttpServer } from './http-server.js';
+import { replayEndpoint } from './replay-http.js';
 import { Metrics } from '../core/metrics.js';
 import type { End } from '../core/end.js';
 import { BridgeSet } from './bridge-set.js';
@@ -99,6 +100,7 @@ export async function runService(config: Config, log: Logger, env: Readonly<Reco
         log: httpLog,
         generation: () => reloader.generation,
         reload: () => reloader.reload('POST /reload'),
+        replay: replayEndpoint(config, () => set.bridges, httpLog),
         ...(cache instanceof RedisIdCache ? { cacheTrust: () => cache.trust(READYZ_MAX_ADDRESSES) } : {}),
       });
       server = started.server;

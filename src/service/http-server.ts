@@ -7,6 +7,7 @@
  * - GET /bridges, GET /bridges/{name}: state, since, last error, counters, in flight, rate, source depth, the connections
  *   its endpoints are on; GET /bridges also lists every connection the process holds open (shared by the bridges).
  * - POST /reload (admin, like the next): re-reads the configuration (400 with the located errors when it does not validate; nothing changes).
+ * - POST /bridges/{name}/replay (admin): a replay pass over the bridge's dead letters (./replay-http.ts).
  * - POST /bridges/{name}/pause|resume|restart: only when an admin token is configured (absent, 404, otherwise), with
  *   `Authorization: Bearer <token>` (compared in constant time; missing or wrong → 401).
  * - GET /metrics: Prometheus exposition.
@@ -22,6 +23,7 @@ import type { Logger } from '../shared/log.js';
 import type { Generation, ReloadOutcome } from './reload.js';
 import { RateHistory, SAMPLE_INTERVAL_MS } from './page/history.js';
 import { pageRoute, type PageDeps } from './page/routes.js';
+import { readJsonBody, type HttpAnswer } from './replay-http.js';
 
 export interface HttpApiDeps {
   metrics: Metrics;
@@ -34,6 +36,8 @@ export interface HttpApiDeps {
   generation?: () => Generation;
   /** POST /reload (admin): re-reads the configuration; refused as a whole when it does not validate. */
   reload?: () => Promise<ReloadOutcome>;
+  /** POST /bridges/{name}/replay (admin): one replay pass (./replay-http.ts); its body read by readJsonBody. */
+  replay?: (bridge: string, body: unknown) => Promise<HttpAnswer>;
   /** The broker connections open now, shown by GET /bridges. */
   connections?: () => readonly OpenConnection[];
   /** A bridge's configuration as loaded, for the operator page (shown redacted). */
@@ -171,11 +175,16 @@ async function handle(req: IncomingMessage, res: ServerResponse, deps: HttpApiDe
       return json(res, 200, await report(supervisor, deps.metrics));
     }
     // Without a token the admin endpoints do not exist at all.
-    if (deps.adminToken === undefined || !isAction(action)) return json(res, 404, { error: 'not found' });
+    const replay = action === 'replay' ? deps.replay : undefined;
+    if (deps.adminToken === undefined || (!isAction(action) && replay === undefined)) return json(res, 404, { error: 'not found' });
     if (method !== 'POST') return notAllowed(res, 'POST');
     if (!authorized(req, deps.adminToken)) {
       res.setHeader('www-authenticate', 'Bearer realm="broker-bridge"');
       return json(res, 401, { error: 'a valid bearer token is required' });
+    }
+    if (replay !== undefined) {
+      const answer = await replay(name, await readJsonBody(req));
+      return json(res, answer.status, answer.body);
     }
     if (!supervisor) return json(res, 404, { error: `no bridge named '${name}'` });
     deps.log.info({ bridge: name, action }, `HTTP API: ${action} requested`);

@@ -14,6 +14,7 @@ import { describe, expect, it } from 'vitest';
 import type { ReceivedMessage } from '../support/amqp.js';
 import { useBridgeFixture } from '../support/bridge-fixture.js';
 import { services, uniqueName } from '../support/services.js';
+import { pathName, secondName } from '../support/configs.js';
 import { publishStomp, readStomp } from '../support/stomp.js';
 import { MOSQUITTO_4, MOSQUITTO_5, dropSession, prepareQueue, publishMqtt, readMqtt, uniqueClientId, uniqueTopic, type MqttPeer } from '../support/mqtt.js';
 import { text } from '../support/text.js';
@@ -34,6 +35,9 @@ function yaml(bridges: string[], opts: { mosquittoUrl?: string; top?: string[] }
     'connections:',
     `  rabbit: { type: amqp, url: "${services.amqpUrl}" }`,
     `  activemq: { type: stomp, url: "${services.stompUrl}" }`,
+    // The same brokers under second names: a round trip back to the name a message came from is a loop (docs/delivery.md#loops).
+    `  rabbitalias: { type: amqp, url: "${secondName(services.amqpUrl)}" }`,
+    `  activemqalias: { type: stomp, url: "${secondName(services.stompUrl)}" }`,
     `  mosquitto: { type: mqtt, url: "${url}", client-id: "${uniqueClientId('bb')}" }`,
     `  mosquitto4: { type: mqtt, url: "${url}", protocol-version: 4, client-id: "${uniqueClientId('bb')}" }`,
     'id-cache:',
@@ -118,7 +122,7 @@ describe('round trips through MQTT 5 keep headers and body bytes', () => {
       `    target: { connection: mosquitto, topic: "${topic}" }`,
       '  - name: rt-back',
       `    source: { connection: mosquitto, topic: "${topic}" }`,
-      `    target: { connection: rabbit, queue: "${output}" }`,
+      `    target: { connection: rabbitalias, queue: "${output}" }`,
     ]);
     try {
       await fx.start(config, 2);
@@ -159,11 +163,13 @@ describe('round trips through MQTT 5 keep headers and body bytes', () => {
         deliveryMode: 2,
       });
       // MQTT user properties are text: typed AMQP values come back as their text, as through STOMP.
-      expect(first.headers).toEqual({ device: 'd-1', count: '7', ok: 'true', traceparent: '00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01', [ID]: 'rt-id-1' });
+      // The loop path travels through MQTT 5 as a user property: RabbitMQ, Mosquitto, RabbitMQ's second name.
+      const path = `${pathName(services.amqpUrl)},${pathName(services.mosquittoUrl)},${pathName(secondName(services.amqpUrl))}`;
+      expect(first.headers).toEqual({ device: 'd-1', count: '7', ok: 'true', traceparent: '00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01', [ID]: 'rt-id-1', 'x-bridge-path': path });
       expect(second.body.toString()).toBe('{"t":21.5}');
       expect(second.properties.contentType).toBe('application/json');
       // Stamped by the first bridge; the second reads that ID from the user property and forwards it unchanged.
-      expect(Object.keys(second.headers).sort()).toEqual([ID, 'device']);
+      expect(Object.keys(second.headers).sort()).toEqual([ID, 'device', 'x-bridge-path']);
       expect(headerText(second.headers[ID])).toMatch(/^bb-/);
     } finally {
       await fx.stopAll();
@@ -180,7 +186,7 @@ describe('round trips through MQTT 5 keep headers and body bytes', () => {
       `    target: { connection: mosquitto, topic: "${topic}" }`,
       '  - name: rts-back',
       `    source: { connection: mosquitto, topic: "${topic}" }`,
-      `    target: { connection: activemq, queue: "${output}" }`,
+      `    target: { connection: activemqalias, queue: "${output}" }`,
     ]);
     try {
       await fx.start(config, 2);

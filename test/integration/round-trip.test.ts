@@ -9,9 +9,9 @@ import type { Options } from 'amqplib';
 import type { ReceivedMessage } from '../support/amqp.js';
 import type { BridgeProcess } from '../support/bridge-process.js';
 import { useBridgeFixture } from '../support/bridge-fixture.js';
-import type { ConfigOptions } from '../support/configs.js';
+import { pathName, secondName, type ConfigOptions } from '../support/configs.js';
 import { jmsPeek, jmsPeekAvailability, type Availability, type JmsView } from '../support/jms-peek/jms-peek.js';
-import { uniqueName } from '../support/services.js';
+import { services, uniqueName } from '../support/services.js';
 import { publishStomp, readStomp } from '../support/stomp.js';
 import { text as asText } from '../support/text.js';
 
@@ -54,7 +54,8 @@ describe('round trip AMQP → STOMP → AMQP (two bridges)', () => {
       {
         bridges: [
           { name: 'to-activemq', sourceQueue: q1, targetConnection: 'activemq', target: `queue: "${qx}"` },
-          { name: 'from-activemq', sourceConnection: 'activemq', sourceQueue: qx, targetConnection: 'rabbit', target: `queue: "${q2}"` },
+          // Back to RabbitMQ under its second name: to the one name it came from, the loop path would drop it (docs/delivery.md#loops).
+          { name: 'from-activemq', sourceConnection: 'activemq', sourceQueue: qx, targetConnection: 'rabbitalias', target: `queue: "${q2}"` },
         ],
       },
       2,
@@ -152,6 +153,8 @@ describe('round trip AMQP → STOMP → AMQP (two bridges)', () => {
       array: '[1,"two",{"three":3}]',
       // The publisher's message-id was the first bridge's stable identity; the second bridge reads the header.
       [ID]: 'mid-props',
+      // RabbitMQ, ActiveMQ, then RabbitMQ under its second name (docs/delivery.md#loops).
+      'x-bridge-path': `${pathName(services.amqpUrl)},${pathName(services.stompUrl)},${pathName(secondName(services.amqpUrl))}`,
     });
     expect(props.headers[POSSIBLE_DUP]).toBeUndefined();
 
@@ -175,7 +178,7 @@ describe('round trip AMQP → STOMP → AMQP (two bridges)', () => {
     expect(b.properties.messageId).toMatch(/^ID:/);
     expect(b.properties.timestamp).toBeGreaterThanOrEqual(Math.floor(sentAt / 1000) - 1);
     expect(b.properties.timestamp).toBeLessThanOrEqual(Math.ceil(receivedAt / 1000) + 1);
-    expect(Object.keys(b.headers).sort()).toEqual(['_AMQ_DUPL_ID', 'case']);
+    expect(Object.keys(b.headers).sort()).toEqual(['_AMQ_DUPL_ID', 'case', 'x-bridge-path']);
 
     // --- UTF-8 text ---
     const u = got.get('utf8')!;

@@ -13,6 +13,7 @@ import { describe, expect, it } from 'vitest';
 import type { ReceivedMessage } from '../support/amqp.js';
 import { useBridgeFixture } from '../support/bridge-fixture.js';
 import { CLI, writeConfig } from '../support/bridge-process.js';
+import { pathName } from '../support/configs.js';
 import { services } from '../support/services.js';
 import { publishStomp, readStomp } from '../support/stomp.js';
 import { ACTIVEMQ_PEER, STOMP_PEERS } from '../support/stomp-peers.js';
@@ -41,6 +42,9 @@ const STOMP_FRAME = new Set([
 function applicationHeaders(headers: Record<string, string>): Record<string, string> {
   return Object.fromEntries(Object.entries(headers).filter(([k]) => !STOMP_FRAME.has(k)));
 }
+
+const RABBIT = pathName(services.amqpUrl);
+const ACTIVEMQ = pathName(services.stompUrl);
 
 const amqpBroker = (() => {
   const u = new URL(services.amqpUrl);
@@ -74,6 +78,7 @@ describe('header rules and provenance headers', () => {
       'x-bridge-name': 'rules-aa',
       'x-bridge-source': `amqp://${amqpBroker.host}:${amqpBroker.port}/%2F/queue/${src}`,
       'x-bridge-forwarded-at': anIsoTime(),
+      'x-bridge-path': `${RABBIT},${RABBIT}`,
     });
     const at = Date.parse(String(m?.headers['x-bridge-forwarded-at']));
     expect(Math.abs(Date.now() - at)).toBeLessThan(60_000);
@@ -103,6 +108,7 @@ describe('header rules and provenance headers', () => {
       'x-bridge-name': 'rules-as',
       'x-bridge-source': `amqp://${amqpBroker.host}:${amqpBroker.port}/%2F/queue/${src}`,
       'x-bridge-forwarded-at': anIsoTime(),
+      'x-bridge-path': `${RABBIT},${ACTIVEMQ}`,
     });
   });
 
@@ -126,16 +132,17 @@ describe('header rules and provenance headers', () => {
       'x-bridge-name': 'rules-sa',
       'x-bridge-source': `stomp://${stomp.hostname}:${stomp.port || '61613'}/queue/${src}`,
       'x-bridge-forwarded-at': anIsoTime(),
+      'x-bridge-path': `${ACTIVEMQ},${RABBIT}`,
     });
   });
 
-  it('without add-forward-headers and rules, no header is added', async () => {
+  it('without add-forward-headers and rules, no header is added but the loop path', async () => {
     const src = await fx.queue('src');
     const dst = await fx.queue('dst');
     await fx.start(fx.config({ bridges: [{ sourceQueue: src, target: `queue: "${dst}"` }] }).yaml);
     await fx.amqp.publish(src, [{ body: Buffer.from('a'), options: { headers: { [ID]: 'id-4', tmp: 'stays' } } }]);
     const [m] = await drainOne(dst);
-    expect(m?.headers).toEqual({ [ID]: 'id-4', tmp: 'stays' });
+    expect(m?.headers).toEqual({ [ID]: 'id-4', tmp: 'stays', 'x-bridge-path': `${RABBIT},${RABBIT}` });
   });
 });
 
@@ -160,6 +167,7 @@ describe('broker-bridge move', () => {
       'x-bridge-name': 'mv',
       'x-bridge-source': `amqp://${amqpBroker.host}:${amqpBroker.port}/%2F/queue/${src}`,
       'x-bridge-forwarded-at': anIsoTime(),
+      'x-bridge-path': `${RABBIT},${RABBIT}`,
     });
   });
 });
@@ -172,7 +180,8 @@ describe.each(STOMP_PEERS)('trace context AMQP → STOMP($name) → AMQP', (peer
     const yaml = fx.config({
       bridges: [
         { name: 'there', sourceQueue: src, targetConnection: peer.connection, target: `queue: "${mid}"` },
-        { name: 'back', sourceConnection: peer.connection, sourceQueue: mid, target: `queue: "${dst}"` },
+        // Back to RabbitMQ under its second name: to the one name it came from, the loop path would drop it (docs/delivery.md#loops).
+        { name: 'back', sourceConnection: peer.connection, sourceQueue: mid, targetConnection: 'rabbitalias', target: `queue: "${dst}"` },
       ],
     }).yaml;
     await fx.start(yaml, 2);

@@ -29,6 +29,7 @@ export function testBridgeConfig(over: Partial<BridgeConfig> = {}): BridgeConfig
     templateValueTokens: false,
     maxAddresses: 10_000,
     addressIdleTimeout: 600_000,
+    maxHops: 4,
     ...over,
   };
 }

@@ -2,8 +2,22 @@
 import { services, uniqueName } from './services.js';
 import { RABBITMQ_STOMP_VHOST } from './stomp.js';
 
-/** `rabbit` (AMQP), `activemq` (ActiveMQ's STOMP, STOMP_URL), `rabbitstomp` (RabbitMQ's STOMP, RABBITMQ_STOMP_URL). */
-export type ConnectionName = 'rabbit' | 'activemq' | 'rabbitstomp' | 'nats';
+/**
+ * `rabbit` (AMQP), `activemq` (ActiveMQ's STOMP, STOMP_URL), `rabbitstomp` (RabbitMQ's STOMP, RABBITMQ_STOMP_URL);
+ * `rabbitalias`: the same RabbitMQ under a second name (see secondName).
+ */
+export type ConnectionName = 'rabbit' | 'activemq' | 'rabbitstomp' | 'nats' | 'rabbitalias';
+
+/**
+ * The same broker under a second name (127.0.0.1 ↔ localhost, else the host with a trailing dot): the loop path knows
+ * a broker by the name its URL gives it (docs/delivery.md#loops), so a round trip there and back to this name is not a
+ * loop. For tests whose subject is what a round trip keeps, not loop prevention.
+ */
+export function secondName(url: string): string {
+  const u = new URL(url);
+  u.hostname = u.hostname === '127.0.0.1' ? 'localhost' : u.hostname === 'localhost' ? '127.0.0.1' : `${u.hostname}.`;
+  return u.toString();
+}
 
 export interface BridgeYamlOptions {
   name?: string;
@@ -46,6 +60,9 @@ export function bridgeConfig(o: ConfigOptions): { yaml: string; keyPrefix: strin
     'connections:',
     `  rabbit: { type: amqp, url: "${o.amqpUrl ?? services.amqpUrl}" }`,
   ];
+  if (o.bridges.some((b) => b.sourceConnection === 'rabbitalias' || b.targetConnection === 'rabbitalias')) {
+    lines.push(`  rabbitalias: { type: amqp, url: "${secondName(o.amqpUrl ?? services.amqpUrl)}" }`);
+  }
   const needsStomp = o.bridges.some((b) => b.sourceConnection === 'activemq' || b.targetConnection === 'activemq' || (b.deadLetter ?? '').includes('activemq'));
   if (needsStomp || o.stompUrl) lines.push(`  activemq: { type: stomp, url: "${o.stompUrl ?? services.stompUrl}" }`);
   const needsRabbitStomp = o.bridges.some((b) => b.sourceConnection === 'rabbitstomp' || b.targetConnection === 'rabbitstomp' || (b.deadLetter ?? '').includes('rabbitstomp'));
@@ -66,4 +83,12 @@ export function bridgeConfig(o: ConfigOptions): { yaml: string; keyPrefix: strin
     for (const [k, v] of Object.entries(b.extra ?? {})) lines.push(`    ${k}: ${v}`);
   }
   return { yaml: lines.join('\n') + '\n', keyPrefix };
+}
+
+/** The loop path's name of the broker at `url` (src/config/broker-name.ts), for asserting x-bridge-path; AMQP: vhost `/`. */
+export function pathName(url: string): string {
+  const u = new URL(url);
+  const scheme = u.protocol.replace(/:$/, '');
+  const port = u.port || { amqp: '5672', stomp: '61613', mqtt: '1883', nats: '4222' }[scheme];
+  return `${scheme}://${u.hostname}:${port}${scheme === 'amqp' ? '/%2F' : ''}`;
 }

@@ -230,7 +230,7 @@ describe('configuration errors: file:line:col, key path, what is wrong, what is 
     ].join('\n');
     expect(problemsOf(() => parseConfig(text, 'd.yaml', {}))).toEqual([
       'd.yaml:3:13 defaults.prefetch: expected an integer from 1 to 65535, got -1',
-      "d.yaml:4:3 defaults.name: unknown key; valid keys here: use-duplicate-detection, duplicate-id-header, prefetch, max-in-flight-bytes, max-delivery-attempts, retry-interval, retry-interval-multiplier, max-retry-interval, reconnect-attempts, confirm-timeout, max-batch-size, max-batch-time, stall-timeout, filter-miss, min-cache-horizon, template-values, template-value-tokens, max-addresses, address-idle-timeout, add-forward-headers",
+      "d.yaml:4:3 defaults.name: unknown key; valid keys here: use-duplicate-detection, duplicate-id-header, prefetch, max-in-flight-bytes, max-delivery-attempts, retry-interval, retry-interval-multiplier, max-retry-interval, reconnect-attempts, confirm-timeout, max-batch-size, max-batch-time, stall-timeout, filter-miss, min-cache-horizon, template-values, template-value-tokens, max-addresses, address-idle-timeout, add-forward-headers, max-hops",
     ]);
   });
 

@@ -45,6 +45,7 @@ describe('loadConfig: defaults and layering', () => {
           maxRetryInterval: 2000,
           minCacheHorizon: 0,
           addForwardHeaders: false,
+          maxHops: 4,
           reconnectAttempts: -1,
           filterMiss: 'skip',
           templateValues: '[A-Za-z0-9._:-]',

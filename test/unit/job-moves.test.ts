@@ -7,13 +7,14 @@ import { canMove, IllegalJobMove, Job, type JobState } from '../../src/core/sess
 
 type Stage = JobState['stage'];
 
-const STAGES: Stage[] = ['received', 'claim-busy', 'busy', 'filtered', 'unresolved', 'unread', 'duplicate', 'forwarding', 'confirmed', 'dead-lettered', 'settled'];
+const STAGES: Stage[] = ['received', 'claim-busy', 'busy', 'looped', 'filtered', 'unresolved', 'unread', 'duplicate', 'forwarding', 'confirmed', 'dead-lettered', 'settled'];
 
 /** The moves the session makes, and no others (from → to). */
 const ALLOWED: Record<Stage, Stage[]> = {
-  received: ['filtered', 'unresolved', 'unread', 'claim-busy', 'busy', 'duplicate', 'forwarding'],
+  received: ['looped', 'filtered', 'unresolved', 'unread', 'claim-busy', 'busy', 'duplicate', 'forwarding'],
   'claim-busy': ['claim-busy', 'busy', 'duplicate', 'forwarding'],
   busy: ['busy', 'duplicate', 'forwarding'],
+  looped: ['settled'],
   filtered: ['settled'],
   unresolved: ['dead-lettered'],
   unread: ['dead-lettered', 'settled'],
@@ -32,6 +33,8 @@ function stateOf(stage: Stage, job: Job): JobState {
       return { stage, id: 'a', flagged: false };
     case 'unresolved':
       return { stage, why: { reason: 'unresolved-address', detail: 'r' } };
+    case 'looped':
+      return { stage, why: 'a loop' };
     case 'unread':
       return { stage, why: { reason: 'too-large', detail: 'r', dropped: 'body' } };
     case 'duplicate':
@@ -52,6 +55,7 @@ function jobAt(stage: Stage): Job {
     received: [],
     'claim-busy': ['claim-busy'],
     busy: ['busy'],
+    looped: ['looped'],
     filtered: ['filtered'],
     unresolved: ['unresolved'],
     unread: ['unread'],

@@ -58,7 +58,7 @@ export async function sendToDeadLetter(
       [DEAD_LETTER_HEADERS.detail]: why.detail,
       [DEAD_LETTER_HEADERS.bridge]: ctx.cfg.name,
       [DEAD_LETTER_HEADERS.target]: target.description,
-      ...(why.attempts !== undefined ? { [DEAD_LETTER_HEADERS.attempts]: why.attempts } : {}),
+      ...(why.attempts !== undefined ? { [DEAD_LETTER_HEADERS.attempts]: why.attempts + priorAttempts(original) } : {}),
       ...(why.value !== undefined ? { [DEAD_LETTER_HEADERS.value]: why.value } : {}),
       [DEAD_LETTER_HEADERS.time]: new Date().toISOString(),
     },
@@ -83,6 +83,13 @@ export async function sendToDeadLetter(
     }
     throw new FatalBridgeError(`${what}, and the dead-letter destination ${deadLetter.description} refused it too (${err.message}): stopping the bridge instead of dropping it`, { cause: err });
   }
+}
+
+/** Attempts a message counted before it came (a dead letter replayed, src/service/replay.ts): carried on, not restarted. */
+function priorAttempts(m: BridgeMessage): number {
+  const v = m.headers[DEAD_LETTER_HEADERS.attempts];
+  const n = typeof v === 'number' ? v : typeof v === 'string' ? Number(v) : Number.NaN;
+  return Number.isSafeInteger(n) && n > 0 ? n : 0;
 }
 
 export async function deadLetter(ctx: SessionContext, sending: Forwarding, err: MessageRejectedError, value?: string): Promise<void> {

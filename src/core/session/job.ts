@@ -3,6 +3,7 @@
  *
  *   received ──prepare()──▶ forwarding ──confirmed by the target──▶ confirmed ──ID committed──▶ settled (acked)
  *                 │              └──refused max-delivery-attempts times──▶ dead-lettered ──▶ settled
+ *                 ├──▶ looped (its x-bridge-path says it would loop, ./loop-guard.ts; nothing asked of the cache) ──▶ settled
  *                 ├──▶ filtered (the bridge's filter does not select it; nothing asked of the cache) ──▶ settled
  *                 ├──▶ unresolved (its target address cannot be resolved) ──▶ dead-lettered ──▶ settled
  *                 ├──▶ unread (the source could not read it whole) ──▶ dead-lettered, or handed back ──▶ settled
@@ -43,6 +44,15 @@ export interface Busy {
  */
 export interface Filtered {
   readonly stage: 'filtered';
+}
+
+/**
+ * Its loop path says forwarding it would make a loop (a broker already on its path, or past max-hops): acked without
+ * being forwarded, and counted as dropped (./loop-guard.ts). Decided before anything touched the cache.
+ */
+export interface Looped {
+  readonly stage: 'looped';
+  readonly why: string;
 }
 
 /**
@@ -118,7 +128,7 @@ export interface Settled {
 
 /** What prepare() leaves a job in: the send loop forwards it, drops it as a duplicate, filters it out, dead-letters it
  * when its address cannot be resolved, or parks it. */
-export type Prepared = Filtered | ClaimBusy | Busy | Duplicate | Forwarding | Unresolved | Unread;
+export type Prepared = Looped | Filtered | ClaimBusy | Busy | Duplicate | Forwarding | Unresolved | Unread;
 
 export type JobState = Received | Prepared | Confirmed | DeadLettered | Settled;
 
@@ -154,9 +164,10 @@ type Stage = JobState['stage'];
  * resent and suspect messages stay `forwarding`: the target gate keeps them, ./target-gate.ts).
  */
 const MOVES: Readonly<Record<Stage, readonly Stage[]>> = {
-  received: ['filtered', 'unresolved', 'unread', 'claim-busy', 'busy', 'duplicate', 'forwarding'],
+  received: ['looped', 'filtered', 'unresolved', 'unread', 'claim-busy', 'busy', 'duplicate', 'forwarding'],
   'claim-busy': ['claim-busy', 'busy', 'duplicate', 'forwarding'],
   busy: ['busy', 'duplicate', 'forwarding'],
+  looped: ['settled'],
   filtered: ['settled'],
   unresolved: ['dead-lettered'],
   // Settled straight from here when handed back to the broker (SourceEndpoint.reject).

@@ -1,5 +1,5 @@
 /**
- * The first stage of a job: the bridge's filter, its target address, its duplicate ID — from the header, the source's
+ * The first stage of a job: the loop check, the bridge's filter, its target address, its duplicate ID — from the header, the source's
  * stable identity, or a stamp (claimed back for a redelivery, see ../stamp-claim.ts, else a new one) — and its
  * reservation for the target address (docs/design.md §3, §4.3).
  * The ID and the fingerprint are read from the message as received; the copy that is forwarded is built last
@@ -11,6 +11,7 @@ import { SessionOver } from '../end.js';
 import { selected } from './filter.js';
 import { fingerprint, newStampedId, readDuplicateId, withDuplicateId } from '../duplicate-id.js';
 import { forwardCopy } from './forward-copy.js';
+import { loopCheck } from './loop-guard.js';
 import { addressOf, routeJob } from './route.js';
 
 /**
@@ -23,7 +24,12 @@ export async function prepare(ctx: SessionContext, job: Job): Promise<Prepared> 
   // Before the filter: what was read of it is not the message, so no selector may judge it (./unreadable.ts).
   const unreadable = job.delivery.unreadable;
   if (unreadable !== undefined) return job.moveTo({ stage: 'unread', why: unreadable });
-  if (job.state.stage === 'received' && !selected(ctx, msg)) return job.moveTo(FILTERED);
+  if (job.state.stage === 'received') {
+    // Before the filter and the cache: a message that would loop goes nowhere and touches nothing (./loop-guard.ts).
+    const loop = loopCheck(ctx, msg);
+    if (loop !== undefined) return job.moveTo({ stage: 'looped', why: loop });
+    if (!selected(ctx, msg)) return job.moveTo(FILTERED);
+  }
   const unrouted = routeJob(ctx, job);
   if (unrouted !== undefined) return job.moveTo({ stage: 'unresolved', why: unrouted });
   if (!ctx.dedupe) return job.moveTo({ stage: 'forwarding', job, id: undefined, outgoing: forwardCopy(ctx, msg), attempts: 0, sent: false, lapses: 0 });

@@ -10,7 +10,7 @@ import type { Forwarding, Job, Prepared } from './job.js';
 import type { TargetGate } from './target-gate.js';
 import { filterMiss } from './filter.js';
 import { park } from './park.js';
-import { dropDuplicate } from './settle.js';
+import { dropDuplicate, dropLoop } from './settle.js';
 import { deadLetterUnresolved } from './dead-letter.js';
 import { settleUnreadable } from './unreadable.js';
 
@@ -70,12 +70,15 @@ export async function sendLoop(ctx: SessionContext, gate: TargetGate): Promise<v
   }
 }
 
-/** What a job that is not forwarded comes to: parked, filtered out, dropped as a duplicate, or dead-lettered. */
+/** What a job that is not forwarded comes to: parked, dropped as a loop, filtered out, dropped as a duplicate, or dead-lettered. */
 function act(ctx: SessionContext, job: Job, prepared: Exclude<Prepared, Forwarding>): void {
   switch (prepared.stage) {
     case 'busy':
     case 'claim-busy':
       park(ctx, job, Date.now());
+      return;
+    case 'looped':
+      dropLoop(ctx, job, prepared);
       return;
     case 'filtered':
       filterMiss(ctx, job);

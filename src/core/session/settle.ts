@@ -3,9 +3,10 @@
  * source. After the session failed nothing is acked any more: the broker redelivers what was not settled.
  */
 import type { SessionContext } from './context.js';
-import { SETTLED, type Duplicate, type Forwarding, type Job } from './job.js';
+import { SETTLED, type Duplicate, type Forwarding, type Job, type Looped } from './job.js';
 import { addressOf } from './route.js';
 import { CommitGroup } from './commit-group.js';
+import { rateLimited } from './loop-guard.js';
 
 /** The target confirmed the message (`now`: performance.now()); commitAndAck() comes next. */
 export function confirm(ctx: SessionContext, sending: Forwarding, now: number): void {
@@ -66,6 +67,13 @@ function forwarded(ctx: SessionContext, job: Job): void {
 export function dropDuplicate(ctx: SessionContext, job: Job, duplicate: Duplicate): void {
   ctx.deps.metrics.duplicates.inc({ bridge: ctx.cfg.name });
   ctx.log.info({ duplicateId: duplicate.id, redelivered: job.delivery.redelivered }, 'duplicate dropped: its ID is already recorded for the target address');
+  settle(ctx, job);
+}
+
+/** A message that would loop (./loop-guard.ts): acked without forwarding, counted as dropped (reason loop). */
+export function dropLoop(ctx: SessionContext, job: Job, looped: Looped): void {
+  ctx.deps.metrics.dropped.inc({ bridge: ctx.cfg.name, reason: 'loop' });
+  rateLimited(ctx, 'loop', `a message was dropped, not forwarded to ${ctx.deps.target.description}, because ${looped.why}`);
   settle(ctx, job);
 }
 

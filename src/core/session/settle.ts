@@ -1,16 +1,51 @@
 /**
  * The last stage of a job: its ID committed at the target address (once the target confirmed it), then its ack to the
  * source. After the session failed nothing is acked any more: the broker redelivers what was not settled.
+ *
+ * settle() is the one place a job's outcome is counted (docs/operations.md#counters-that-add-up): each received
+ * message is counted once, by the outcome it was settled with, when it is settled — or, when its session ends first,
+ * as handed back (`session-end`, ../session.ts), never both.
  */
 import type { SessionContext } from './context.js';
 import { SETTLED, type Duplicate, type Forwarding, type Job } from './job.js';
 import { addressOf } from './route.js';
 import { CommitGroup } from './commit-group.js';
+import { ownTime } from './held.js';
 
-/** The target confirmed the message (`now`: performance.now()); commitAndAck() comes next. */
+/**
+ * How a job was settled, and so which counter takes it: forwarded, a duplicate dropped by the bridge, filtered
+ * (skipped or dead-lettered as filter-miss), dead-lettered (any other reason), or handed back to the broker's own
+ * dead-letter path (SourceEndpoint.reject: nacked, not acked).
+ */
+export type Outcome =
+  | { readonly kind: 'forwarded' }
+  | { readonly kind: 'duplicate' }
+  | { readonly kind: 'filtered'; readonly outcome: 'skipped' | 'dead-lettered' }
+  | { readonly kind: 'dead-lettered'; readonly reason: string }
+  | { readonly kind: 'handed-back'; readonly reason: string };
+
+/** The outcomes that carry no data are shared: the per-message path allocates none. */
+export const FORWARDED: Outcome = Object.freeze({ kind: 'forwarded' });
+export const DUPLICATE: Outcome = Object.freeze({ kind: 'duplicate' });
+export const SKIPPED: Outcome = Object.freeze({ kind: 'filtered', outcome: 'skipped' });
+export const FILTERED_DEAD_LETTERED: Outcome = Object.freeze({ kind: 'filtered', outcome: 'dead-lettered' });
+
+/**
+ * The target confirmed the message (`now`: performance.now()); commitAndAck() comes next. Observes the forward latency
+ * and, for a message that carries its own time (./held.ts ownTime), the replication latency from that time: a negative
+ * one (the publisher's clock ahead of ours) counts as 0 and in bridge_clock_skew_total.
+ */
 export function confirm(ctx: SessionContext, sending: Forwarding, now: number): void {
-  sending.job.moveTo({ stage: 'confirmed', id: sending.id });
-  ctx.deps.metrics.forwardLatency.observe({ bridge: ctx.cfg.name }, (now - sending.job.receivedAt) / 1000);
+  const job = sending.job;
+  job.moveTo({ stage: 'confirmed', id: sending.id });
+  const { metrics } = ctx.deps;
+  metrics.forwardLatency.observe({ bridge: ctx.cfg.name }, (now - job.receivedAt) / 1000);
+  const own = ownTime(job.delivery);
+  if (own !== undefined) {
+    const seconds = (Date.now() - own) / 1000;
+    if (seconds < 0) metrics.clockSkew.inc({ bridge: ctx.cfg.name });
+    metrics.replicationLatency.observe({ bridge: ctx.cfg.name }, Math.max(0, seconds));
+  }
 }
 
 /**
@@ -22,7 +57,6 @@ export function confirm(ctx: SessionContext, sending: Forwarding, now: number): 
  */
 export function commitAndAck(ctx: SessionContext, job: Job, id: string | undefined): Promise<void> {
   if (!ctx.dedupe || id === undefined) {
-    ctx.deps.metrics.forwarded.inc({ bridge: ctx.cfg.name });
     forwarded(ctx, job);
     return Promise.resolve();
   }
@@ -53,35 +87,57 @@ async function commitGroup(ctx: SessionContext, address: string, group: CommitGr
     group.reject(err);
     return;
   }
-  ctx.deps.metrics.forwarded.inc({ bridge: ctx.cfg.name }, group.jobs.length);
   for (const job of group.jobs) forwarded(ctx, job);
   group.resolve();
 }
 
 function forwarded(ctx: SessionContext, job: Job): void {
-  ctx.deps.observer?.forwarded();
-  settle(ctx, job);
+  if (settle(ctx, job, FORWARDED)) ctx.deps.observer?.forwarded();
 }
 
 export function dropDuplicate(ctx: SessionContext, job: Job, duplicate: Duplicate): void {
-  ctx.deps.metrics.duplicates.inc({ bridge: ctx.cfg.name });
   ctx.log.info({ duplicateId: duplicate.id, redelivered: job.delivery.redelivered }, 'duplicate dropped: its ID is already recorded for the target address');
-  settle(ctx, job);
+  settle(ctx, job, DUPLICATE);
 }
 
 /**
- * Acks the source — or, with `handBack`, hands the delivery to the broker's own dead-letter path
- * (SourceEndpoint.reject; ./unreadable.ts only) — and the job is done.
+ * Acks the source — or, for `handed-back`, hands the delivery to the broker's own dead-letter path
+ * (SourceEndpoint.reject; ./unreadable.ts only) — counts the job's outcome, and the job is done. Returns false, and
+ * counts nothing, when it was settled already or the session has ended (its end counted it as handed back).
  */
-export function settle(ctx: SessionContext, job: Job, handBack = false): void {
-  if (job.state.stage === 'settled' || ctx.ended) return;
+export function settle(ctx: SessionContext, job: Job, outcome: Outcome): boolean {
+  if (job.state.stage === 'settled' || ctx.ended) return false;
   job.moveTo(SETTLED);
   const { source } = ctx.deps;
-  if (handBack && source.reject) source.reject(job.delivery);
+  if (outcome.kind === 'handed-back' && source.reject) source.reject(job.delivery);
   else source.ack(job.delivery);
+  count(ctx, outcome);
   ctx.unsettled.delete(job);
   ctx.bytes.settled(job.delivery.message.body.length);
   ctx.deps.observer?.progressed();
   if (job.stamp !== undefined) ctx.stampsToForget.push({ fingerprint: job.stamp.fingerprint, id: job.stamp.id, token: job.token });
   if (ctx.unsettled.size === 0) ctx.allSettled.wake();
+  return true;
+}
+
+function count(ctx: SessionContext, outcome: Outcome): void {
+  const { metrics } = ctx.deps;
+  const bridge = ctx.cfg.name;
+  switch (outcome.kind) {
+    case 'forwarded':
+      metrics.forwarded.inc({ bridge });
+      return;
+    case 'duplicate':
+      metrics.duplicates.inc({ bridge });
+      return;
+    case 'filtered':
+      metrics.filtered.inc({ bridge, outcome: outcome.outcome });
+      return;
+    case 'dead-lettered':
+      metrics.deadLettered.inc({ bridge, reason: outcome.reason });
+      return;
+    case 'handed-back':
+      metrics.handedBack.inc({ bridge, reason: outcome.reason });
+      return;
+  }
 }

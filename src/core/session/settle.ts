@@ -2,9 +2,9 @@
  * The last stage of a job: its ID committed at the target address (once the target confirmed it), then its ack to the
  * source. After the session failed nothing is acked any more: the broker redelivers what was not settled.
  *
- * settle() is the one place a job's outcome is counted (docs/operations.md#counters-that-add-up): each received
- * message is counted once, by the outcome it was settled with, when it is settled — or, when its session ends first,
- * as handed back (`session-end`, ../session.ts), never both.
+ * This module is the one place a job's outcome is counted (docs/operations.md#counters-that-add-up): settle(), and a
+ * commit group's forwarded jobs counted together. Each received message is counted once, by the outcome it was settled
+ * with, when it is acked — or, when its session ends first, as handed back (`session-end`, ../session.ts), never both.
  */
 import type { SessionContext } from './context.js';
 import { SETTLED, type Duplicate, type Forwarding, type Job } from './job.js';
@@ -44,7 +44,7 @@ export function confirm(ctx: SessionContext, sending: Forwarding, now: number): 
   if (own !== undefined) {
     const seconds = (Date.now() - own) / 1000;
     if (seconds < 0) metrics.clockSkew.inc({ bridge: ctx.cfg.name });
-    metrics.replicationLatency.observe({ bridge: ctx.cfg.name }, Math.max(0, seconds));
+    ctx.observeReplication(Math.max(0, seconds));
   }
 }
 
@@ -87,7 +87,14 @@ async function commitGroup(ctx: SessionContext, address: string, group: CommitGr
     group.reject(err);
     return;
   }
-  for (const job of group.jobs) forwarded(ctx, job);
+  // Counted once for the group (a labelled counter call costs ~0.2 µs), for the jobs it settled.
+  let settled = 0;
+  for (const job of group.jobs) {
+    if (!release(ctx, job, false)) continue;
+    settled += 1;
+    ctx.deps.observer?.forwarded();
+  }
+  if (settled > 0) ctx.deps.metrics.forwarded.inc({ bridge: ctx.cfg.name }, settled);
   group.resolve();
 }
 
@@ -106,12 +113,18 @@ export function dropDuplicate(ctx: SessionContext, job: Job, duplicate: Duplicat
  * counts nothing, when it was settled already or the session has ended (its end counted it as handed back).
  */
 export function settle(ctx: SessionContext, job: Job, outcome: Outcome): boolean {
+  if (!release(ctx, job, outcome.kind === 'handed-back')) return false;
+  count(ctx, outcome);
+  return true;
+}
+
+/** Acks (or hands back) the job and forgets it; false when it was settled already or the session has ended. */
+function release(ctx: SessionContext, job: Job, handBack: boolean): boolean {
   if (job.state.stage === 'settled' || ctx.ended) return false;
   job.moveTo(SETTLED);
   const { source } = ctx.deps;
-  if (outcome.kind === 'handed-back' && source.reject) source.reject(job.delivery);
+  if (handBack && source.reject) source.reject(job.delivery);
   else source.ack(job.delivery);
-  count(ctx, outcome);
   ctx.unsettled.delete(job);
   ctx.bytes.settled(job.delivery.message.body.length);
   ctx.deps.observer?.progressed();

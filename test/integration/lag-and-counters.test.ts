@@ -154,11 +154,15 @@ describe('counters that add up', () => {
     // Where each message went, against the terms.
     const t = result!.terms;
     expect(new Set(delivered.map((m) => String(m.headers[ID]))).size).toBe(1500);
-    expect(deadLettered.map((m) => String(m.headers['x-bridge-dead-letter-reason']))).toEqual(Array(20).fill('unroutable'));
-    expect(t.deadLettered).toBe(20);
+    // Each dead-lettered copy counted (an ack a cut lost brings one back: refused and dead-lettered again, counted again).
+    expect(new Set(deadLettered.map((m) => String(m.headers[ID]))).size).toBe(20);
+    expect(new Set(deadLettered.map((m) => String(m.headers['x-bridge-dead-letter-reason'])))).toEqual(new Set(['unroutable']));
+    expect(t.deadLettered).toBe(deadLettered.length);
     // What a cut left unacked went back to RabbitMQ, was counted handed back, and was received again.
     expect(t.handedBack).toBeGreaterThan(0);
-    expect(result!.received).toBe(1600 + t.handedBack);
+    // Plus what was acked but whose ack a cut lost: delivered again, received again, settled again (a duplicate, mostly).
+    expect(result!.received).toBeGreaterThanOrEqual(1600 + t.handedBack);
+    expect(t.duplicatesDropped).toBeGreaterThanOrEqual(50);
     // Forwarded counts copies confirmed and acked. A copy whose confirm a cut lost is sent again, flagged (two copies, one
     // counted); one confirmed whose ack a cut lost is dropped as a duplicate when it comes back (one copy, not counted).
     expect(t.forwarded).toBeLessThanOrEqual(delivered.length);
@@ -172,7 +176,6 @@ describe('counters that add up', () => {
     });
     expect(unflaggedExtra).toEqual([]);
     expect(t.filtered).toBeGreaterThanOrEqual(30);
-    expect(t.duplicatesDropped).toBeGreaterThanOrEqual(50);
     expect(t.inFlight).toBe(0);
     console.log(`counter invariant after 2 cuts: ${JSON.stringify(result)}; ${results.length} scrapes, all adding up`);
   });

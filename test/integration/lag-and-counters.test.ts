@@ -2,7 +2,8 @@
  * Lag a pager can use, and counters that add up (issue 44; docs/operations.md#lag and #counters-that-add-up), on a
  * real `broker-bridge run` process between queues of the real RabbitMQ:
  * - a target that refuses as full (reject-publish): the oldest-unforwarded age grows while it refuses, and falls back
- *   to 0 once it takes messages again; replication latency from the publishers' AMQP timestamps, a timestamp ahead of
+ *   to 0 once it takes messages again; a target that stalls, then is cut (a TCP proxy): the age grows on while the
+ *   bridge holds nothing and reconnects, and is 0 once it forwards again; replication latency from the publishers' AMQP timestamps, a timestamp ahead of
  *   the clock counted as skew;
  * - faults (the bridge's connections cut twice mid-flow, unroutable messages refused and dead-lettered, duplicates,
  *   filter misses): received = forwarded + duplicates + dead-lettered + filtered + dropped + handed back + in flight at
@@ -87,6 +88,41 @@ describe('oldest-unforwarded age and replication latency', () => {
     } finally {
       await fx.amqp.deleteQueues(target);
     }
+  });
+});
+
+describe('oldest-unforwarded age while the target is away', () => {
+  it('grows while the target stalls, goes on growing while the bridge reconnects to a cut target, and is 0 once it forwards again', async () => {
+    const [src, dst] = await fx.queues('away-src', 'away-dst');
+    const proxy = await fx.proxy(services.amqpUrl);
+    const c = fx.config({ bridges: [{ name: 'away', sourceQueue: src!, target: `queue: "${dst}"`, extra: { prefetch: 50, 'retry-interval': 300, 'max-retry-interval': 300 } }], top: { 'http-port': 0 } });
+    // The target on a connection of its own, through the proxy; the source reaches RabbitMQ directly.
+    const yaml = c.yaml
+      .replace(/^( {2}rabbit: .*)$/m, `$1\n  rabbit-target: { type: amqp, url: "${proxy.rewrite(services.amqpUrl)}" }`)
+      .replace('target: { connection: rabbit,', 'target: { connection: rabbit-target,');
+    const bridge = await fx.start(yaml);
+    const api = await apiOf(bridge);
+    proxy.stall();
+    await fx.amqp.publish(src!, Array.from({ length: 30 }, (_, i) => ({ body: Buffer.from(`away ${i}`), options: { headers: { [ID]: `away-${i}` } } })));
+    const held = await untilValue('held', () => status(api, 'away'), (s) => s.inFlight === 30, { timeoutMs: 20_000, everyMs: 100 });
+    await sleep(1000);
+    const stalled = (await status(api, 'away')).oldestUnforwardedAgeSeconds as number;
+    expect(stalled).toBeGreaterThanOrEqual(1);
+    // The target cut: the session ends, its 30 go back to the source queue, the bridge reconnects and cannot.
+    proxy.cut();
+    const away = await untilValue('reconnecting', () => status(api, 'away'), (s) => s.state === 'reconnecting' && s.inFlight === 0, { timeoutMs: 20_000, everyMs: 100 });
+    await sleep(2000);
+    const later = await status(api, 'away');
+    expect(later.state).toBe('reconnecting');
+    expect(later.inFlight).toBe(0);
+    expect(later.oldestUnforwardedAgeSeconds as number).toBeGreaterThanOrEqual((away.oldestUnforwardedAgeSeconds as number) + 1.9);
+    expect(later.oldestUnforwardedAgeSeconds as number).toBeGreaterThan(stalled);
+    console.log(`age with the target stalled: ${stalled.toFixed(1)} s (held ${String(held.inFlight)}); reconnecting: ${(away.oldestUnforwardedAgeSeconds as number).toFixed(1)} s, 2 s later ${(later.oldestUnforwardedAgeSeconds as number).toFixed(1)} s`);
+    proxy.resume();
+    await fx.amqp.waitForCount(src!, (n) => n === 0, 30_000);
+    expect(new Set((await fx.amqp.drain(dst!)).map((m) => String(m.headers[ID]))).size).toBe(30);
+    await untilValue('age 0', () => status(api, 'away'), (s) => s.oldestUnforwardedAgeSeconds === 0 && s.state === 'running', { timeoutMs: 20_000, everyMs: 200 });
+    expect(counterInvariant(await scrape(api)).map((r) => r.holds)).toEqual([true]);
   });
 });
 

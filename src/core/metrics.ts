@@ -211,11 +211,6 @@ export class Metrics {
     if (this.holdings.get(bridge)?.owner === owner) this.holdings.delete(bridge);
   }
 
-  /** What `bridge` holds now (zero when nothing reads it: stopped, or not started). */
-  holdingOf(bridge: string): Holding {
-    return this.holdings.get(bridge)?.read() ?? { messages: 0, bytes: 0, oldestAgeSeconds: 0 };
-  }
-
   private collectHoldings(): void {
     this.inFlight.reset();
     this.inFlightBytes.reset();

@@ -213,6 +213,22 @@ describe('counters that add up', () => {
     expect(unflaggedExtra).toEqual([]);
     expect(t.filtered).toBeGreaterThanOrEqual(30);
     expect(t.inFlight).toBe(0);
+    // The same figures in /bridges/{name}, for the operator page.
+    expect(await status(api, 'inv')).toMatchObject({
+      sourceDepthAvailable: true,
+      inFlight: 0,
+      oldestUnforwardedAgeSeconds: 0,
+      pause: null,
+      declaredState: 'running',
+      counters: {
+        received: result!.received,
+        forwarded: t.forwarded,
+        deadLettered: t.deadLettered,
+        handedBack: t.handedBack,
+        dropped: 0,
+        clockSkew: 0,
+      },
+    });
     console.log(`counter invariant after 2 cuts: ${JSON.stringify(result)}; ${results.length} scrapes, all adding up`);
   });
 });

@@ -11,10 +11,11 @@ import { SETTLED, type Duplicate, type Forwarding, type Job } from './job.js';
 import { addressOf } from './route.js';
 import { CommitGroup } from './commit-group.js';
 import { ownTime } from './held.js';
+import type { DropReason } from '../ports.js';
 
 /**
  * How a job was settled, and so which counter takes it: forwarded, a duplicate dropped by the bridge, filtered
- * (skipped or dead-lettered as filter-miss), dead-lettered (any other reason), or handed back to the broker's own
+ * (skipped or dead-lettered as filter-miss), dead-lettered (any other reason), dropped on purpose, or handed back to the broker's own
  * dead-letter path (SourceEndpoint.reject: nacked, not acked).
  */
 export type Outcome =
@@ -22,6 +23,8 @@ export type Outcome =
   | { readonly kind: 'duplicate' }
   | { readonly kind: 'filtered'; readonly outcome: 'skipped' | 'dead-lettered' }
   | { readonly kind: 'dead-lettered'; readonly reason: string }
+  /** Acked and not forwarded, on purpose (bridge_messages_dropped_total; a later stage's drops, e.g. a loop). */
+  | { readonly kind: 'dropped'; readonly reason: DropReason }
   | { readonly kind: 'handed-back'; readonly reason: string };
 
 /** The outcomes that carry no data are shared: the per-message path allocates none. */
@@ -148,6 +151,9 @@ function count(ctx: SessionContext, outcome: Outcome): void {
       return;
     case 'dead-lettered':
       metrics.deadLettered.inc({ bridge, reason: outcome.reason });
+      return;
+    case 'dropped':
+      metrics.dropped.inc({ bridge, reason: outcome.reason });
       return;
     case 'handed-back':
       metrics.handedBack.inc({ bridge, reason: outcome.reason });

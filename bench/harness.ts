@@ -49,6 +49,14 @@ export async function withAmqp<T>(fn: (ch: amqp.ConfirmChannel, conn: amqp.Chann
   }
 }
 
+/**
+ * BENCH_TIMESTAMPS=1: each message carries a publisher timestamp (AMQP, whole seconds), so that the bridge observes its
+ * replication latency (bridge_replication_latency_seconds) on the per-message path.
+ */
+function stamp(): { timestamp?: number } {
+  return process.env.BENCH_TIMESTAMPS ? { timestamp: Math.floor(Date.now() / 1000) } : {};
+}
+
 /** Declares the queues and fills `queue` with n persistent messages (with an `_AMQ_DUPL_ID` header when `withIds`). */
 export async function prefillAmqp(queue: string, n: number, withIds: boolean, ...others: string[]): Promise<void> {
   await prefillAmqpWith(queue, n, (i) => (withIds ? { _AMQ_DUPL_ID: `${queue}-${i}` } : {}), ...others);
@@ -59,7 +67,7 @@ export async function prefillAmqpWith(queue: string, n: number, headersOf: (i: n
   await withAmqp(async (ch) => {
     for (const q of [queue, ...others]) await ch.assertQueue(q, { durable: true });
     for (let i = 0; i < n; i++) {
-      if (!ch.sendToQueue(queue, BODY, { persistent: true, headers: headersOf(i) })) await new Promise((r) => ch.once('drain', r));
+      if (!ch.sendToQueue(queue, BODY, { persistent: true, headers: headersOf(i), ...stamp() })) await new Promise((r) => ch.once('drain', r));
       if (i % 1000 === 999) await ch.waitForConfirms();
     }
     await ch.waitForConfirms();

@@ -131,6 +131,7 @@ function resolveBridge(
   };
   return {
     name: b.name,
+    state: b.state,
     source: resolveSource(connections, b),
     target: resolveTarget(connections, b.target, b.name, 'target'),
     ...(b['dead-letter'] !== undefined ? { deadLetter: resolveTarget(connections, b['dead-letter'], b.name, 'dead-letter') } : {}),

@@ -13,6 +13,9 @@ import { DEFAULT_TEMPLATE_VALUES, MAX_VALUE_BYTES } from '../routing/address-val
 
 export { STOMP_READ_LIMITS } from './schema-connections.js';
 
+/** The states a bridge may be declared in (`state:`); the runtime states (stopped, failed, …) are not set in a file. */
+export const BRIDGE_DECLARED_STATES = ['running', 'paused'] as const;
+
 
 // ---- id-cache ----
 
@@ -344,6 +347,12 @@ export const bridgeSchema = z
         .describe('Unique name, used in logs and metrics.'),
       source: sourceSchema,
       target: targetSchema,
+      state: z
+        .enum(BRIDGE_DECLARED_STATES, { error: `expected ${BRIDGE_DECLARED_STATES.join(' or ')}` })
+        .default('running')
+        .describe(
+          'running = consume and forward; paused = connect, consume nothing (held across restarts). Applied at start and at each reload without a restart of the bridge; a pause or resume through the API lasts until the next reload or restart.',
+        ),
       'dead-letter': targetSchema
         .optional()
         .describe('Where a message goes after max-delivery-attempts rejections (and, with filter-miss: dead-letter, one the filter does not select); same shape as target.'),

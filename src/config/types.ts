@@ -97,6 +97,8 @@ export type BridgeSettings = CamelKeys<BridgeSettingValues>;
 
 export type BridgeConfig = BridgeSettings & {
   name: ConfigFileBridge['name'];
+  /** `state:` as declared (default running); src/core/supervisor/pause-state.ts applies it. */
+  state: ConfigFileBridge['state'];
   source: SourceConfig;
   target: TargetConfig;
   deadLetter?: TargetConfig;

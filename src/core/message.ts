@@ -66,6 +66,11 @@ export interface SourceDelivery {
    * (ActiveMQ's STOMP `message-id`, an AMQP `message-id` property set by the publisher). Undefined otherwise.
    */
   stableId?: string;
+  /**
+   * When the broker stored the message, epoch ms, where the source knows it (JetStream's stored time): its own time for
+   * the lag figures (../core/session/held.ts ownTime), taken before the publisher's `timestamp`. Never forwarded.
+   */
+  storedAt?: number;
   /** Monotonic per source session; the session uses it for logs and ordering only. */
   seq: number;
   /**

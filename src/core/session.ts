@@ -49,6 +49,8 @@ import { sendLoop } from './session/send-loop.js';
 import { forgetAckedStamps, renewStamps } from './session/stamps.js';
 import { TargetGate } from './session/target-gate.js';
 import { teardown } from './session/teardown.js';
+import { heldBy, oldestOf, type Held } from './session/held.js';
+import type { Tally } from './metrics.js';
 
 export { DEAD_LETTER_HEADERS } from './session/dead-letter.js';
 export type { SessionDeps, SessionObserver } from './session/deps.js';
@@ -76,6 +78,10 @@ export class BridgeSession {
   private barrierTimer?: NodeJS.Timeout;
   private renewTimer?: NodeJS.Timeout;
   private readonly prepareJob = (job: Job): Promise<Prepared> => prepare(this.ctx, job);
+  /** The bridge's received count (a plain number: the per-message path makes no labelled metric call for it). */
+  private readonly tally: Tally;
+  /** Epoch ms of the oldest message the session held when it ended (handed back unacked); undefined if none. */
+  private leftOldest: number | undefined;
   private resolveEnded!: (end: End) => void;
   /** Resolves once, when the session has ended and its connections are closed. */
   readonly finished: Promise<End>;
@@ -90,6 +96,7 @@ export class BridgeSession {
       () => this.windowChanged(),
     );
     this.gate = new TargetGate(this.ctx);
+    this.tally = deps.metrics.tallyOf(deps.bridge.name);
     this.appliedWindow = this.ctx.bytes.window;
   }
 
@@ -136,6 +143,16 @@ export class BridgeSession {
   /** The bytes of their bodies (counted against max-in-flight-bytes). */
   get inFlightBytes(): number {
     return this.ctx.bytes.bytes;
+  }
+
+  /** What it holds now, read at a scrape (./session/held.ts); nothing once it has ended. */
+  get held(): Held {
+    return heldBy(this.ctx);
+  }
+
+  /** Epoch ms of the oldest message it handed back unacked at its end (the broker has it again); undefined if none. */
+  get oldestLeftAt(): number | undefined {
+    return this.leftOldest;
   }
 
   /** What holds the session right now, for the supervisor's state. */
@@ -290,6 +307,7 @@ export class BridgeSession {
     const ctx = this.ctx;
     // After the end or during a drain the message is left unacked: the broker redelivers it.
     if (ctx.ended || ctx.draining) return;
+    this.tally.received += 1;
     this.seq += 1;
     const job = new Job(delivery, performance.now(), `${this.deps.tokenPrefix}.${this.seq}`);
     job.startPreparing(this.prepareJob);
@@ -301,6 +319,8 @@ export class BridgeSession {
 
   /** The source dropped messages on purpose (SourceHandlers.onDropped): counted; the source logs why. */
   private dropped(reason: DropReason, count: number): void {
+    // Received and settled at once, for the invariant (docs/operations.md#counters-that-add-up).
+    this.tally.received += count;
     this.deps.metrics.dropped.inc({ bridge: this.ctx.cfg.name, reason }, count);
   }
 
@@ -316,6 +336,13 @@ export class BridgeSession {
 
   /** The end is set and the context's loops are woken: wake the gate's, stop the timers and close. */
   private ended(end: End): void {
+    // What is unsettled now stays unacked, and nothing is settled from here on (./session/settle.ts): counted once, as
+    // handed back — the broker delivers it again, and it is received again.
+    const left = this.ctx.unsettled.size;
+    if (left > 0) {
+      this.leftOldest = oldestOf(this.ctx);
+      this.deps.metrics.handedBack.inc({ bridge: this.ctx.cfg.name, reason: 'session-end' }, left);
+    }
     this.gate.ended();
     if (this.barrierTimer) clearInterval(this.barrierTimer);
     if (this.renewTimer) clearInterval(this.renewTimer);

@@ -6,8 +6,9 @@
  * Its parts, one file each under ./supervisor/: state.ts (phase and session conditions → the state and readiness),
  * status.ts (what /bridges/{name} shows), reconnect.ts (p-retry backoff), stall-watchdog.ts (a bridge with work that
  * forwards nothing for stall-timeout gets a new session), probes.ts (the cache health and source depth probes),
- * forward-rate.ts (forwards per second over a minute). A monitor tick (once a second) drives the gauges, the probes,
- * the cache horizon watch (./cache-horizon-watch.ts) and the watchdog. The set of bridges (start, stop, compare,
+ * forward-rate.ts (forwards per second over a minute), monitor.ts (a tick once a second drives the probes, the cache
+ * horizon watch and the watchdog), holding.ts (what the bridge holds, and the age of the oldest), pause-state.ts (who
+ * paused it, for how long). The set of bridges (start, stop, compare,
  * reload) is src/service/bridge-set.ts.
  */
 import type { BridgeConfig } from '../config/types.js';
@@ -18,14 +19,14 @@ import type { SourceEndpoint, TargetEndpoint } from './ports.js';
 import { BridgeError, FatalBridgeError, PeerProtocolError, StandbyError, TransientError, isProgrammerError, isTransient, redactUrl } from '../shared/errors.js';
 import { BridgeSession, type SessionObserver } from './session.js';
 import { DRAINED, type End } from './end.js';
-import { CacheHorizonWatch } from './cache-horizon-watch.js';
-import { cacheAddress, targetTemplate } from '../config/target-address.js';
 import { computeState, readinessOf, type Phase, type Readiness } from './supervisor/state.js';
 import { statusOf, type BridgeStatus } from './supervisor/status.js';
 import { abortableWait, connectWithRetry } from './supervisor/reconnect.js';
-import { StallWatchdog } from './supervisor/stall-watchdog.js';
-import { CacheProbe, DepthProbe, errorText } from './supervisor/probes.js';
+import { errorText } from './supervisor/probes.js';
+import { Monitor } from './supervisor/monitor.js';
 import { ForwardRate } from './supervisor/forward-rate.js';
+import { HoldingReader } from './supervisor/holding.js';
+import { PauseState, type DeclaredState } from './supervisor/pause-state.js';
 
 export type { BridgeStatus } from './supervisor/status.js';
 export type { Readiness } from './supervisor/state.js';
@@ -74,8 +75,9 @@ export class BridgeSupervisor {
   private state: BridgeState = 'starting';
   private since = Date.now();
   private lastError: { message: string; at: number } | null = null;
-  /** The operator's pause: written here only, read by every session of this bridge (SessionDeps.pause). */
-  private readonly pauseSwitch = { paused: false };
+  /** The operator's pause, declared or through the API: its switch is read by every session (SessionDeps.pause). */
+  private readonly pause_: PauseState;
+  private readonly holding = new HoldingReader();
   private cacheUntrusted = false;
   private restartRequested = false;
   private lastForwardAt: number | undefined;
@@ -83,39 +85,27 @@ export class BridgeSupervisor {
   private retry: { attempt: number; nextAt: number } | undefined;
   private readonly rate = new ForwardRate(Date.now());
   private monitor?: NodeJS.Timeout;
-  private readonly watchdog: StallWatchdog;
-  private readonly cacheProbe: CacheProbe;
-  private readonly depth: DepthProbe;
-  private readonly horizon: CacheHorizonWatch;
   private readonly observer: SessionObserver = {
     forwarded: () => this.onForwarded(),
-    progressed: () => this.watchdog.progressed(Date.now()),
+    progressed: () => this.probes.watchdog.progressed(Date.now()),
     conditionChanged: () => this.refreshState(),
   };
-
-  private readonly templated: boolean;
+  private readonly probes: Monitor;
 
   constructor(
     private readonly bridge: BridgeConfig,
     private readonly deps: SupervisorDeps,
   ) {
     this.log = deps.log.child({ bridge: bridge.name });
-    this.watchdog = new StallWatchdog(bridge.name, bridge.stallTimeout, Date.now());
-    this.cacheProbe = new CacheProbe(deps.cache, this.log, {
+    this.probes = new Monitor(bridge, {
+      cache: deps.cache,
+      metrics: deps.metrics,
+      log: this.log,
+      cacheSize: deps.cacheSize,
       noteError: (message) => this.noteError(message),
       changed: () => this.refreshState(),
     });
-    this.depth = new DepthProbe(bridge.name, deps.metrics, this.log);
-    this.templated = targetTemplate(bridge.target) !== undefined;
-    this.horizon = new CacheHorizonWatch({
-      cache: deps.cache,
-      address: cacheAddress(bridge.target),
-      size: deps.cacheSize,
-      minHorizonMs: bridge.minCacheHorizon,
-      metrics: deps.metrics,
-      log: this.log,
-      onChange: () => this.refreshState(),
-    });
+    this.pause_ = new PauseState(bridge.state);
   }
 
   get name(): string {
@@ -132,7 +122,12 @@ export class BridgeSupervisor {
     if (this.outcome === undefined) {
       this.monitor = setInterval(() => this.tick(), this.deps.monitorInterval ?? 1000);
       this.monitor.unref();
-      this.outcome = this.run().finally(() => clearInterval(this.monitor));
+      const metrics = this.deps.metrics;
+      metrics.holdingFrom(this.bridge.name, this, () => this.holding.read());
+      this.outcome = this.run().finally(() => {
+        clearInterval(this.monitor);
+        metrics.forgetHolding(this.bridge.name, this);
+      });
     }
     return this.outcome;
   }
@@ -155,34 +150,38 @@ export class BridgeSupervisor {
 
   /**
    * Stops consuming and keeps the connections; messages already received finish. Stays paused across reconnects
-   * (a new session opens without consuming) until resume(), but not across a process restart.
+   * (a new session opens without consuming) until resume() or the next reload, but not across a process restart
+   * (./supervisor/pause-state.ts).
    */
-  async pause(): Promise<void> {
-    if (this.pauseSwitch.paused) return;
-    this.pauseSwitch.paused = true;
-    this.log.info('paused by an operator: consuming stopped, in-flight messages finish');
-    this.refreshState();
-    const session = this.current;
-    if (session) await this.applyPause(session);
+  pause(): Promise<void> {
+    return this.follow(this.pause_.command(true), 'paused by an operator: consuming stopped, in-flight messages finish');
   }
 
   /** Consumes again. A source that cannot resume on its connection (STOMP) gets a new session. */
-  async resume(): Promise<void> {
-    if (!this.pauseSwitch.paused) return;
-    this.pauseSwitch.paused = false;
-    this.log.info('resumed by an operator');
-    this.watchdog.progressed(Date.now());
+  resume(): Promise<void> {
+    return this.follow(this.pause_.command(false), 'resumed by an operator');
+  }
+
+  /**
+   * A reload's `state:` (the file wins over the API): applied to the running bridge as pause() and resume() are,
+   * without a drain or a new session (src/service/bridge-set.ts).
+   */
+  declare(state: DeclaredState): Promise<void> {
+    return this.follow(this.pause_.declare(state), state === 'paused' ? 'paused as bridges.yaml declares: consuming stopped, in-flight messages finish' : 'running as bridges.yaml declares');
+  }
+
+  /** After a change of the pause: when it `changed` whether the bridge is paused, logs `why` and applies it. */
+  private async follow(changed: boolean, why: string): Promise<void> {
+    if (changed) this.log.info(why);
+    if (changed && !this.pause_.paused) this.probes.watchdog.progressed(Date.now());
+    this.refreshState();
     const session = this.current;
-    if (!session) {
-      this.refreshState();
-      return;
-    }
-    await this.applyPause(session);
+    if (changed && session) await this.applyPause(session);
   }
 
   /** Brings the session in line with the operator's pause (a no-op when it is already). */
   private async applyPause(session: BridgeSession): Promise<void> {
-    if (this.pauseSwitch.paused) {
+    if (this.pause_.paused) {
       await session.followPause().catch((err: unknown) => this.log.debug({ err }, 'pause: stopping the consumer failed'));
       return;
     }
@@ -228,14 +227,15 @@ export class BridgeSupervisor {
     return statusOf(this.bridge, {
       state: this.state,
       since: this.since,
-      paused: this.pauseSwitch.paused,
+      ...this.pause_.status,
       lastError: this.lastError,
-      session,
+      connected: session !== undefined,
+      holding: this.holding.read(),
       fullSince: this.phase === 'connected' ? session?.conditions.targetFullSince : undefined,
       forwardedPerSecond: this.rate.perSecond(Date.now()),
-      depth: this.depth.value,
+      depth: this.probes.depth.value,
       lastForwardAt: this.lastForwardAt,
-      cacheHorizon: this.horizon.value,
+      cacheHorizon: this.probes.horizon.value,
       endpoints: session !== undefined ? this.endpoints : undefined,
       retry: this.phase === 'reconnecting' ? this.retry : undefined,
     });
@@ -243,7 +243,7 @@ export class BridgeSupervisor {
 
   /** Ready = not paused by an operator and connected (source, target, cache), or paused; and not stalled. */
   readiness(): Readiness {
-    return readinessOf(this.bridge.name, this.state, this.phase, this.pauseSwitch.paused, this.lastError?.message);
+    return readinessOf(this.bridge.name, this.state, this.phase, this.pause_.paused, this.lastError?.message);
   }
 
   // ---- state -----------------------------------------------------------------------------------------------------
@@ -257,12 +257,12 @@ export class BridgeSupervisor {
   private refreshState(): void {
     const state = computeState({
       phase: this.phase,
-      operatorPaused: this.pauseSwitch.paused,
-      stalled: this.watchdog.stalled,
+      operatorPaused: this.pause_.paused,
+      stalled: this.probes.watchdog.stalled,
       session: this.current?.conditions,
-      cacheProbeDown: this.cacheProbe.down,
+      cacheProbeDown: this.probes.cacheProbe.down,
       cacheUntrusted: this.cacheUntrusted,
-      horizonShort: this.horizon.short,
+      horizonShort: this.probes.horizon.short,
     });
     if (state === this.state && this.deps.metrics.snapshot()[this.bridge.name] !== undefined) return;
     if (state !== this.state) this.since = Date.now();
@@ -277,7 +277,8 @@ export class BridgeSupervisor {
   private onForwarded(): void {
     const now = Date.now();
     this.lastForwardAt = now;
-    this.watchdog.progressed(now);
+    this.holding.forwarded();
+    this.probes.watchdog.progressed(now);
     this.rate.record(now);
   }
 
@@ -287,19 +288,9 @@ export class BridgeSupervisor {
     const session = this.current;
     const name = this.bridge.name;
     const metrics = this.deps.metrics;
-    metrics.inFlight.set({ bridge: name }, session?.inFlight ?? 0);
-    metrics.inFlightBytes.set({ bridge: name }, session?.inFlightBytes ?? 0);
     if (this.lastForwardAt !== undefined) metrics.lastForward.set({ bridge: name }, this.lastForwardAt / 1000);
-    const now = Date.now();
     const connected = session !== undefined && this.phase === 'connected' ? session : undefined;
-    if (connected) {
-      this.cacheProbe.tick(now);
-      this.depth.tick(connected.source, () => this.current === connected, now);
-      // A templated target has one cache per resolved address, unknown at start and unbounded in number: its horizon is
-      // not read (docs/configuration.md#forwarding-rules); /bridges/{name} shows cacheHorizon null.
-      if (this.bridge.useDuplicateDetection && !this.templated) this.horizon.tick(now);
-    }
-    const stall = this.watchdog.check(connected, this.depth.value, this.cacheProbe.down, now);
+    const stall = this.probes.tick(connected, () => this.current, Date.now());
     if (stall && connected) {
       this.deps.metrics.stalls.inc({ bridge: name });
       this.noteError(stall.message);
@@ -336,14 +327,15 @@ export class BridgeSupervisor {
         // stop() came while we were connecting: it drains the session this attempt opened (see stop()).
         return this.stopped(await session.finished, session.inFlight);
       }
-      this.watchdog.sessionStarted(Date.now());
+      this.probes.watchdog.sessionStarted(Date.now());
       // A pause or resume that came while the session was opening found no session to act on.
       void this.applyPause(session);
       this.setState('running');
-      this.log.info(this.pauseSwitch.paused ? 'bridge running (paused: not consuming)' : 'bridge running');
+      this.log.info(this.pause_.paused ? 'bridge running (paused: not consuming)' : 'bridge running');
       const end: End = await session.finished;
+      this.holding.sessionEnded(session);
       this.current = undefined;
-      this.depth.forget();
+      this.probes.depth.forget();
       if (this.stopping) return this.stopped(end, session.inFlight);
       if (end.kind !== 'failed') {
         if (!this.restartRequested) return this.stopped(end, session.inFlight);
@@ -438,7 +430,7 @@ export class BridgeSupervisor {
     const log = this.log.child({ session: this.sessionNo });
     const endpoints = this.deps.createEndpoints(this.bridge, log);
     this.endpoints = endpoints;
-    return new BridgeSession({
+    const session = new BridgeSession({
       bridge: this.bridge,
       ...endpoints,
       cache: this.deps.cache,
@@ -448,7 +440,9 @@ export class BridgeSupervisor {
       // starts again at session 1, and two sessions with one prefix would take each other's reservations for their own.
       tokenPrefix: `${this.deps.instanceId}.${this.serial}.${this.sessionNo}`,
       observer: this.observer,
-      pause: this.pauseSwitch,
+      pause: this.pause_.switch,
     });
+    this.holding.sessionMade(session);
+    return session;
   }
 }

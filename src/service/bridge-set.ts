@@ -1,7 +1,8 @@
 /**
  * The running bridges of a process, one supervisor each, and what a reload does to them: a bridge whose resolved
  * configuration (its settings, its connections with their URLs and TLS files as read, its targets) is the same keeps its
- * supervisor and its session — no reconnect, counters go on; an added one starts; a removed one drains (within
+ * supervisor and its session — no reconnect, counters go on, and its declared `state:` (running, paused) is applied to it
+ * as it is; an added one starts; a removed one drains (within
  * shutdown-timeout) and stops; a changed one drains and starts again with the new settings.
  */
 import type { BridgeConfig } from '../config/types.js';
@@ -38,9 +39,13 @@ interface Entry {
   retired: boolean;
 }
 
-/** The comparison key of a bridge: everything it was resolved to, secrets included (it never leaves the process). */
+/**
+ * The comparison key of a bridge: everything it was resolved to, secrets included (it never leaves the process), but
+ * its declared `state`, which a running bridge takes on without a drain (BridgeSupervisor.declare).
+ */
 function keyOf(bridge: BridgeConfig): string {
-  return JSON.stringify(bridge);
+  const { state: _declared, ...rest } = bridge;
+  return JSON.stringify(rest);
 }
 
 export class BridgeSet {
@@ -74,6 +79,7 @@ export class BridgeSet {
     const next = new Map(bridges.map((b) => [b.name, b]));
     const result: ApplyResult = { added: [], removed: [], changed: [], unchanged: [] };
     const retiring: Entry[] = [];
+    const declaring: Promise<void>[] = [];
     for (const [name, entry] of this.entries) {
       const b = next.get(name);
       if (b === undefined) {
@@ -84,6 +90,9 @@ export class BridgeSet {
         retiring.push(entry);
       } else {
         result.unchanged.push(name);
+        // Its `state:` alone may have changed (or an API pause be undone: the file wins at a reload).
+        entry.bridge = b;
+        declaring.push(entry.supervisor.declare(b.state));
       }
     }
     for (const name of next.keys()) if (!this.entries.has(name)) result.added.push(name);
@@ -96,6 +105,7 @@ export class BridgeSet {
       }),
     );
     for (const name of [...result.changed, ...result.added]) this.launch(next.get(name)!);
+    await Promise.all(declaring);
     return result;
   }
 

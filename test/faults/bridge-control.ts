@@ -5,6 +5,7 @@ import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { BridgeProcess } from '../support/bridge-process.js';
+import { CounterWatch } from './counter-watch.js';
 
 /** The settings every fault run's bridge has (YAML lines of the bridge): three attempts at a refused message, quick reconnects. */
 export const FAULT_BRIDGE_SETTINGS = ['    max-delivery-attempts: 3', '    retry-interval: 500', '    max-retry-interval: 2000'];
@@ -23,6 +24,8 @@ export class BridgeControl {
   /** Exits the harness did not cause (a crash or a fatal stop), with the last log lines. */
   readonly unexpectedExits: string[] = [];
   starts = 0;
+  /** Each process's last /metrics scrape, for the counter invariant (./counter-watch.ts). */
+  readonly counters = new CounterWatch();
 
   constructor(
     private readonly configFile: string,
@@ -67,6 +70,7 @@ export class BridgeControl {
   private async startWith(env: Record<string, string>, timeoutMs: number, exitExpected = false): Promise<boolean> {
     const p = BridgeProcess.start(this.configFile, { ...this.env, ...env });
     this.proc = p;
+    this.counters.watch(p);
     this.starts += 1;
     this.expectedExit = exitExpected;
     const n = this.starts;

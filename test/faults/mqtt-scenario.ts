@@ -297,6 +297,7 @@ export async function runMqttScenario(o: MqttScenarioOptions): Promise<FaultRunR
     await bridge.stop();
     await sleep(1000);
     for (const e of bridge.unexpectedExits) notes.push(e.slice(0, 500));
+    notes.push(bridge.counters.summary(), ...bridge.counters.violations());
     if (mqttCollector && mqttCollector.redeliveriesIgnored > 0) notes.push(`collector: ${mqttCollector.redeliveriesIgnored} copies Mosquitto sent it again (its own PUBACK lost) not counted`);
     report = analyse({
       outcome,

@@ -283,6 +283,7 @@ export async function runNatsScenario(o: NatsScenarioOptions): Promise<FaultRunR
     await bridge.stop();
     await sleep(1000);
     for (const e of bridge.unexpectedExits) notes.push(e.slice(0, 500));
+    notes.push(bridge.counters.summary(), ...bridge.counters.violations());
     const droppedAtTarget = countLogs(dir, 'duplicate dropped by the target');
     notes.push(`duplicates dropped by the stream itself (PubAck duplicate: true), over all bridge processes: ${droppedAtTarget}`);
     report = analyse({ outcome, path: o.path, seed: o.seed, faults: injected, cacheLossFaults: injected['redis-restart'] ?? 0, record, target: target.messages, deadLetter: deadLetter.messages, durationMs: Date.now() - started, notes });

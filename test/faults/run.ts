@@ -43,6 +43,7 @@ import { REDIS_MODES, suiteRedis, type RedisMode } from './suite-redis.js';
 import { randomSeed } from './prng.js';
 import { RabbitAdmin } from './rabbit-admin.js';
 import { formatTable, violations, type FaultRunReport } from './report.js';
+import { counterViolations } from './counter-watch.js';
 import { ACTIVEMQ_PATHS, FULL_FAULTS, PATHS, RABBITMQ_STOMP_PATHS, runScenario, type FaultCounts, type PathName } from './scenario.js';
 import { connect } from 'node:net';
 import { MQTT_FULL_FAULTS, MQTT_PATHS, runMqttScenario, type MqttPathName } from './mqtt-scenario.js';
@@ -216,7 +217,7 @@ async function main(): Promise<number> {
     console.log(formatTable(reports));
     for (const r of reports) {
       for (const n of r.notes) console.log(`note (${r.path}): ${n}`);
-      const v = violations(r);
+      const v = [...violations(r), ...counterViolations(r)];
       if (v.length > 0) {
         failed = true;
         console.log(`\nFAIL ${r.path}:\n  - ${v.join('\n  - ')}`);

@@ -514,6 +514,7 @@ export async function runScenario(o: ScenarioOptions): Promise<FaultRunReport> {
     await bridge.stop();
     await sleep(1000);
     for (const e of bridge.unexpectedExits) notes.push(e.slice(0, 500));
+    notes.push(bridge.counters.summary(), ...bridge.counters.violations());
     report = analyse({
       recovery: recoverySeconds(kills, target.messages),
       outcome,

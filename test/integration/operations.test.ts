@@ -105,7 +105,7 @@ describe('HTTP API: liveness, readiness, bridges, metrics', () => {
     expect(Date.parse(String(status.body.lastForwardAt))).toBeGreaterThan(Date.now() - 60_000);
     expect(status.body.forwardedPerSecond).toBeGreaterThan(0);
     const stomp = await http(`${api}/bridges/stomp-in`);
-    expect(stomp.body).toMatchObject({ state: 'running', sourceDepth: null, sourceDepthNote: 'not available over STOMP' });
+    expect(stomp.body).toMatchObject({ state: 'running', sourceDepth: null, sourceDepthNote: 'not available over STOMP', sourceDepthAvailable: false });
     const all = await http(`${api}/bridges`);
     expect((all.body.bridges as { name: string }[]).map((b) => b.name)).toEqual(['amqp-in', 'stomp-in']);
     expect((await http(`${api}/bridges/nope`)).status).toBe(404);

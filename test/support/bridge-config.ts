@@ -7,6 +7,7 @@ import type { BridgeConfig } from '../../src/config/types.js';
 export function testBridgeConfig(over: Partial<BridgeConfig> = {}): BridgeConfig {
   return {
     name: 'test',
+    state: 'running',
     source: { connection: { name: 's', type: 'amqp', urls: ['amqp://x'], heartbeat: 10, connectTimeout: 1000 }, queue: 'q', exclusive: false },
     target: { connection: { name: 't', type: 'amqp', urls: ['amqp://x'], heartbeat: 10, connectTimeout: 1000 }, queue: 'q2' },
     useDuplicateDetection: true,

@@ -29,6 +29,7 @@ describe('loadConfig: defaults and layering', () => {
       bridges: [
         {
           name: 'only',
+          state: 'running',
           source: { connection: rabbit, queue: 'in', exclusive: false },
           target: { connection: rabbit, queue: 'out', routingKey: 'out' },
           useDuplicateDetection: true,

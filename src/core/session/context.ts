@@ -39,6 +39,8 @@ export class SessionContext {
   readonly unsettled = new Set<Job>();
   /** The bytes of their bodies, against max-in-flight-bytes (./byte-bound.ts). */
   readonly bytes: ByteBound;
+  /** bridge_replication_latency_seconds of this bridge, its label set bound once (./settle.ts confirm). */
+  readonly observeReplication: (seconds: number) => void;
 
   /** The send loop's work (./send-loop.ts): jobs in source order. */
   readonly pending = new Deque<Job>();
@@ -80,6 +82,7 @@ export class SessionContext {
       source.setWindow ? onWindow : undefined,
     );
     this.log = deps.log;
+    this.observeReplication = deps.metrics.replicationLatency.bind({ bridge: deps.bridge.name });
     this.dedupe = deps.bridge.useDuplicateDetection;
     this.template = targetTemplate(deps.bridge.target);
     this.templateRules = templateRules(deps.bridge);

@@ -110,9 +110,8 @@ export async function deadLetter(ctx: SessionContext, sending: Forwarding, err: 
   if (stamp !== undefined) {
     await ctx.cacheRetry.call(() => ctx.deps.cache.markStampDone(ctx.deps.source.address, stamp.fingerprint, stamp.id, job.token), 'stamp-done');
   }
-  ctx.deps.metrics.deadLettered.inc({ bridge: ctx.cfg.name, reason: err.reason });
   ctx.log.warn({ duplicateId: id, reason: err.reason, deadLetter: ctx.deps.deadLetter?.description }, 'message moved to the dead-letter destination');
-  settle(ctx, job);
+  settle(ctx, job, { kind: 'dead-lettered', reason: err.reason });
 }
 
 /**

@@ -15,7 +15,7 @@ import type { SessionContext } from './context.js';
 import type { BridgeMessage } from '../message.js';
 import type { Job } from './job.js';
 import { sendToDeadLetter } from './dead-letter.js';
-import { settle } from './settle.js';
+import { FILTERED_DEAD_LETTERED, SKIPPED, settle } from './settle.js';
 
 /** Sessions that have warned once that the broker's selector and the bridge's filter disagree. */
 const disagreedIn = new WeakSet<SessionContext>();
@@ -33,8 +33,7 @@ export function selected(ctx: SessionContext, message: BridgeMessage): boolean {
 export function filterMiss(ctx: SessionContext, job: Job): void {
   if (ctx.deps.source.brokerSelects === true) disagreement(ctx, job);
   if (ctx.cfg.filterMiss === 'skip') {
-    ctx.deps.metrics.filtered.inc({ bridge: ctx.cfg.name, outcome: 'skipped' });
-    settle(ctx, job);
+    settle(ctx, job, SKIPPED);
     return;
   }
   void deadLetterMiss(ctx, job).catch((err: unknown) => ctx.fail(err));
@@ -46,9 +45,8 @@ async function deadLetterMiss(ctx: SessionContext, job: Job): Promise<void> {
   const detail = `not selected by the filter: ${ctx.cfg.filter?.text ?? ''}`;
   await sendToDeadLetter(ctx, job.delivery.message, { reason: FILTER_MISS_REASON, detail }, what);
   if (ctx.ended) return;
-  ctx.deps.metrics.filtered.inc({ bridge: ctx.cfg.name, outcome: 'dead-lettered' });
   ctx.log.debug({ deadLetter: ctx.deps.deadLetter?.description }, 'message not selected by the filter moved to the dead-letter destination');
-  settle(ctx, job);
+  settle(ctx, job, FILTERED_DEAD_LETTERED);
 }
 
 /** The broker selected a message the bridge does not: said once per session (a warning), then at debug. */

@@ -18,13 +18,12 @@ import { settle } from './settle.js';
 
 /** Called by the send loop, in source order, for a job prepare() left `unread`. */
 export async function settleUnreadable(ctx: SessionContext, job: Job, why: Unreadable): Promise<void> {
-  const { source, metrics } = ctx.deps;
+  const { source } = ctx.deps;
   const fields = { reason: why.reason, dropped: why.dropped, size: why.size, detail: why.detail };
   if (why.handBack === true && source.reject !== undefined) {
     if (ctx.ended) return;
-    metrics.handedBack.inc({ bridge: ctx.cfg.name, reason: why.reason });
     ctx.log.warn(fields, `a message the source could not read whole was handed back to the broker's dead-letter path (${why.reason})`);
-    settle(ctx, job, true);
+    settle(ctx, job, { kind: 'handed-back', reason: why.reason });
     return;
   }
   const read = job.delivery.message;
@@ -37,12 +36,11 @@ export async function settleUnreadable(ctx: SessionContext, job: Job, why: Unrea
   await sendToDeadLetter(ctx, { ...read, headers }, { reason: why.reason, detail: why.detail }, what);
   if (ctx.ended) return;
   job.moveTo({ stage: 'dead-lettered', id: undefined });
-  metrics.deadLettered.inc({ bridge: ctx.cfg.name, reason: why.reason });
   ctx.log.warn(
     { ...fields, deadLetter: ctx.deps.deadLetter?.description },
     why.dropped === 'body'
       ? `a message over a limit was dead-lettered without its body (${why.reason}): raise the limit to carry such messages`
       : `a message whose headers cannot be decoded was dead-lettered without them (${why.reason})`,
   );
-  settle(ctx, job);
+  settle(ctx, job, { kind: 'dead-lettered', reason: why.reason });
 }

@@ -5,14 +5,20 @@
 import type { BridgeConfig } from '../../config/types.js';
 import type { BridgeState } from '../metrics.js';
 import type { HorizonReading } from '../cache-horizon-watch.js';
+import type { Holding } from '../metrics.js';
+import type { DeclaredState, PauseInfo } from './pause-state.js';
 
 /** What GET /bridges/{name} shows (without the counters, which the metrics hold). Times are ISO 8601. */
 export interface BridgeStatus {
   name: string;
   state: BridgeState;
   since: string;
-  /** Paused by an operator (stays so across reconnects, not across a process restart). */
+  /** Paused, by the file or through the API (stays so across reconnects; see `pause` for how long). */
   paused: boolean;
+  /** Who paused it and how long that lasts (./pause-state.ts); null while not paused. */
+  pause: PauseInfo | null;
+  /** `state:` as bridges.yaml declares it now (an API pause or resume may differ until the next reload or restart). */
+  declaredState: DeclaredState;
   source: string;
   target: string;
   /** The last error, as a sentence without credentials. */
@@ -20,11 +26,20 @@ export interface BridgeStatus {
   inFlight: number;
   /** The bytes of their bodies, counted against max-in-flight-bytes. */
   inFlightBytes: number;
+  /**
+   * Age in seconds of the oldest message the bridge holds and has not settled, from its own time (publisher timestamp,
+   * JetStream stored time) else its arrival; while reconnecting, of the oldest the last session handed back; 0 when
+   * it holds none (the gauge bridge_oldest_unforwarded_age_seconds).
+   */
+  oldestUnforwardedAgeSeconds: number;
   /** Messages forwarded per second over the last minute (or since start, when younger). */
   forwardedPerSecond: number;
   /** Messages ready in the source queue; null when unknown (then sourceDepthNote says why). */
   sourceDepth: number | null;
+  /** Why sourceDepth is null: `not available over STOMP` / `over MQTT` (the protocol cannot tell), `not read yet`, `not connected`. */
   sourceDepthNote?: string;
+  /** False where the source's protocol cannot tell its depth at all (STOMP, MQTT): show "not available", not a blank. */
+  sourceDepthAvailable: boolean;
   lastForwardAt: string | null;
   /** Since when the target refuses messages as full (they are held and sent again after pauses); null while it takes them. */
   targetFullSince: string | null;
@@ -56,6 +71,12 @@ export function describeTarget(bridge: BridgeConfig): string {
   return `${t.connection.type} ${t.connection.name} ${where}`;
 }
 
+/** The source's protocol can tell its queue's depth (AMQP passive declare, JetStream num_pending). */
+function depthAvailable(bridge: BridgeConfig): boolean {
+  const type = bridge.source.connection.type;
+  return type !== 'stomp' && type !== 'mqtt';
+}
+
 /** Why the source depth is unknown. */
 export function depthNote(bridge: BridgeConfig, connected: boolean): string {
   if (bridge.source.connection.type === 'stomp') return 'not available over STOMP';
@@ -69,8 +90,13 @@ export interface StatusInputs {
   /** When the state began (Date.now()). */
   since: number;
   paused: boolean;
+  pause: PauseInfo | null;
+  declaredState: DeclaredState;
   lastError: { message: string; at: number } | null;
-  session: { inFlight: number; inFlightBytes: number } | undefined;
+  /** A session is open. */
+  connected: boolean;
+  /** What the bridge holds (./holding.ts). */
+  holding: Holding;
   fullSince: number | undefined;
   forwardedPerSecond: number;
   /** The source queue's depth at the last read; undefined when unknown. */
@@ -90,20 +116,24 @@ export function statusOf(bridge: BridgeConfig, s: StatusInputs): BridgeStatus {
     state: s.state,
     since: new Date(s.since).toISOString(),
     paused: s.paused,
+    pause: s.pause,
+    declaredState: s.declaredState,
     source: describeSource(bridge),
     target: describeTarget(bridge),
     lastError: s.lastError ? { message: s.lastError.message, at: new Date(s.lastError.at).toISOString() } : null,
-    inFlight: s.session?.inFlight ?? 0,
-    inFlightBytes: s.session?.inFlightBytes ?? 0,
+    inFlight: s.holding.messages,
+    inFlightBytes: s.holding.bytes,
+    oldestUnforwardedAgeSeconds: Math.round(s.holding.oldestAgeSeconds * 1000) / 1000,
     forwardedPerSecond: s.forwardedPerSecond,
     sourceDepth: s.depth ?? null,
+    sourceDepthAvailable: depthAvailable(bridge),
     lastForwardAt: iso(s.lastForwardAt),
     targetFullSince: iso(s.fullSince),
     cacheHorizon: s.cacheHorizon,
     connections: connectionNames(bridge, s.endpoints),
     retry: s.retry ? { attempt: s.retry.attempt, nextAt: new Date(s.retry.nextAt).toISOString() } : null,
   };
-  if (s.depth === undefined) out.sourceDepthNote = depthNote(bridge, s.session !== undefined);
+  if (s.depth === undefined) out.sourceDepthNote = depthNote(bridge, s.connected);
   return out;
 }
 

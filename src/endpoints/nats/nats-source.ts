@@ -183,6 +183,8 @@ export class NatsSource extends NatsEndpoint implements SourceEndpoint {
       redelivered: m.info.redeliveryCount > 1,
       seq: ++this.seq,
       stableId: msgId !== undefined && msgId !== '' ? msgId : `${this.stream}:${m.seq}`,
+      // The stream's stored time: the message's own time for the lag figures (src/core/session/held.ts).
+      storedAt: m.info.timestampNanos / 1e6,
     };
     this.unacked.set(delivery, m);
     deliver(this.handlers, delivery, this.log);

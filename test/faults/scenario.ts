@@ -235,14 +235,25 @@ export async function runScenario(o: ScenarioOptions): Promise<FaultRunReport> {
   const publishers = [publisher, publisher2];
   const target: Collector = targetOnRabbit ? new AmqpCollector(rabbitUrl, tgtQueue) : new StompCollector(o.stompUrl!, tgtQueue);
   const deadLetter: Collector = dlOnStomp ? new StompCollector(o.stompUrl!, dlQueue) : new AmqpCollector(rabbitUrl, dlQueue);
+  const tooLargeBytes = o.tooLargeBytes ?? 3 * 1024 * 1024;
+  const maxMessageSize = o.maxMessageSize ?? 2 * 1024 * 1024;
+  let originalMaxSize: number | undefined;
+  // Read before the harness's publishers open their channels (RabbitMQ reads the limit when a channel opens): a limit
+  // already below the poison, left by an interrupted or concurrent run, would refuse the harness's own publish of it
+  // and the injection would fail (as the verdict then says). Such a leftover is unset: the node's default, after too.
+  if (faults['poison-too-large'] > 0 && !targetIsStomp) {
+    originalMaxSize = await admin.getMaxMessageSize();
+    if (originalMaxSize !== undefined && originalMaxSize <= tooLargeBytes) {
+      log(`RabbitMQ max_message_size is ${originalMaxSize}, not above this run's too-large poison: a leftover of an interrupted or concurrent run, unset (the node's default) for this run and after it`);
+      originalMaxSize = undefined;
+      await admin.setMaxMessageSize(undefined);
+    }
+  }
   await publisher.open();
   await publisher2.open();
   await target.start();
   await deadLetter.start();
 
-  const tooLargeBytes = o.tooLargeBytes ?? 3 * 1024 * 1024;
-  const maxMessageSize = o.maxMessageSize ?? 2 * 1024 * 1024;
-  let originalMaxSize: number | undefined;
   let lowered = false;
   // An interrupted run (Ctrl-C, kill) must not leave the shared broker's limit lowered: restore it, then exit.
   const restoreOnSignal = (signal: NodeJS.Signals): void => {
@@ -260,7 +271,6 @@ export async function runScenario(o: ScenarioOptions): Promise<FaultRunReport> {
     lowered = true;
   };
   if (faults['poison-too-large'] > 0 && !targetIsStomp) {
-    originalMaxSize = await admin.getMaxMessageSize();
     await lowerLimit();
     log(`RabbitMQ max_message_size lowered from ${originalMaxSize ?? 'default'} to ${maxMessageSize} (restored at the end)`);
   }

@@ -39,6 +39,13 @@ export interface InFlightPlan {
   bridge: BridgeControl;
   /** How long to wait for the threshold before firing all the same (the verdict then fails the run). */
   timeoutMs?: number;
+  /**
+   * Optional: holds the target's answers while the window fills, released once the fault fired (the scenario's TCP
+   * proxy in front of the target: the bridge's sends go out, their confirmations wait). Bursts alone fill no window
+   * where the publisher is slower than the bridge (ActiveMQ over STOMP with receipts: the bridge forwards each message
+   * as it comes); with the answers held, the bridge takes a prefetch's worth and holds it, as under a slow target.
+   */
+  holdTarget?: { hold(): void; release(): void };
 }
 
 /** An extra message of a burst: numbered after the stream, every other one with a publisher ID (the rest stamped). */

@@ -417,13 +417,14 @@ export async function runScenario(o: ScenarioOptions): Promise<FaultRunReport> {
       }
     };
 
-    const inject = async (kind: FaultKind): Promise<boolean> => {
+    const inject = async (kind: FaultKind, fired: () => void): Promise<boolean> => {
       switch (kind) {
         case 'sigkill': {
           // What waits then: every message published and not yet at the target (its last one's arrival is the recovery).
           const arrived = seqsAt(target.messages);
           const waiting = [...record.sent.keys()].filter((seq) => !arrived.has(seq));
           await bridge.sigkill();
+          fired();
           kills.push({ at: Date.now(), waiting });
           await sleep(prng.int(0, 1000));
           await bridge.start();
@@ -442,6 +443,7 @@ export async function runScenario(o: ScenarioOptions): Promise<FaultRunReport> {
             if (list.length > 0) {
               const victim = prng.pick(list);
               const ok = await admin.closeConnection(victim.name);
+              fired();
               log(`closed RabbitMQ connection '${victim.clientName || victim.name}': ${ok ? 'ok' : 'failed'}`);
               return ok;
             }
@@ -511,7 +513,12 @@ export async function runScenario(o: ScenarioOptions): Promise<FaultRunReport> {
       bridge,
       drain: { record, target, deadLetter, quietMs: o.quietMs ?? 45_000, timeoutMs: o.drainTimeoutMs ?? 300_000, settleMs: 3000 },
       // A prefetch's worth: the smallest window of the two bridges (bursts go to both sources, in turns).
-      inFlight: { threshold: Math.min(...RELOAD_PREFETCHES, SECOND_BRIDGE_PREFETCH), message: burstMessage(runId), bridge },
+      inFlight: {
+        threshold: Math.min(...RELOAD_PREFETCHES, SECOND_BRIDGE_PREFETCH),
+        message: burstMessage(runId),
+        bridge,
+        holdTarget: { hold: () => targetProxy.holdReplies(), release: () => targetProxy.releaseReplies() },
+      },
       ...(o.breakInjection !== undefined ? { breakInjection: o.breakInjection } : {}),
       log,
     });

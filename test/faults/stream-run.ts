@@ -127,7 +127,7 @@ export async function runFaultSchedule<K extends string>(
   events: readonly { kind: K; at: number }[],
   stream: StreamPublisher,
   total: number,
-  inject: (kind: K) => Promise<boolean>,
+  inject: (kind: K, fired: () => void) => Promise<boolean>,
   o: {
     ensureRunning: () => Promise<void>;
     injected: Record<string, number>;
@@ -144,6 +144,8 @@ export async function runFaultSchedule<K extends string>(
     while (stream.published < ev.at * total && stream.publishing) await sleep(100);
     await o.ensureRunning();
     let atFault = '';
+    const held = o.inFlight?.holdTarget !== undefined && IN_FLIGHT_FAULTS.includes(ev.kind) ? o.inFlight.holdTarget : undefined;
+    held?.hold();
     if (o.inFlight !== undefined && IN_FLIGHT_FAULTS.includes(ev.kind)) {
       const { reading, waitedMs, extra } = await fillWindow(stream, o.inFlight, o.log);
       o.outcome.inFlightAtFault.push({ kind: ev.kind, inFlight: reading.total, threshold: o.inFlight.threshold, waitedMs });
@@ -151,13 +153,18 @@ export async function runFaultSchedule<K extends string>(
       atFault = `; ${extra} extra published; in flight ${reading.total} (${by || 'no reading'}) after ${waitedMs} ms${reading.total < o.inFlight.threshold ? `, FEWER than ${o.inFlight.threshold}` : ''}`;
     }
     o.log(`fault ${ev.kind} (published ${stream.published}/${total}${atFault})`);
-    const attempt = o.breakInjection === ev.kind ? Promise.reject(new Error(BROKEN_INJECTION)) : inject(ev.kind);
+    // `fired`: the injection says when its fault took (the kill sent, the close answered), so that held answers go on
+    // to the bridge from then on and not only once a killed bridge is up again (it needs them to start).
+    const fired = (): void => held?.release();
+    const attempt = o.breakInjection === ev.kind ? Promise.reject(new Error(BROKEN_INJECTION)) : inject(ev.kind, fired);
     let why = 'did not take (see the run\'s log)';
-    const ok = await attempt.catch((err: unknown) => {
-      why = (err as Error).message;
-      o.log(`fault ${ev.kind} failed: ${why}`);
-      return false;
-    });
+    const ok = await attempt
+      .catch((err: unknown) => {
+        why = (err as Error).message;
+        o.log(`fault ${ev.kind} failed: ${why}`);
+        return false;
+      })
+      .finally(() => held?.release());
     if (ok) o.injected[ev.kind] = (o.injected[ev.kind] ?? 0) + 1;
     else o.outcome.injectionFailures.push(`${ev.kind}: ${why}`);
     await sleep(o.pauseMs ?? 1500);
@@ -247,7 +254,7 @@ export async function faultsThenDrain<K extends string>(o: {
   /** The stream's publishing, started by the caller (stream.start()). */
   publishLoop: Promise<void>;
   total: number;
-  inject: (kind: K) => Promise<boolean>;
+  inject: (kind: K, fired: () => void) => Promise<boolean>;
   injected: Record<string, number>;
   reloads: ReloadFault;
   reloadCount: number;

@@ -11,12 +11,14 @@
  * `docker logs`. A build that needs anything the base image lacks fails here, in beforeAll.
  */
 import { execFile } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
 import { chmodSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { AmqpTestClient } from '../support/amqp.js';
+import { secondName } from '../support/configs.js';
 import { freePort } from '../support/ports.js';
 import { services, uniqueName } from '../support/services.js';
 import { readStomp } from '../support/stomp.js';
@@ -54,8 +56,21 @@ function configFolder(yaml: string): string {
   return dir;
 }
 
-/** The development admin token docker-compose.yml gives the bridge as a secret (`secrets: admin-token`). */
-const COMPOSE_SECRET = join(REPO, 'docker/secrets/admin-token.dev');
+/**
+ * The admin token as docker-compose.yml hands it to the bridge: a file on the secrets volume, which compose's `secrets`
+ * service writes on a deployment's first start (docker/secrets/init-secrets.sh; no token is committed). Made here the
+ * same way: a random token in a file the image's user can read.
+ */
+function composeSecret(): { file: string; token: string } {
+  const dir = mkdtempSync(join(tmpdir(), 'bb-container-secret-'));
+  chmodSync(dir, 0o755);
+  const file = join(dir, 'admin-token');
+  const token = randomBytes(24).toString('base64url');
+  writeFileSync(file, `${token}\n`, { mode: 0o644 });
+  folders.push(dir);
+  return { file, token };
+}
+let secret: { file: string; token: string } | undefined;
 
 /**
  * Starts the image detached, with host networking and the folder as its configuration; resolves to its name. `compose`:
@@ -68,7 +83,7 @@ async function runImage(confDir: string, opts: { healthPort?: number; compose?: 
     'run', '--detach', '--name', name, '--label', LABEL, '--network', 'host',
     '--volume', `${confDir}:/etc/broker-bridge:ro`,
     ...(opts.healthPort !== undefined ? ['--env', `HEALTH_PORT=${opts.healthPort}`] : []),
-    ...(opts.compose ? ['--init', '--volume', `${COMPOSE_SECRET}:/run/secrets/admin-token:ro`, '--env', 'ADMIN_TOKEN_FILE=/run/secrets/admin-token'] : []),
+    ...(opts.compose ? ['--init', '--volume', `${(secret ??= composeSecret()).file}:/run/secrets/admin-token:ro`, '--env', 'ADMIN_TOKEN_FILE=/run/secrets/admin-token'] : []),
     IMAGE,
   ]);
   return name;
@@ -117,10 +132,13 @@ function streamConfig(httpPort: number, q: { in: string; mid: string; out: strin
     'connections:',
     `  rabbit: { type: amqp, url: "${services.amqpUrl}" }`,
     `  activemq: { type: stomp, url: "${services.stompUrl}" }`,
+    // The same RabbitMQ under a second name: a copy is never forwarded back to a broker on its x-bridge-path (loop
+    // prevention, docs/delivery.md "Loops"), and this stream goes out of RabbitMQ and back into it on purpose.
+    `  rabbit-back: { type: amqp, url: "${secondName(services.amqpUrl)}" }`,
     `id-cache: { redis-url: "${services.redisUrl}", key-prefix: ${keyPrefix} }`,
     'bridges:',
     `  - { name: to-activemq, source: { connection: rabbit, queue: "${q.in}" }, target: { connection: activemq, queue: "${q.mid}" }, prefetch: 200 }`,
-    `  - { name: back-to-rabbit, source: { connection: activemq, queue: "${q.mid}" }, target: { connection: rabbit, queue: "${q.out}" }, prefetch: 200 }`,
+    `  - { name: back-to-rabbit, source: { connection: activemq, queue: "${q.mid}" }, target: { connection: rabbit-back, queue: "${q.out}" }, prefetch: 200 }`,
     '',
   ].join('\n');
 }
@@ -204,7 +222,8 @@ describe('the container image, run with host networking against the local broker
   });
 
   it("reads the admin token from compose's secret file: the admin endpoints take it, and refuse another", async () => {
-    const token = readFileSync(COMPOSE_SECRET, 'utf8').trim();
+    const token = readFileSync((secret ??= composeSecret()).file, 'utf8').trim();
+    expect(token).toBe(secret.token);
     const reload = (bearer: string) => fetch(`http://127.0.0.1:${httpPort}/reload`, { method: 'POST', headers: { authorization: `Bearer ${bearer}` } });
     await until('the HTTP API answers', async () => (await fetch(`http://127.0.0.1:${httpPort}/livez`).catch(() => undefined))?.ok === true, {
       timeoutMs: 60_000,

@@ -9,6 +9,7 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { useBridgeFixture } from '../support/bridge-fixture.js';
 import { MOSQUITTO_5, dropSession, prepareQueue, publishMqtt, readMqtt, uniqueClientId, uniqueTopic } from '../support/mqtt.js';
 import { NatsTestClient } from '../support/nats.js';
+import { secondName } from '../support/configs.js';
 import { services, uniqueName } from '../support/services.js';
 import { untilValue } from '../support/wait.js';
 
@@ -33,6 +34,9 @@ describe('header names with a meaning in JavaScript, through the bridge', () => 
       'connections:',
       `  mosquitto: { type: mqtt, url: "${services.mosquittoUrl}", client-id: "${uniqueClientId('bb')}" }`,
       `  nats: { type: nats, url: "${process.env.NATS_URL ?? 'nats://127.0.0.1:4222'}" }`,
+      // The way back into the same Mosquitto under a second name of it: a copy is never forwarded to a broker already
+      // on its x-bridge-path (loop prevention, docs/delivery.md "Loops").
+      `  mosquitto-back: { type: mqtt, url: "${secondName(services.mosquittoUrl)}", client-id: "${uniqueClientId('bb')}" }`,
       'id-cache:',
       `  redis-url: "${services.redisUrl}"`,
       `  key-prefix: "${keyPrefix}"`,
@@ -42,7 +46,7 @@ describe('header names with a meaning in JavaScript, through the bridge', () => 
       `    target: { connection: nats, subject: "${subject}" }`,
       '  - name: n2m',
       `    source: { connection: nats, stream: "${stream}", consumer: bridge }`,
-      `    target: { connection: mosquitto, topic: "${base}/out" }`,
+      `    target: { connection: mosquitto-back, topic: "${base}/out" }`,
       '',
     ].join('\n');
     try {

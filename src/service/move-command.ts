@@ -8,6 +8,7 @@ import cliProgress from 'cli-progress';
 import type { BridgeConfig, Config } from '../config/types.js';
 import type { Logger } from '../shared/log.js';
 import { formatSummary, moveBridge, moveExitCode, type MoveProgress, type MoveUntil } from './move.js';
+import { interruptOnSignals } from './interrupt-on-signals.js';
 
 export interface MoveIo {
   stdout: (text: string) => void;
@@ -43,17 +44,7 @@ export async function moveCommand(config: Config, bridge: BridgeConfig, until: M
     bar.update(p.settled, { rate });
   };
 
-  let interrupt: () => void = () => undefined;
-  const interrupted = new Promise<void>((r) => (interrupt = r));
-  let signals = 0;
-  const onSignal = (signal: NodeJS.Signals): void => {
-    signals += 1;
-    if (signals > 1) process.exit(130);
-    log.warn({ signal }, 'move interrupted: draining in-flight messages; the rest stays in the source');
-    interrupt();
-  };
-  process.on('SIGINT', onSignal);
-  process.on('SIGTERM', onSignal);
+  const { interrupted, dispose } = interruptOnSignals(log, 'move interrupted: draining in-flight messages; the rest stays in the source');
   try {
     const summary = await moveBridge(config, bridge, { until, log, onProgress, interrupted });
     bar?.stop();
@@ -61,7 +52,6 @@ export async function moveCommand(config: Config, bridge: BridgeConfig, until: M
     else io.stdout(`${formatSummary(summary)}\n`);
     return moveExitCode(summary);
   } finally {
-    process.off('SIGINT', onSignal);
-    process.off('SIGTERM', onSignal);
+    dispose();
   }
 }

@@ -11,6 +11,7 @@ import type { Logger } from '../shared/log.js';
 import { compileSelector } from '../routing/selector.js';
 import { ConfigError } from '../shared/errors.js';
 import { formatReplaySummary, replayBridge, replayExitCode, type ReplayOptions } from './replay.js';
+import { interruptOnSignals } from './interrupt-on-signals.js';
 
 /** The options as given (command line strings, or a JSON body's values). */
 export interface ReplayArgs {
@@ -82,17 +83,7 @@ export async function replayCommand(config: Config, bridge: BridgeConfig, parsed
         }
         bar.update(p.settled, { handed: p.handed, seen: p.seen });
       };
-  let interrupt: () => void = () => undefined;
-  const interrupted = new Promise<void>((r) => (interrupt = r));
-  let signals = 0;
-  const onSignal = (signal: NodeJS.Signals): void => {
-    signals += 1;
-    if (signals > 1) process.exit(130);
-    log.warn({ signal }, 'replay interrupted: draining; the rest stays in the dead-letter destination');
-    interrupt();
-  };
-  process.on('SIGINT', onSignal);
-  process.on('SIGTERM', onSignal);
+  const { interrupted, dispose } = interruptOnSignals(log, 'replay interrupted: draining; the rest stays in the dead-letter destination');
   try {
     const summary = await replayBridge(config, bridge, { ...parsed, log, interrupted, ...(onProgress ? { onProgress } : {}) });
     bar?.stop();
@@ -104,7 +95,6 @@ export async function replayCommand(config: Config, bridge: BridgeConfig, parsed
     io.stderr(`broker-bridge replay: ${err.message}\n`);
     return 1;
   } finally {
-    process.off('SIGINT', onSignal);
-    process.off('SIGTERM', onSignal);
+    dispose();
   }
 }

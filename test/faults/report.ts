@@ -62,6 +62,12 @@ export interface FaultRunReport {
   underTwoIdsSample: string[];
   /** …without a publisher ID, from a chunk the harness re-published (two source messages): allowed. */
   underTwoIdsRepublished: number;
+  /**
+   * …without a publisher ID (stamped by the bridge), every copy but one flagged: after a cache loss, a redelivery whose
+   * stamp records were lost gets a new stamp (docs/delivery.md, "Limits of stamping"). The extra copies they make.
+   */
+  stampedUnderTwoIdsExtra: number;
+  stampedUnderTwoIdsMessages: number;
   /** Seqs with an extra copy that came unflagged, with the IDs and flags of their copies. */
   extraUnflaggedSample: string[];
   /** Publisher re-sends (same ID) of which a second copy reached the target, and how many extra copies were unflagged. */
@@ -213,6 +219,8 @@ export function analyse(input: {
   let underTwoIds = 0;
   let underTwoIdsFlagged = 0;
   let underTwoIdsRepublished = 0;
+  let stampedUnderTwoIdsExtra = 0;
+  let stampedUnderTwoIdsMessages = 0;
   let resentPassed = 0;
   let resentPassedUnflagged = 0;
   for (const [seq, list] of copies) {
@@ -226,7 +234,13 @@ export function analyse(input: {
     const allowedUnflagged = republished ? 2 : 1;
     if (idsOfSeq.size > 1) {
       underTwoIds += 1;
-      if (unflaggedCopies <= 1) underTwoIdsFlagged += 1;
+      if (unflaggedCopies <= 1) {
+        underTwoIdsFlagged += 1;
+        if (record.sent.get(seq) === undefined) {
+          stampedUnderTwoIdsMessages += 1;
+          stampedUnderTwoIdsExtra += list.length - 1;
+        }
+      }
       else if (unflaggedCopies <= allowedUnflagged) underTwoIdsRepublished += 1;
       else twoIds.push(`${seq}: ${list.map((c) => `${c.id ?? '(none)'}${c.flagged ? ' (flagged)' : ''}`).join(' / ')}`);
     }
@@ -280,6 +294,8 @@ export function analyse(input: {
     underTwoIdsSample: twoIds.slice(0, 10),
     extraUnflaggedSample: unflaggedList.slice(0, 10),
     underTwoIdsRepublished,
+    stampedUnderTwoIdsExtra,
+    stampedUnderTwoIdsMessages,
     resentPassed,
     resentPassedUnflagged,
     cacheLossFaults: input.cacheLossFaults ?? 0,
@@ -346,11 +362,14 @@ export function violations(r: FaultRunReport): string[] {
   }
   if (r.strict !== undefined) {
     if (r.strict.idsTwice > 0) v.push(`${r.strict.idsTwice} duplicate ID(s) stored twice in the stream (its Nats-Msg-Id deduplication should have dropped the second)`);
-    if (r.extraCopies > 0) v.push(`${r.extraCopies} extra cop(ies) in the stream (flagged or not): the target's own deduplication should leave none`);
-    if (r.underTwoIds > 0) v.push(`${r.underTwoIds} message(s) stored under two IDs: the stream cannot tell those copies apart`);
-    // A byte-identical message without any ID whose stamp records the cache lost (a cache-loss fault) gets a new stamp
-    // when redelivered: a copy under a second ID, flagged, which no target can recognise (docs/delivery.md, "Limits of
-    // stamping"). Allowed only then, and reported; any other extra copy in the stream fails the run.
+    // A message without any ID whose stamp records the cache lost (a cache-loss fault) gets a new stamp when it is
+    // redelivered: a copy under a second ID, flagged, which no target can recognise (docs/delivery.md, "Limits of
+    // stamping"). Allowed only then, and reported; any other extra copy in the stream fails the run. The byte-identical
+    // ones are counted apart (strictIdenticalExtra), the numbered ones here.
+    const stampedExtra = r.cacheLossFaults > 0 ? r.stampedUnderTwoIdsExtra : 0;
+    const stampedMessages = r.cacheLossFaults > 0 ? r.stampedUnderTwoIdsMessages : 0;
+    if (r.extraCopies - stampedExtra > 0) v.push(`${r.extraCopies - stampedExtra} extra cop(ies) in the stream (flagged or not): the target's own deduplication should leave none`);
+    if (r.underTwoIds - stampedMessages > 0) v.push(`${r.underTwoIds - stampedMessages} message(s) stored under two IDs: the stream cannot tell those copies apart`);
     const identicalExtra = strictIdenticalExtra(r);
     if (identicalExtra > 0 && r.cacheLossFaults === 0) v.push(`${identicalExtra} extra cop(ies) of byte-identical messages stored under a second ID without a cache loss`);
     if (r.strict.stored !== r.strict.distinctIds) v.push(`the stream stores ${r.strict.stored} message(s) for ${r.strict.distinctIds} distinct IDs`);
@@ -386,6 +405,7 @@ export function formatTable(reports: FaultRunReport[]): string {
     rows.push(['stream: distinct Nats-Msg-Id', (r) => (r.strict ? String(r.strict.distinctIds) : '-')]);
     rows.push(['stream: IDs STORED TWICE', (r) => (r.strict ? String(r.strict.idsTwice) : '-')]);
     rows.push(['stream: byte-identical under a 2nd ID (cache lost)', (r) => (r.strict ? String(strictIdenticalExtra(r)) : '-')]);
+    rows.push(['stream: stamped, numbered, under a 2nd ID (cache lost)', (r) => (r.strict ? String(r.stampedUnderTwoIdsExtra) : '-')]);
   }
   rows.push(['true duplicates through unflagged', (r) => String(r.trueDuplicatesUnflagged)]);
   rows.push(['messages under two IDs', (r) => String(r.underTwoIds)]);

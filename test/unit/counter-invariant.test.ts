@@ -6,7 +6,8 @@
  */
 import { describe, expect, it } from 'vitest';
 import { counterInvariant, invariantBreaks } from '../support/counter-invariant.js';
-import { COUNTER_NOTE, CounterWatch, counterViolations } from '../faults/counter-watch.js';
+import { COUNTER_NOTE, CounterWatch, SHORT_LIFE_MS, counterViolations } from '../faults/counter-watch.js';
+import type { BridgeProcess } from '../support/bridge-process.js';
 
 function scrape(received: number): string {
   return [
@@ -48,5 +49,20 @@ describe('counter invariant', () => {
     const broken = `${COUNTER_NOTE}process 2: ${invariantBreaks(scrape(101))[0]!}`;
     expect(counterViolations({ notes: [watch.summary(), broken] })).toEqual([broken]);
     expect(counterViolations({ notes: [`${COUNTER_NOTE}process 1 was never scraped`] })).toHaveLength(1);
+  });
+
+  it('excuses a process that died before a scrape could reach it, never one that lived long enough, and not all of them', async () => {
+    const fake = (logs: Record<string, unknown>[], exit: Promise<void>) => ({ logs, waitExit: () => exit }) as unknown as BridgeProcess;
+    let exitLong!: () => void;
+    const watch = new CounterWatch();
+    // Died before its HTTP port opened (a crash right after start).
+    watch.watch(fake([], Promise.resolve()));
+    // Listened on a port nobody answers on for longer than SHORT_LIFE_MS: it could have been scraped and was not.
+    watch.watch(fake([{ component: 'http', port: 9 }], new Promise<void>((r) => (exitLong = r))));
+    await new Promise((r) => setTimeout(r, SHORT_LIFE_MS + 1500));
+    exitLong();
+    await new Promise((r) => setTimeout(r, 1200));
+    expect(watch.violations()).toEqual([`${COUNTER_NOTE}process 2 was never scraped`, `${COUNTER_NOTE}no process of the run was ever scraped`]);
+    expect(watch.summary()).toContain('process 1 exited before its HTTP port opened');
   });
 });

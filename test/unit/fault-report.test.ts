@@ -51,6 +51,23 @@ describe('fault-suite verdict', () => {
     expect(withId.v.length).toBeGreaterThan(0);
   });
 
+  it('on a stream target, excuses a stamped message under a second flagged ID only after a cache loss', () => {
+    const strictVerdict = (rec: SentRecord, target: Received[], cacheLossFaults: number) => {
+      const r = analyse({ path: 'amqp-jetstream', seed: 1, faults: {}, cacheLossFaults, record: rec, target, deadLetter: [], durationMs: 0 });
+      r.strict = { stored: target.length, distinctIds: target.length, idsTwice: 0 };
+      return violations(r);
+    };
+    const stamped = [copy(1, 'stamp-a'), copy(1, 'stamp-b', true)];
+    // Without a cache loss the stamp records hold: a second ID is the bridge's fault, flagged or not.
+    expect(strictVerdict(record([[1, undefined]]), stamped, 0)).toEqual([
+      '1 extra cop(ies) in the stream (flagged or not): the target\'s own deduplication should leave none',
+      '1 message(s) stored under two IDs: the stream cannot tell those copies apart',
+    ]);
+    expect(strictVerdict(record([[1, undefined]]), stamped, 1)).toEqual([]);
+    // A publisher ID travels with every copy: a second one is never excused.
+    expect(strictVerdict(record([[1, 'pub-1']]), [copy(1, 'pub-1'), copy(1, 'stamp-b', true)], 1).length).toBeGreaterThan(0);
+  });
+
   it('counts re-sent IDs that passed; unflagged ones fail unless the cache was lost during the run', () => {
     const target = [copy(1, 'pub-1'), copy(1, 'pub-1'), copy(2, 'pub-2'), copy(2, 'pub-2', true)];
     const rec = record(

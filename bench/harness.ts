@@ -159,7 +159,13 @@ ${(o.bridgeYaml ?? []).map((l) => `    ${l}\n`).join('')}`;
     const window = new Window(n, () => cpuSplitMs(p.child.pid));
     if (typeof running?.time === 'number') window.started = running.time;
     await o.waitDone(window);
-    return window.result({ rssMb: peakRssMb(p.child.pid) });
+    const result = window.result({ rssMb: peakRssMb(p.child.pid) });
+    // A move ends by itself: how long after the last arrival it exits is part of what it costs.
+    if (o.command?.[0] === 'move' && window.closedAt !== undefined) {
+      const exited = await Promise.race([p.waitExit().then(() => Date.now()), sleep(30_000).then(() => undefined)]);
+      if (exited !== undefined) result.exitAfterMs = exited - window.closedAt;
+    }
+    return result;
   } finally {
     // A profiled bridge must exit by itself to write its profile.
     await p.kill(process.env.BRIDGE_NODE_ARGS?.includes('-prof') ? 'SIGTERM' : 'SIGKILL');

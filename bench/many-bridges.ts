@@ -212,11 +212,19 @@ async function main(): Promise<void> {
     const changedName = `b${N - 1}`;
     writeFileSync(file, text.replace(/ {4}prefetch: 50\n$/, '    prefetch: 40\n'));
     const t0 = Date.now();
+    const logsBefore = bridge.logs.length;
     const res = await fetch(`http://127.0.0.1:${port}/reload`, { method: 'POST', headers: { authorization: `Bearer ${adminToken}` } });
     const reloadMs = Date.now() - t0;
     const outcome = (await res.json()) as { applied: boolean; changed?: string[]; unchanged?: string[] };
     const reloadOk = outcome.applied && outcome.changed?.length === 1 && outcome.changed[0] === changedName && outcome.unchanged?.length === N - 1;
     await running(N + 1, 60_000);
+    // Where the reload's time went: the process's own lines from the request on (ms after it was sent), warnings summed.
+    const reloadLines = bridge.logs.slice(logsBefore);
+    const reloadTimeline = reloadLines
+      .filter((l) => l.level < 40 || typeof l.file !== 'string')
+      .slice(0, 12)
+      .map((l) => `${typeof l.time === 'number' ? l.time - t0 : '?'} ms ${l.msg.slice(0, 100)}`);
+    const reloadWarnings = reloadLines.filter((l) => l.level === 40 && typeof l.file === 'string').length;
     const after = await admin.connections(vhost);
 
     const rss = rssMiB(pid, 'VmHWM');
@@ -255,6 +263,8 @@ async function main(): Promise<void> {
           idleCpuPercentOfOneCore: Math.round(idleCpu * 1000) / 10,
           reloadOneBridgeMs: reloadMs,
           reloadAsExpected: reloadOk,
+          reloadTimeline,
+          reloadWarningLines: reloadWarnings,
           connectionsAfterReload: after.filter((c) => !c.clientName.startsWith('faults-harness')).length,
           rabbitFdsPeak: fdPeak,
           warnings: Object.fromEntries([...trouble.entries()].sort((a, b) => b[1] - a[1]).slice(0, 5)),

@@ -47,13 +47,13 @@ async function main(): Promise<void> {
     if (why === undefined) chosen.push(s);
     else console.log(`  left out: ${s.name}: ${why}`);
   }
-  const results = new Map<string, { rates: number[]; fromStart: number[]; rssMb: number[]; cpu: number[]; sys: number[]; calls: number[]; scriptUs: number[]; brokers: Partial<Record<Role, number[]>> }>();
+  const results = new Map<string, { rates: number[]; fromStart: number[]; rssMb: number[]; exitMs: number[]; cpu: number[]; sys: number[]; calls: number[]; scriptUs: number[]; brokers: Partial<Record<Role, number[]>> }>();
   for (let round = 1; round <= ROUNDS; round++) {
     for (const s of chosen) {
       const r = await s.run(N);
       const brokers = processCpu.take(N);
       const scripts = await redisCalls.take(N);
-      const entry = results.get(s.name) ?? { rates: [], fromStart: [], rssMb: [], cpu: [], sys: [], calls: [], scriptUs: [], brokers: {} };
+      const entry = results.get(s.name) ?? { rates: [], fromStart: [], rssMb: [], exitMs: [], cpu: [], sys: [], calls: [], scriptUs: [], brokers: {} };
       // Scenarios without the cache make no script calls: their 0 would only fill the column.
       if (scripts !== undefined && scripts.callsPerMsg > 0) {
         entry.calls.push(scripts.callsPerMsg);
@@ -62,6 +62,7 @@ async function main(): Promise<void> {
       entry.rates.push(r.rate);
       entry.fromStart.push(r.fromStart);
       if (r.rssMb !== undefined) entry.rssMb.push(r.rssMb);
+      if (r.exitAfterMs !== undefined) entry.exitMs.push(r.exitAfterMs);
       if (r.cpuUsPerMsg !== undefined) entry.cpu.push(r.cpuUsPerMsg);
       if (r.sysUsPerMsg !== undefined) entry.sys.push(r.sysUsPerMsg);
       for (const role of ROLES) if (brokers[role] !== undefined) (entry.brokers[role] ??= []).push(brokers[role]);
@@ -70,7 +71,7 @@ async function main(): Promise<void> {
       const cpu = r.cpuUsPerMsg !== undefined ? `  CPU ${r.cpuUsPerMsg.toFixed(0)} µs/msg${sys}` : '';
       const others = ROLES.filter((role) => brokers[role] !== undefined).map((role) => ` ${role} ${brokers[role]!.toFixed(0)}`).join('');
       const calls = scripts !== undefined && scripts.callsPerMsg > 0 ? `  Redis scripts ${scripts.callsPerMsg.toFixed(3)} calls/msg, ${scripts.scriptUsPerMsg.toFixed(1)} µs/msg` : '';
-      console.log(`  round ${round} ${s.name.padEnd(34)} ${Math.round(r.rate).toString().padStart(7)} msgs/s (from start ${Math.round(r.fromStart)})${cpu}${others ? `  (µs/msg:${others})` : ''}${calls}${r.rssMb !== undefined ? `  peak RSS ${r.rssMb.toFixed(0)} MiB` : ''}`);
+      console.log(`  round ${round} ${s.name.padEnd(34)} ${Math.round(r.rate).toString().padStart(7)} msgs/s (from start ${Math.round(r.fromStart)})${cpu}${others ? `  (µs/msg:${others})` : ''}${calls}${r.rssMb !== undefined ? `  peak RSS ${r.rssMb.toFixed(0)} MiB` : ''}${r.exitAfterMs !== undefined ? `  exit ${r.exitAfterMs} ms after the last arrival` : ''}`);
     }
   }
   const rows = chosen
@@ -98,6 +99,8 @@ async function main(): Promise<void> {
       row['Redis script calls/msg'] = r.calls.length ? median(r.calls).toFixed(3) : '—';
       row['Redis script µs/msg'] = r.scriptUs.length ? median(r.scriptUs).toFixed(1) : '—';
       row['peak RSS MiB'] = r.rssMb.length ? median(r.rssMb).toFixed(0) : '—';
+      // `move`: from the last message's arrival at the target to the process's exit.
+      row['exit after last arrival ms'] = r.exitMs.length ? median(r.exitMs).toFixed(0) : '—';
       return row;
     });
   console.log('');

@@ -24,6 +24,8 @@ export interface RunResult {
    * the receiving process, which runs in the sender's system call. (/proc ticks: 10 ms resolution, ~1% of a window.)
    */
   sysUsPerMsg?: number;
+  /** `move`: ms from the last message's arrival at the target (as the bench saw it) to the process's exit. */
+  exitAfterMs?: number;
 }
 
 export class Window {
@@ -63,6 +65,11 @@ export class Window {
       }
     }
     return this.closed !== undefined;
+  }
+
+  /** When the target was seen holding every message (ms), once it was. */
+  get closedAt(): number | undefined {
+    return this.closed;
   }
 
   /** The run's rates, and the client's CPU per message in the window when it has a clock. */

@@ -319,7 +319,16 @@ if (invokedDirectly()) {
 
 function exit(code: number): void {
   process.exitCode = code;
-  // Leave normally so that buffered output is flushed; but a handle left open by a client library must not keep a
-  // stopped service alive (an orchestrator would wait for its kill timeout).
+  // The command's work is done and awaited (connections and the cache closed, the summary written): once stdout and
+  // stderr have taken what was written, the process ends. A handle or timer left behind — a client library's, or the
+  // bound of a wait that ended sooner (a session's drain races its ack barrier against a timer) — must not keep it
+  // alive: `move` exited 1.1–1.3 s after its work, and an orchestrator stopping `run` would wait.
+  let pending = 2;
+  const done = (): void => {
+    if (--pending === 0) process.exit(code);
+  };
+  process.stdout.write('', done);
+  process.stderr.write('', done);
+  // A stream that never drains (a reader gone away) does not hold it either.
   setTimeout(() => process.exit(code), 1000).unref();
 }

@@ -13,12 +13,27 @@ function isMqtt311(c: ConnectionConfig): boolean {
 
 export function loopWarnings(bridges: readonly BridgeConfig[]): string[] {
   const out: string[] = [];
-  const named = bridges.map((b) => ({ b, from: brokerName(b.source.connection), to: brokerName(b.target.connection) }));
-  for (const [i, x] of named.entries()) {
-    for (const y of named.slice(i + 1)) {
-      if (x.from !== y.to || x.to !== y.from) continue;
-      const mqtt = [x.b.source.connection, x.b.target.connection, y.b.source.connection, y.b.target.connection].find(isMqtt311);
-      if (mqtt === undefined) continue;
+  const named = bridges.map((b, i) => {
+    const from = brokerName(b.source.connection);
+    const to = brokerName(b.target.connection);
+    return { b, i, key: `${from}\n${to}`, back: `${to}\n${from}`, mqtt: [b.source.connection, b.target.connection].find(isMqtt311) };
+  });
+  // Pairs are looked up by their brokers, not tried two by two: a thousand bridges between the same two brokers are
+  // half a million pairs, read at every start and reload. A pair warns only when one of its four connections is MQTT
+  // 3.1.1, so a bridge without one needs only the partners that have one.
+  const byKey = new Map<string, { all: typeof named; mqtt: typeof named }>();
+  for (const x of named) {
+    const group = byKey.get(x.key) ?? { all: [], mqtt: [] };
+    group.all.push(x);
+    if (x.mqtt !== undefined) group.mqtt.push(x);
+    byKey.set(x.key, group);
+  }
+  for (const x of named) {
+    const partners = byKey.get(x.back);
+    if (partners === undefined) continue;
+    for (const y of x.mqtt !== undefined ? partners.all : partners.mqtt) {
+      if (y.i <= x.i) continue;
+      const mqtt = x.mqtt ?? y.mqtt!;
       out.push(
         `bridges '${x.b.name}' and '${y.b.name}' forward between the same two brokers in both directions through MQTT 3.1.1 (connection '${mqtt.name}'), which carries no headers: their x-bridge-path cannot travel, so a message that goes one way can come back and go round again; use MQTT 5 (protocol-version: 5), or make sure no message published by one bridge reaches the other's source`,
       );

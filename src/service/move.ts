@@ -1,8 +1,10 @@
 /**
  * `broker-bridge move`: runs one bridge of a configuration with the same promise as `run` (the same supervisor, session
  * and cache), and ends by itself:
- * - `--until-empty`: once the source is empty and nothing is in flight — AMQP: a passive declare says 0 ready, twice in
- *   a row, with nothing delivered and unsettled in between; STOMP (no queue depth): no delivery for `--idle` ms;
+ * - `--until-empty`: once the source is empty and nothing is in flight. Where the broker tells the depth (AMQP: a passive
+ *   declare; JetStream: the consumer's `num_pending`), it is asked as soon as the last message in flight is settled,
+ *   not at the next tick (./move-empty.ts says how one look is made exact); STOMP (no queue depth): no delivery for
+ *   `--idle` ms;
  * - `--count N`: once N messages are settled (forwarded, dropped as duplicates, dead-lettered, or not selected by the
  *   bridge's filter and skipped or dead-lettered by filter-miss). Deliveries beyond N are not taken: they stay
  *   unacknowledged and go back to the source when the move ends. What a broker-side selector keeps in the queue (an
@@ -27,6 +29,8 @@ import { Metrics, type BridgeCounters } from '../core/metrics.js';
 import { BridgeSupervisor, type BridgeEndpoints } from '../core/supervisor.js';
 import { decorateSource } from '../core/decorate-source.js';
 import type { End } from '../core/end.js';
+import { Signal } from '../shared/signal.js';
+import { sourceEmpty } from './move-empty.js';
 
 export const EXIT_MOVE_DEAD_LETTERED = 3;
 export const EXIT_MOVE_INTERRUPTED = 130;
@@ -71,9 +75,14 @@ const PROGRESS_EVERY_MS = 250;
 /** What the move counts over all its sessions. */
 interface MoveCounts {
   acked: number;
+  /** Deliveries admitted so far: the empty check compares it before and after asking the broker. */
+  delivered: number;
   lastDeliveryAt: number;
   /** --count: no more deliveries are taken once acked + in flight reach it. */
   limit: number | undefined;
+  /** Set (and the signal woken) when the end may have come: nothing left in flight, or the count reached. */
+  maybeDone: boolean;
+  readonly wake: Signal;
 }
 
 /**
@@ -94,6 +103,8 @@ class CountedSource {
     this.endpoint = decorateSource(inner, {
       open: (handlers) => this.open(handlers),
       ack: (delivery) => this.ack(delivery),
+      // A delivery handed back to the broker (an unreadable one) has left the move as well.
+      ...(inner.reject ? { reject: (delivery: SourceDelivery) => this.reject(delivery) } : {}),
     });
   }
 
@@ -110,6 +121,7 @@ class CountedSource {
           return;
         }
         this.inFlight += 1;
+        this.counts.delivered += 1;
         // The Nth taken: stop the consumer now, before the acks of those in flight make the broker push more.
         if (limit !== undefined && this.counts.acked + this.inFlight >= limit) this.stop();
         handlers.onDelivery(d);
@@ -127,6 +139,22 @@ class CountedSource {
     this.inFlight -= 1;
     this.counts.acked += 1;
     this.inner.ack(delivery);
+    this.settled();
+  }
+
+  private reject(delivery: SourceDelivery): void {
+    this.inFlight -= 1;
+    this.inner.reject?.(delivery);
+    this.settled();
+  }
+
+  /** Wakes the move's end check when the end may have come, instead of leaving it to the next tick. */
+  private settled(): void {
+    const c = this.counts;
+    if (this.inFlight === 0 || (c.limit !== undefined && c.acked >= c.limit)) {
+      c.maybeDone = true;
+      c.wake.wake();
+    }
   }
 }
 
@@ -137,7 +165,14 @@ export async function moveBridge(config: Config, given: BridgeConfig, o: MoveOpt
   const metrics = new Metrics('move', { defaultMetrics: false });
   const instanceId = randomBytes(6).toString('hex');
   const cache = createIdCache(config.idCache, o.log.child({ component: 'id-cache' }), { owner: instanceId, addressIdleTimeout: bridge.addressIdleTimeout });
-  const shared: MoveCounts = { acked: 0, lastDeliveryAt: Date.now(), limit: o.until.kind === 'count' ? o.until.count : undefined };
+  const shared: MoveCounts = {
+    acked: 0,
+    delivered: 0,
+    lastDeliveryAt: Date.now(),
+    limit: o.until.kind === 'count' ? o.until.count : undefined,
+    maybeDone: false,
+    wake: new Signal(),
+  };
   let current: CountedSource | undefined;
   // As `run` does: a consuming and a publishing connection, the target's and the dead-letter's channels on the latter.
   const connections = new Connections(o.log.child({ component: 'connections' }));
@@ -166,41 +201,37 @@ export async function moveBridge(config: Config, given: BridgeConfig, o: MoveOpt
     return settledOf(c);
   };
 
-  let emptySeen = 0;
+  const watch = { delivered: () => shared.delivered, inFlight: () => current?.inFlight ?? 0 };
   const finished = async (): Promise<boolean> => {
     if (o.until.kind === 'count') return shared.acked >= o.until.count;
     const source = current;
-    if (source === undefined || !supervisor.connected || source.inFlight > 0) {
-      emptySeen = 0;
-      return false;
-    }
+    if (source === undefined || !supervisor.connected || source.inFlight > 0) return false;
     const endpoint = source.endpoint;
     if (endpoint.depth === undefined) return Date.now() - shared.lastDeliveryAt >= o.until.idleMs;
-    const deliveredBefore = shared.lastDeliveryAt;
-    let depth: number;
-    try {
-      depth = await endpoint.depth();
-    } catch {
-      emptySeen = 0;
-      return false;
-    }
-    if (total === undefined) total = depth + shared.acked;
-    // Twice in a row, with nothing delivered in between: a delivery may be on the wire when the first answer comes.
-    emptySeen = depth === 0 && source.inFlight === 0 && shared.lastDeliveryAt === deliveredBefore ? emptySeen + 1 : 0;
-    return emptySeen >= 2;
+    const answer = await sourceEmpty({ depth: () => endpoint.depth!(), ackBarrier: () => endpoint.ackBarrier() }, watch);
+    if (total === undefined && answer.depth !== undefined) total = answer.depth + shared.acked;
+    return answer.empty;
   };
 
-  const stopReason = o.interrupted?.then(() => {
-    interrupted = true;
+  let ended = false;
+  void running.then(() => {
+    ended = true;
+    shared.wake.wake();
   });
-  for (;;) {
-    const done = await Promise.race([
-      new Promise<'tick'>((r) => setTimeout(() => r('tick'), PROGRESS_EVERY_MS).unref()),
-      running.then(() => 'ended' as const),
-      ...(stopReason ? [stopReason.then(() => 'interrupted' as const)] : []),
-    ]);
-    if (done !== 'tick') break;
-    o.onProgress?.({ settled: await settledNow(), total });
+  void o.interrupted?.then(() => {
+    interrupted = true;
+    shared.wake.wake();
+  });
+  let progressAt = Date.now() + PROGRESS_EVERY_MS;
+  while (!ended && !interrupted) {
+    // Woken when the last message in flight settles (or the count is reached), else every tick.
+    if (!shared.maybeDone) await shared.wake.wait(Math.max(1, progressAt - Date.now()));
+    shared.maybeDone = false;
+    if (ended || interrupted) break;
+    if (Date.now() >= progressAt) {
+      progressAt = Date.now() + PROGRESS_EVERY_MS;
+      o.onProgress?.({ settled: await settledNow(), total });
+    }
     if (await finished()) break;
   }
   if (outcome === undefined) outcome = await supervisor.stop(config.shutdownTimeout);

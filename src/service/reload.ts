@@ -37,6 +37,8 @@ export class Reloader {
   private current: Config;
   private gen: Generation;
   private queue: Promise<unknown> = Promise.resolve();
+  /** The warnings of the configuration in force, said already (at start or at a reload): not said again. */
+  private warned: Set<string> | undefined;
 
   constructor(
     config: Config,
@@ -72,11 +74,14 @@ export class Reloader {
     if (fixed.length > 0) return this.refused(trigger, fixed);
     const hash = fileHash(next.file);
     const result = await this.deps.set.apply(next.bridges, next.shutdownTimeout);
+    const said = this.warned ?? new Set(warnings(this.current));
     this.current = next;
     if (next.logLevel !== log.level) log.level = next.logLevel;
     this.gen = { generation: this.gen.generation + 1, hash, loadedAt: new Date().toISOString() };
     metrics.configReloads.inc({ result: 'applied' });
-    for (const w of warnings(next)) log.warn({ file: next.file }, w);
+    // Only what is new: a reload of one bridge among a thousand says that bridge's warnings, not the 999 others' again.
+    this.warned = new Set(warnings(next));
+    for (const w of this.warned) if (!said.has(w)) log.warn({ file: next.file }, w);
     log.info({ trigger, ...result, generation: this.gen.generation, hash: hash.slice(0, 12) }, `configuration reloaded (${trigger}): generation ${this.gen.generation}`);
     return { applied: true, ...result, ...this.gen };
   }

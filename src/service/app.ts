@@ -19,6 +19,7 @@ import { createEndpoints } from '../endpoints/create-endpoints.js';
 import { Connections } from '../endpoints/connections.js';
 import { startHttpServer } from './http-server.js';
 import { replayEndpoint } from './replay-http.js';
+import { unreadableWhy } from './replay-origin.js';
 import { Metrics } from '../core/metrics.js';
 import type { End } from '../core/end.js';
 import { BridgeSet } from './bridge-set.js';
@@ -101,6 +102,10 @@ export async function runService(config: Config, log: Logger, env: Readonly<Reco
         generation: () => reloader.generation,
         reload: () => reloader.reload('POST /reload'),
         replay: replayEndpoint(config, () => set.bridges, httpLog),
+        replayable: (name) => {
+          const b = set.bridges.find((x) => x.name === name);
+          return b !== undefined && unreadableWhy(b) === undefined;
+        },
         ...(cache instanceof RedisIdCache ? { cacheTrust: () => cache.trust(READYZ_MAX_ADDRESSES) } : {}),
       });
       server = started.server;

@@ -42,6 +42,8 @@ export interface HttpApiDeps {
   connections?: () => readonly OpenConnection[];
   /** A bridge's configuration as loaded, for the operator page (shown redacted). */
   bridgeConfig?: (name: string) => unknown;
+  /** Whether a bridge's dead-letter destination can be read back by a replay (the operator page offers one). */
+  replayable?: (name: string) => boolean;
   /** The version the operator page shows. */
   version?: string;
   log: Logger;
@@ -70,6 +72,8 @@ export function startHttpServer(port: number, host: string, deps: HttpApiDeps): 
     ...(deps.generation ? { generation: deps.generation } : {}),
     ...(deps.connections ? { connections: deps.connections } : {}),
     ...(deps.bridgeConfig ? { bridgeConfig: deps.bridgeConfig } : {}),
+    // Only where the admin endpoints exist: without a token there is no replay to offer.
+    ...(deps.replayable && deps.replay && deps.adminToken !== undefined ? { replayable: deps.replayable } : {}),
   };
   const server = createServer((req, res) => {
     handle(req, res, deps, page).catch((err: unknown) => {

@@ -9,7 +9,7 @@ import cliProgress from 'cli-progress';
 import type { BridgeConfig, Config } from '../config/types.js';
 import type { Logger } from '../shared/log.js';
 import { compileSelector } from '../routing/selector.js';
-import { ConfigError } from '../shared/errors.js';
+import { ConfigError, TransientError } from '../shared/errors.js';
 import { formatReplaySummary, replayBridge, replayExitCode, type ReplayOptions } from './replay.js';
 import { interruptOnSignals } from './interrupt-on-signals.js';
 
@@ -91,7 +91,8 @@ export async function replayCommand(config: Config, bridge: BridgeConfig, parsed
     return replayExitCode(summary);
   } catch (err) {
     bar?.stop();
-    if (!(err instanceof ConfigError)) throw err;
+    // A destination that cannot be read back, or a broker away while the pass opens what it reads (a JetStream consumer).
+    if (!(err instanceof ConfigError || err instanceof TransientError)) throw err;
     io.stderr(`broker-bridge replay: ${err.message}\n`);
     return 1;
   } finally {

@@ -4,12 +4,13 @@
  * as a JSON body (`{"reason": "unroutable", "ids": ["a", "b"], "filter": "…", "count": 10, "rate": 20, "dry-run":
  * true}`; an empty body replays all). It answers when the pass is over: 200 with the summary (as `replay --json`
  * prints it), 400 for a wrong option or a dead-letter destination that cannot be read back, 404 for an unknown bridge,
- * 409 while a replay of that bridge runs.
+ * 409 while a replay of that bridge runs, 503 when the broker of the dead-letter destination cannot be reached as the pass
+ * opens it (a JetStream consumer).
  */
 import type { IncomingMessage } from 'node:http';
 import type { BridgeConfig, Config } from '../config/types.js';
 import type { Logger } from '../shared/log.js';
-import { ConfigError } from '../shared/errors.js';
+import { ConfigError, TransientError } from '../shared/errors.js';
 import { parseReplayArgs } from './replay-command.js';
 import { replayBridge } from './replay.js';
 
@@ -55,6 +56,7 @@ export function replayEndpoint(config: Config, bridges: () => readonly BridgeCon
       const summary = await replayBridge(config, bridge, { ...parsed, log: log.child({ bridge: name, component: 'replay' }) });
       return { status: 200, body: summary };
     } catch (err) {
+      if (err instanceof TransientError) return { status: 503, body: { error: err.message } };
       if (!(err instanceof ConfigError)) throw err;
       return { status: 400, body: { error: err.message } };
     } finally {

@@ -67,9 +67,11 @@ export function deadLetteredAt(m: BridgeMessage): number | undefined {
 }
 
 /** The copy replay sends on (see the module comment). */
-export function replayCopy(m: BridgeMessage, now: number, flag: boolean): BridgeMessage {
+export function replayCopy(m: BridgeMessage, now: number, flag: boolean, sourceHeaders: readonly string[] = []): BridgeMessage {
   const headers = { ...m.headers };
   for (const h of STRIPPED) delete headers[h];
+  // What the dead-letter destination's reader added (a JetStream stream's name and sequence): not the message's.
+  for (const h of sourceHeaders) delete headers[h];
   headers[REPLAYED_AT_HEADER] = new Date(now).toISOString();
   if (flag) headers[POSSIBLE_DUPLICATE_HEADER] = true;
   return { ...m, headers };

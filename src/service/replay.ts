@@ -18,7 +18,7 @@
  * flagged, as in `run`.
  */
 import { randomBytes } from 'node:crypto';
-import type { BridgeConfig, Config, SourceConfig } from '../config/types.js';
+import type { BridgeConfig, Config } from '../config/types.js';
 import type { Logger } from '../shared/log.js';
 import type { SourceDelivery } from '../core/message.js';
 import type { SourceEndpoint, SourceHandlers } from '../core/ports.js';
@@ -29,8 +29,8 @@ import { Connections } from '../endpoints/connections.js';
 import { Metrics } from '../core/metrics.js';
 import { BridgeSupervisor, type BridgeEndpoints } from '../core/supervisor.js';
 import { cacheAddress } from '../config/target-address.js';
-import { ConfigError } from '../shared/errors.js';
 import { POSSIBLE_DUPLICATE_HEADER } from '../core/duplicate-id.js';
+import { openReplayOrigin, type ReplayOrigin } from './replay-origin.js';
 import { REPLAYED_AT_HEADER, deadLetteredAt, reasonOf, replayCopy, verdict, type ReplaySelection } from './replay-selection.js';
 
 export const EXIT_REPLAY_REFUSED_AGAIN = 3;
@@ -86,29 +86,6 @@ export interface ReplaySummary {
   error?: string;
 }
 
-/**
- * The bridge's dead-letter destination as a source, or a ConfigError saying why it cannot be read back: only a queue
- * can (AMQP: a queue through the default exchange; STOMP: a /queue/ destination).
- */
-export function deadLetterSource(bridge: BridgeConfig): SourceConfig {
-  const dl = bridge.deadLetter;
-  if (dl === undefined) throw new ConfigError(`bridge '${bridge.name}' has no dead-letter destination: there is nothing to replay`);
-  const c = dl.connection;
-  const cannot = (what: string) =>
-    new ConfigError(`bridge '${bridge.name}': its dead-letter destination is ${what}, which cannot be read back; replay reads a queue (dead-letter: { queue: … })`);
-  if (c.type === 'amqp') {
-    if (dl.exchange !== undefined && dl.exchange !== '') throw cannot(`the exchange '${dl.exchange}'`);
-    return { connection: c, queue: dl.queue ?? dl.routingKey ?? '', exclusive: false };
-  }
-  if (c.type === 'stomp') {
-    const q = dl.queue ?? '';
-    if (q.startsWith('/') && !q.startsWith('/queue/')) throw cannot(`the destination '${q}'`);
-    return { connection: c, queue: q, exclusive: false };
-  }
-  if (c.type === 'nats') throw cannot(`the NATS subject '${dl.subject ?? ''}' (reading a JetStream stream back is not built yet)`);
-  throw cannot(`the MQTT topic '${dl.topic ?? ''}'`);
-}
-
 /** What the pass counts over all its sessions. */
 interface Pass {
   readonly runStamp: string;
@@ -142,6 +119,7 @@ class ReplaySource {
     private readonly o: ReplayOptions,
     private readonly idHeader: string,
     private readonly flagOf: (d: SourceDelivery) => boolean,
+    private readonly ownHeaders: readonly string[],
   ) {
     const src = inner;
     const originals = this.originals;
@@ -212,7 +190,7 @@ class ReplaySource {
     if (flag || m.headers[POSSIBLE_DUPLICATE_HEADER] !== undefined) pass.flagged += 1;
     // Handed on as a redelivery: a dead letter may have reached the target before (an ambiguous refusal), so the session
     // flags it where the cache cannot vouch for the address (a loss, or a first contact), as for any redelivery.
-    const copy: SourceDelivery = { ...d, redelivered: true, message: replayCopy(m, Date.parse(pass.runStamp), flag) };
+    const copy: SourceDelivery = { ...d, redelivered: true, message: replayCopy(m, Date.parse(pass.runStamp), flag, this.ownHeaders) };
     this.originals.set(copy, d);
     const hand = () => {
       pass.handed += 1;
@@ -234,14 +212,24 @@ class ReplaySource {
 
 export async function replayBridge(config: Config, given: BridgeConfig, o: ReplayOptions): Promise<ReplaySummary> {
   const started = Date.now();
-  const source = deadLetterSource(given);
+  const runStamp = new Date(started).toISOString();
+  const origin = await openReplayOrigin(given, runStamp, HOLD_MAX, o.log);
+  try {
+    return await runPass(config, given, origin, runStamp, o);
+  } finally {
+    await origin.close();
+  }
+}
+
+async function runPass(config: Config, given: BridgeConfig, origin: ReplayOrigin, runStamp: string, o: ReplayOptions): Promise<ReplaySummary> {
+  const started = Date.parse(runStamp);
   // Every dead letter may be held until the pass ends: the window is the largest prefetch, never shrunk by bytes.
-  const bridge: BridgeConfig = { ...given, source, prefetch: HOLD_MAX, maxInFlightBytes: Number.MAX_SAFE_INTEGER };
+  const bridge: BridgeConfig = { ...given, source: origin.source, prefetch: HOLD_MAX, maxInFlightBytes: Number.MAX_SAFE_INTEGER };
   const metrics = new Metrics('replay', { defaultMetrics: false });
   const instanceId = randomBytes(6).toString('hex');
   const cache = createIdCache(config.idCache, o.log.child({ component: 'id-cache' }), { owner: instanceId, addressIdleTimeout: bridge.addressIdleTimeout });
   const pass: Pass = {
-    runStamp: new Date(started).toISOString(),
+    runStamp,
     seen: 0,
     handed: 0,
     replayCount: 0,
@@ -257,8 +245,8 @@ export async function replayBridge(config: Config, given: BridgeConfig, o: Repla
   let current: ReplaySource | undefined;
   const connections = new Connections(o.log.child({ component: 'connections' }));
   const endpoints = (b: BridgeConfig, log: Logger): BridgeEndpoints => {
-    const e = createEndpoints(b, log, connections);
-    current = new ReplaySource(e.source, pass, o, b.duplicateIdHeader, flagOf);
+    const e = origin.adapt(createEndpoints(b, log, connections), log);
+    current = new ReplaySource(e.source, pass, o, b.duplicateIdHeader, flagOf, origin.ownHeaders);
     return { ...e, source: current.endpoint };
   };
   const supervisor = new BridgeSupervisor(bridge, {

@@ -16,6 +16,10 @@
  * sequence is (`<stream>:<sequence>`, the same on every redelivery). `redelivered` is the delivery count above 1.
  *
  * close() NAKs what is unacked, so it comes back at once rather than after `ack_wait`; a crash leaves it to `ack_wait`.
+ *
+ * `removeOnAck` (replay from a dead-letter stream, src/service/replay-origin.ts): an acked message is also deleted from the
+ * stream, whatever its retention (an ack alone removes it only from a work-queue stream); ackBarrier and close wait for
+ * the deletions.
  */
 import { AckPolicy, DeliverPolicy, nanos, type Consumer, type ConsumerInfo, type JetStreamManager, type JsMsg } from 'nats';
 import type { NatsConnectionConfig } from '../../config/types.js';
@@ -40,6 +44,13 @@ const MIN_CREATED_ACK_WAIT_MS = 30_000;
 /** nats-server's "not found" API error codes: stream (10059) and consumer (10014). */
 const STREAM_NOT_FOUND = 10059;
 const CONSUMER_NOT_FOUND = 10014;
+/** nats-server's "no message found" (10037): a deletion of a message already gone (a work-queue stream's ack removed it). */
+const MESSAGE_NOT_FOUND = 10037;
+
+export interface NatsSourceOptions {
+  /** Delete each acked message from the stream (see the module comment). */
+  removeOnAck?: boolean;
+}
 
 export class NatsSource extends NatsEndpoint implements SourceEndpoint {
   private consumer: Consumer | undefined;
@@ -54,6 +65,9 @@ export class NatsSource extends NatsEndpoint implements SourceEndpoint {
   private lastBarrier: Promise<void> = Promise.resolve();
   /** Woken by an ack, a window change, resume and close: the pull loop checks whether it may pull. */
   private readonly room = new Signal();
+  /** Deletions of acked messages not finished yet (removeOnAck). */
+  private readonly removals = new Set<Promise<void>>();
+  private removalFailure: Error | undefined;
 
   constructor(
     conn: NatsConnectionConfig,
@@ -62,6 +76,7 @@ export class NatsSource extends NatsEndpoint implements SourceEndpoint {
     private readonly prefetch: number,
     private readonly confirmTimeout: number,
     log: Logger,
+    private readonly options: NatsSourceOptions = {},
   ) {
     super(conn, `nats ${conn.name} source stream '${stream}' consumer '${consumerName}'`, natsConsumerAddress(conn, stream, consumerName), 'source', log);
     this.window = prefetch;
@@ -196,11 +211,37 @@ export class NatsSource extends NatsEndpoint implements SourceEndpoint {
     this.unacked.delete(delivery);
     m.ack();
     this.acksSinceBarrier += 1;
+    if (this.options.removeOnAck === true) this.remove(m.seq);
     this.room.wake();
+  }
+
+  private remove(seq: number): void {
+    const jsm = this.jsm;
+    if (jsm === undefined) return;
+    const p = jsm.streams.deleteMessage(this.stream, seq, false).then(
+      () => undefined,
+      (err: unknown) => {
+        if (apiErrorCode(err) === MESSAGE_NOT_FOUND) return;
+        this.removalFailure ??= new TransientError(`${this.description}: message ${seq} was acked but could not be deleted from the stream: ${String(err)}`, { cause: err });
+        this.log.warn({ err, seq }, `${this.description}: an acked message could not be deleted from the stream; it stays there`);
+      },
+    );
+    this.removals.add(p);
+    void p.finally(() => this.removals.delete(p));
+  }
+
+  /** Waits for the deletions asked so far; rejects when one failed (the message stays in the stream). */
+  private async removed(): Promise<void> {
+    while (this.removals.size > 0) await Promise.all([...this.removals]);
+    if (this.removalFailure !== undefined) throw this.removalFailure;
   }
 
   /** The server handles a connection's messages in order: a flush (PING/PONG) after the acks has them processed. */
   ackBarrier(): Promise<void> {
+    return this.options.removeOnAck === true ? this.flushAcks().then(() => this.removed()) : this.flushAcks();
+  }
+
+  private flushAcks(): Promise<void> {
     const nc = this.nc;
     if (nc === undefined || this.closed) return Promise.reject(new TransientError(`${this.description} is not connected; acks cannot be confirmed`));
     if (this.acksSinceBarrier > 0) {
@@ -237,6 +278,7 @@ export class NatsSource extends NatsEndpoint implements SourceEndpoint {
   }
 
   override async close(): Promise<void> {
+    await this.removed().catch(() => undefined);
     if (!this.closed && this.unacked.size > 0) {
       // Back at once for the next session (or another replica) instead of after ack_wait.
       for (const m of this.unacked.values()) m.nak();

@@ -25,6 +25,11 @@
  *   connection is reported lost (onLost, once) and closed: the next session starts on a fresh one.
  *
  * Sends keep their call order on the wire: each is written when it is called.
+ *
+ * `msgIdSuffix` (a replay's dead-letter target, src/service/replay-origin.ts): appended to `Nats-Msg-Id` only (the
+ * duplicate-ID header keeps the ID). A dead letter refused again by a replay goes back to the stream it was read from,
+ * under the ID it was dead-lettered with: within the stream's duplicate_window JetStream would answer `duplicate` and
+ * not store it, and the replay would then delete the one copy left. The suffix (the pass's start) keeps it apart.
  */
 import { createInbox, headers as natsHeaders, type Msg, type Subscription } from 'nats';
 import type { NatsConnectionConfig } from '../../config/types.js';
@@ -79,6 +84,7 @@ export class NatsTarget extends NatsEndpoint implements TargetEndpoint {
     private readonly duplicateIdHeader: string,
     private readonly confirmTimeout: number,
     log: Logger,
+    private readonly options: { msgIdSuffix?: string } = {},
   ) {
     super(conn, `nats ${conn.name} target subject '${subject}'`, natsSubjectAddress(conn, subject), 'target', log);
   }
@@ -115,7 +121,7 @@ export class NatsTarget extends NatsEndpoint implements TargetEndpoint {
     const h = natsHeaders();
     for (const [name, value] of list) h.append(name, value);
     const id = readDuplicateId(message, this.duplicateIdHeader);
-    if (id !== undefined) h.set(NATS_MSG_ID, id);
+    if (id !== undefined) h.set(NATS_MSG_ID, `${id}${this.options.msgIdSuffix ?? ''}`);
     const token = ++this.token;
     try {
       nc.publish(subject, body, { reply: `${this.inbox}.${token}`, headers: h });

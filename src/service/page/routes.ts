@@ -7,6 +7,8 @@
  *   it always did (http-server.ts).
  * - GET /bridges/{name}/history: the rate and latency samples of the last 15 minutes (./history.ts).
  * - GET /bridges/{name}/config: the bridge's configuration, secrets and URLs redacted as in the logs.
+ * A row says `replay: true` when the bridge's dead letters can be replayed from the page (POST /bridges/{name}/replay,
+ * ../replay-http.ts: a dry run first, then the pass).
  */
 import { readFileSync } from 'node:fs';
 import type { IncomingMessage, ServerResponse } from 'node:http';
@@ -27,6 +29,8 @@ export interface PageDeps {
   connections?: () => readonly OpenConnection[];
   /** The bridge's configuration as loaded (redacted here before it is shown). */
   bridgeConfig?: (name: string) => unknown;
+  /** Whether POST /bridges/{name}/replay can read the bridge's dead letters back; undefined = no replay endpoint. */
+  replayable?: (name: string) => boolean;
 }
 
 /** A row of the paged answer. */
@@ -35,6 +39,8 @@ export type PageRow = BridgeStatus & {
   /** Forward latency over the last minute (seconds); null when nothing was forwarded in it. */
   latency: LatencyQuantiles | null;
   deadLetteredByReason: Record<string, number>;
+  /** The page offers a replay of its dead letters (a readable dead-letter destination, and a replay endpoint). */
+  replay?: boolean;
 };
 
 export const DEFAULT_LIMIT = 50;
@@ -115,6 +121,7 @@ async function pagedBridges(deps: PageDeps, params: URLSearchParams) {
     counters: counters.get(st.name)!,
     latency: latency.get(st.name) ?? null,
     deadLetteredByReason: deadLettered.get(st.name) ?? {},
+    ...(deps.replayable ? { replay: deps.replayable(st.name) } : {}),
   }));
   return {
     ...(deps.generation ? { config: deps.generation() } : {}),

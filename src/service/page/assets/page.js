@@ -146,14 +146,63 @@ async function act(name, action) {
   try {
     const res = await fetch(url, { method: 'POST', headers: { authorization: `Bearer ${token()}` } });
     const body = await res.json().catch(() => ({}));
-    if (res.status === 401) say(`${what}: refused (401): the admin token is wrong`, 'bad');
-    else if (!res.ok) say(`${what}: refused (${res.status}): ${body.error ?? (body.errors ?? []).join('; ')}`, 'bad');
+    if (!res.ok) say(refusal(what, res, body), 'bad');
     else if (name === undefined) say(`reload applied (configuration #${body.generation}): ${['added', 'removed', 'changed'].map((k) => `${k} ${(body[k] ?? []).length}`).join(', ')}`, 'good');
     else say(`${what}: done (${res.status}); the bridge is now ${body.state ?? body.bridge?.state ?? 'unknown'}`, 'good');
   } catch (err) {
     say(`${what}: failed: ${err.message}`, 'bad');
   }
   void refresh();
+}
+
+/** The refusal of an admin request as the sentence the page shows. */
+function refusal(what, res, body) {
+  if (res.status === 401) return `${what}: refused (401): the admin token is wrong`;
+  return `${what}: refused (${res.status}): ${body.error ?? (body.errors ?? []).join('; ')}`;
+}
+
+async function postJson(url, body) {
+  const res = await fetch(url, {
+    method: 'POST',
+    headers: { authorization: `Bearer ${token()}`, 'content-type': 'application/json' },
+    body: JSON.stringify(body),
+  });
+  return { res, body: await res.json().catch(() => ({})) };
+}
+
+function total(map) {
+  return Object.values(map ?? {}).reduce((a, n) => a + n, 0);
+}
+
+// A replay (docs/operations.md, "Replaying dead letters") as `replay --dry-run`, then `replay`: the dry run's counts by
+// reason are what the operator confirms, and the pass replays at most that many (--count), so dead letters that arrive
+// in between are not replayed unseen.
+async function replay(name) {
+  const what = `replay the dead letters of bridge '${name}'`;
+  const url = `/bridges/${encodeURIComponent(name)}/replay`;
+  say(`${what}: dry run…`);
+  try {
+    const dry = await postJson(url, { 'dry-run': true });
+    if (!dry.res.ok) return say(refusal(what, dry.res, dry.body), 'bad');
+    const n = total(dry.body.byReason);
+    const rest = `skipped ${num(dry.body.skipped)}, left ${num(dry.body.left)}`;
+    if (n === 0) return say(`${what}: nothing to replay (dry run: ${rest})`, 'good');
+    const found = `${num(n)} to replay, by reason: ${byReason(dry.body.byReason)} (${rest})`;
+    if (!window.confirm(`Replay the dead letters of bridge '${name}'? The dry run found ${found}.`)) return say(`${what}: not done; the dry run found ${found}`);
+    say(`${what}: replaying ${num(n)}…`);
+    const run = await postJson(url, { count: n });
+    if (!run.res.ok) return say(refusal(what, run.res, run.body), 'bad');
+    const s = run.body;
+    const result = s.result === 'done' ? 'done' : s.result === 'refused-again' ? 'done, some refused again (back in the dead-letter destination)' : `${s.result}${s.error ? `: ${s.error}` : ''}`;
+    say(
+      `${what}: ${result}; replayed ${num(s.replayed)}, dropped as already delivered ${num(s.droppedAsDelivered)}, flagged ${num(s.flagged)}, refused again ${num(s.refusedAgain)}, skipped ${num(s.skipped)}, left ${num(s.left)}`,
+      s.result === 'done' ? 'good' : 'bad',
+    );
+  } catch (err) {
+    say(`${what}: failed: ${err.message}`, 'bad');
+  } finally {
+    void refresh();
+  }
 }
 
 function actions(b) {
@@ -166,6 +215,12 @@ function actions(b) {
   };
   button(b.paused ? 'resume' : 'pause');
   button('restart');
+  // Where the dead letters can be read back (`replay` in the row: a queue, or a JetStream stream).
+  if (b.replay) {
+    const btn = el('button', { type: 'button', 'data-action': 'replay', 'data-bridge': b.name, title: 'dry run first, then a confirmation' }, 'replay dead letters');
+    btn.addEventListener('click', () => void replay(b.name));
+    span.append(btn);
+  }
   return span;
 }
 

@@ -121,6 +121,12 @@ export async function runMqttScenario(o: MqttScenarioOptions): Promise<FaultRunR
   const admin = o.admin;
   await admin.createVhost(vhost);
   const rabbitUrl = withVhost(o.amqpUrl, vhost);
+  // On mqtt-amqp the bridge's RabbitMQ connection (its target) goes through a proxy whose answers (publisher confirms)
+  // are held while a prefetch's worth fills before a kill or a close (./in-flight.ts): devices publish no faster than
+  // the bridge forwards, so bursts alone can leave the window empty (2026-12-06: 0 of 300 after 20 s). Held on the
+  // connections open when the wait begins only: a bridge restarting or reconnecting meanwhile must get through.
+  const rabbitProxy = await TcpProxy.forUrl(o.amqpUrl).start();
+  const bridgeRabbitUrl = sourceIsMqtt ? rabbitProxy.rewrite(rabbitUrl) : rabbitUrl;
   const exchange = 'faults.target';
   const [srcQueue, tgtQueue, dlQueue] = ['src', 'tgt', 'dl'];
   {
@@ -158,7 +164,7 @@ export async function runMqttScenario(o: MqttScenarioOptions): Promise<FaultRunR
     'http-port: 0',
     `admin-token: "${adminToken}"`,
     'connections:',
-    `  rabbit: { type: amqp, url: "${rabbitUrl}" }`,
+    `  rabbit: { type: amqp, url: "${bridgeRabbitUrl}" }`,
     mqttConn,
     'id-cache:',
     ...o.redis.idCacheLines(),
@@ -283,7 +289,12 @@ export async function runMqttScenario(o: MqttScenarioOptions): Promise<FaultRunR
       drain: { record, target, deadLetter, quietMs: o.quietMs ?? 45_000, timeoutMs: o.drainTimeoutMs ?? 300_000, settleMs: 3000 },
       // A prefetch's worth (MQTT 5: the receive maximum the source asks, which Mosquitto honours): the smaller of the two
       // prefetches a reload toggles between.
-      inFlight: { threshold: Math.min(...RELOAD_PREFETCHES), message: burstMessage(runId), bridge },
+      inFlight: {
+        threshold: Math.min(...RELOAD_PREFETCHES),
+        message: burstMessage(runId),
+        bridge,
+        ...(sourceIsMqtt ? { holdTarget: { hold: () => rabbitProxy.holdReplies({ existingOnly: true }), release: () => rabbitProxy.releaseReplies() } } : {}),
+      },
       ...(o.breakInjection !== undefined ? { breakInjection: o.breakInjection } : {}),
       log,
     });
@@ -316,7 +327,7 @@ export async function runMqttScenario(o: MqttScenarioOptions): Promise<FaultRunR
   } finally {
     await bridge.stop().catch(() => undefined);
     await Promise.allSettled([publisher.close(), target.stop(), deadLetter.stop()]);
-    await Promise.allSettled([bridgeProxy.stop(), deviceProxy.stop()]);
+    await Promise.allSettled([bridgeProxy.stop(), deviceProxy.stop(), rabbitProxy.stop()]);
     await mosquitto.dispose(process.env.FAULTS_KEEP !== undefined);
     if (report && !process.env.FAULTS_KEEP) {
       await admin.deleteVhost(vhost);

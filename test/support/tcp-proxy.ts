@@ -17,6 +17,8 @@ interface Pair {
   held: Buffer[];
   /** The service closed while its replies were held: the client is ended once they are released. */
   serviceClosed: boolean;
+  /** Its replies are held (holdReplies): every connection, or only those open when the hold began. */
+  holding: boolean;
 }
 
 export class TcpProxy {
@@ -65,7 +67,7 @@ export class TcpProxy {
       return;
     }
     const upstream = net.connect(this.targetPort, this.targetHost);
-    const pair: Pair = { client, upstream, held: [], serviceClosed: false };
+    const pair: Pair = { client, upstream, held: [], serviceClosed: false, holding: this.holding };
     this.pairs.add(pair);
     const close = () => {
       client.destroy();
@@ -76,7 +78,7 @@ export class TcpProxy {
     upstream.on('error', close).on('close', () => {
       // What the service said before it closed is still on its way to the client; and a black hole does not pass a
       // close on either (a broker that gives up on a stalled client must not tell the client so).
-      if ((this.holding && pair.held.length > 0) || this.mode === 'stalled') pair.serviceClosed = true;
+      if ((pair.holding && pair.held.length > 0) || this.mode === 'stalled') pair.serviceClosed = true;
       else close();
     });
     client.on('data', (d: Buffer) => {
@@ -87,20 +89,26 @@ export class TcpProxy {
     upstream.on('data', (d: Buffer) => {
       this.observe?.('service', d);
       if (this.mode !== 'up') return;
-      if (this.holding) pair.held.push(d);
+      if (pair.holding) pair.held.push(d);
       else client.write(d);
     });
   }
 
-  /** Keeps every byte the service sends from now on, in order, until releaseReplies(). */
-  holdReplies(): void {
-    this.holding = true;
+  /**
+   * Keeps every byte the service sends from now on, in order, until releaseReplies(). With `existingOnly`, only on the
+   * connections open now: one opened during the hold (a process restarting, a reload reconnecting) goes through, so
+   * that a hold meant for a window of messages never stalls a connection's handshake.
+   */
+  holdReplies(o: { existingOnly?: boolean } = {}): void {
+    this.holding = o.existingOnly !== true;
+    for (const pair of this.pairs) pair.holding = true;
   }
 
   /** Hands each client what its service sent while held, in one write, and ends it when the service had closed. */
   releaseReplies(): void {
     this.holding = false;
     for (const pair of this.pairs) {
+      pair.holding = false;
       if (pair.held.length > 0) pair.client.write(Buffer.concat(pair.held.splice(0)));
       if (pair.serviceClosed) pair.client.end();
     }

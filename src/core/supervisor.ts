@@ -20,7 +20,7 @@ import { BridgeError, FatalBridgeError, PeerProtocolError, StandbyError, Transie
 import { BridgeSession, type SessionObserver } from './session.js';
 import { DRAINED, type End } from './end.js';
 import { computeState, readinessOf, type Phase, type Readiness } from './supervisor/state.js';
-import { statusOf, type BridgeStatus } from './supervisor/status.js';
+import { statusOf, type BridgeDescription, type BridgeStatus } from './supervisor/status.js';
 import { abortableWait, connectWithRetry } from './supervisor/reconnect.js';
 import { errorText } from './supervisor/probes.js';
 import { Monitor } from './supervisor/monitor.js';
@@ -28,7 +28,7 @@ import { ForwardRate } from './supervisor/forward-rate.js';
 import { HoldingReader } from './supervisor/holding.js';
 import { PauseState, type DeclaredState } from './supervisor/pause-state.js';
 
-export type { BridgeStatus } from './supervisor/status.js';
+export type { BridgeDescription, BridgeStatus } from './supervisor/status.js';
 export type { Readiness } from './supervisor/state.js';
 
 export interface BridgeEndpoints {
@@ -43,8 +43,9 @@ export interface SupervisorDeps {
   metrics: Metrics;
   /** Unique per process; owner tokens start with it. */
   instanceId: string;
-  /** Builds fresh endpoint objects for a new session. */
+  /** Builds fresh endpoint objects for a new session; `describe`: how /bridges names its ends (src/endpoints/protocols.ts). */
   createEndpoints(bridge: BridgeConfig, log: Logger): BridgeEndpoints;
+  describe(bridge: BridgeConfig): BridgeDescription;
   /** How long a restart (POST /bridges/{name}/restart) lets in-flight messages finish; default 10000 ms. */
   restartDrainTimeout?: number;
   /** The watchdog's and probes' tick, ms (default 1000; tests may shorten it). */
@@ -224,7 +225,7 @@ export class BridgeSupervisor {
 
   status(): BridgeStatus {
     const session = this.current;
-    return statusOf(this.bridge, {
+    return statusOf(this.bridge, this.deps.describe(this.bridge), {
       state: this.state,
       since: this.since,
       ...this.pause_.status,

@@ -16,6 +16,7 @@ import { ConfigError, isTransient } from '../shared/errors.js';
 import { warnings } from '../config/load.js';
 import { cacheAddress } from '../config/target-address.js';
 import { createEndpoints } from '../endpoints/create-endpoints.js';
+import { describeBridge } from '../endpoints/protocols.js';
 import { Connections } from '../endpoints/connections.js';
 import { startHttpServer } from './http-server.js';
 import { replayEndpoint } from './replay-http.js';
@@ -65,6 +66,7 @@ export async function runService(config: Config, log: Logger, env: Readonly<Reco
       metrics,
       instanceId,
       createEndpoints: (bridge, bridgeLog) => createEndpoints(bridge, bridgeLog, connections),
+      describe: describeBridge,
       cacheSize: config.idCache.idCacheSize,
     },
     config.shutdownTimeout,

@@ -6,21 +6,11 @@
  * shutdown-timeout) and stops; a changed one drains and starts again with the new settings.
  */
 import type { BridgeConfig } from '../config/types.js';
-import type { Logger } from '../shared/log.js';
-import type { IdCache } from '../core/id-cache.js';
-import type { Metrics } from '../core/metrics.js';
-import { BridgeSupervisor, type BridgeEndpoints } from '../core/supervisor.js';
+import { BridgeSupervisor, type SupervisorDeps } from '../core/supervisor.js';
 import type { End } from '../core/end.js';
 
-export interface BridgeSetDeps {
-  cache: IdCache;
-  log: Logger;
-  metrics: Metrics;
-  instanceId: string;
-  createEndpoints(bridge: BridgeConfig, log: Logger): BridgeEndpoints;
-  /** id-cache-size, for the horizon check. */
-  cacheSize?: number;
-}
+/** What each supervisor of the set is built with (the drain timeout is the set's). */
+export type BridgeSetDeps = Pick<SupervisorDeps, 'cache' | 'log' | 'metrics' | 'instanceId' | 'createEndpoints' | 'describe' | 'cacheSize'>;
 
 /** What a reload did, by bridge name. */
 export interface ApplyResult {

@@ -24,6 +24,7 @@ import type { SourceEndpoint, SourceHandlers } from '../core/ports.js';
 import { randomBytes } from 'node:crypto';
 import { createIdCache } from '../cache/create-id-cache.js';
 import { createEndpoints } from '../endpoints/create-endpoints.js';
+import { describeBridge } from '../endpoints/protocols.js';
 import { Connections } from '../endpoints/connections.js';
 import { Metrics, type BridgeCounters } from '../core/metrics.js';
 import { BridgeSupervisor, type BridgeEndpoints } from '../core/supervisor.js';
@@ -187,6 +188,7 @@ export async function moveBridge(config: Config, given: BridgeConfig, o: MoveOpt
     metrics,
     instanceId,
     createEndpoints: endpoints,
+    describe: describeBridge,
     restartDrainTimeout: config.shutdownTimeout,
     cacheSize: config.idCache.idCacheSize,
   });

@@ -25,6 +25,7 @@ import type { SourceEndpoint, SourceHandlers } from '../core/ports.js';
 import type { End } from '../core/end.js';
 import { createIdCache } from '../cache/create-id-cache.js';
 import { createEndpoints } from '../endpoints/create-endpoints.js';
+import { describeBridge } from '../endpoints/protocols.js';
 import { Connections } from '../endpoints/connections.js';
 import { Metrics } from '../core/metrics.js';
 import { BridgeSupervisor, type BridgeEndpoints } from '../core/supervisor.js';
@@ -255,6 +256,7 @@ async function runPass(config: Config, given: BridgeConfig, origin: ReplayOrigin
     metrics,
     instanceId,
     createEndpoints: endpoints,
+    describe: describeBridge,
     restartDrainTimeout: config.shutdownTimeout,
     cacheSize: config.idCache.idCacheSize,
   });

@@ -10,6 +10,7 @@ import { STOMP_READ_LIMITS } from '../../src/config/schema.js';
 import type { BridgeMessage } from '../../src/core/message.js';
 import { Metrics } from '../../src/core/metrics.js';
 import { BridgeSupervisor } from '../../src/core/supervisor.js';
+import { describeBridge } from '../../src/endpoints/protocols.js';
 import { TransientError } from '../../src/shared/errors.js';
 import { silentLogger } from '../../src/shared/log.js';
 import { sleep, until } from '../support/wait.js';
@@ -43,6 +44,7 @@ function setup(opts: { resumable?: boolean; over?: Partial<BridgeConfig> } = {})
     instanceId: 'unit',
     monitorInterval: 20,
     restartDrainTimeout: 500,
+    describe: describeBridge,
     createEndpoints: () => {
       const endpoints = { source: new FakeSource({ resumable: opts.resumable ?? true }), target: new FakeTarget() };
       sessions.push(endpoints);
@@ -188,6 +190,7 @@ describe('BridgeSupervisor: operations', () => {
       metrics: new Metrics('9.9.9', { defaultMetrics: false }),
       instanceId: 'unit',
       monitorInterval: 20,
+      describe: describeBridge,
       createEndpoints: () => {
         const source = new FakeSource();
         sources.push(source);
@@ -235,6 +238,7 @@ describe('BridgeSupervisor: operations', () => {
         log: silentLogger,
         metrics: new Metrics('9.9.9', { defaultMetrics: false }),
         instanceId: 'unit',
+        describe: describeBridge,
         createEndpoints: () => ({ source: (source = new FakeSource()), target: new FakeTarget() }),
       });
       void supervisor.start();

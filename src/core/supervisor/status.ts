@@ -54,34 +54,22 @@ export interface BridgeStatus {
   retry: { attempt: number; nextAt: string } | null;
 }
 
-export function describeSource(bridge: BridgeConfig): string {
-  const s = bridge.source;
-  const what = s.connection.type === 'mqtt' ? `topic '${s.topic ?? ''}'` : `queue '${s.queue ?? ''}'`;
-  return `${s.connection.type} ${s.connection.name} ${what}`;
-}
-
-export function describeTarget(bridge: BridgeConfig): string {
-  const t = bridge.target;
-  const where =
-    t.connection.type === 'mqtt'
-      ? `topic '${t.topic ?? ''}'`
-      : t.exchange !== undefined && t.exchange !== ''
-        ? `exchange '${t.exchange}' routing key '${t.routingKey ?? ''}'`
-        : `queue '${t.queue ?? ''}'`;
-  return `${t.connection.type} ${t.connection.name} ${where}`;
-}
-
-/** The source's protocol can tell its queue's depth (AMQP passive declare, JetStream num_pending). */
-function depthAvailable(bridge: BridgeConfig): boolean {
-  const type = bridge.source.connection.type;
-  return type !== 'stomp' && type !== 'mqtt';
+/**
+ * How a bridge's ends are named for /bridges and the page, from their protocols' records (src/endpoints/protocols.ts
+ * makes it; the service hands it to each supervisor, since core knows no protocol).
+ */
+export interface BridgeDescription {
+  /** `<type> <connection> <address>`, the address in its protocol's words: `… queue 'orders'`. */
+  source: string;
+  /** Likewise: `… subject 'orders.eu'`, `… exchange 'events' routing key 'a.b'`. */
+  target: string;
+  /** Why the source cannot tell its depth at all (`not available over …`); absent where it can. */
+  sourceDepthUnavailable?: string;
 }
 
 /** Why the source depth is unknown. */
-export function depthNote(bridge: BridgeConfig, connected: boolean): string {
-  if (bridge.source.connection.type === 'stomp') return 'not available over STOMP';
-  if (bridge.source.connection.type === 'mqtt') return 'not available over MQTT';
-  return connected ? 'not read yet' : 'not connected';
+export function depthNote(description: BridgeDescription, connected: boolean): string {
+  return description.sourceDepthUnavailable ?? (connected ? 'not read yet' : 'not connected');
 }
 
 /** What the supervisor knows of its bridge right now, for statusOf. */
@@ -109,7 +97,7 @@ export interface StatusInputs {
 }
 
 /** What /bridges/{name} shows of a bridge. */
-export function statusOf(bridge: BridgeConfig, s: StatusInputs): BridgeStatus {
+export function statusOf(bridge: BridgeConfig, description: BridgeDescription, s: StatusInputs): BridgeStatus {
   const iso = (ms: number | undefined) => (ms !== undefined ? new Date(ms).toISOString() : null);
   const out: BridgeStatus = {
     name: bridge.name,
@@ -118,22 +106,22 @@ export function statusOf(bridge: BridgeConfig, s: StatusInputs): BridgeStatus {
     paused: s.paused,
     pause: s.pause,
     declaredState: s.declaredState,
-    source: describeSource(bridge),
-    target: describeTarget(bridge),
+    source: description.source,
+    target: description.target,
     lastError: s.lastError ? { message: s.lastError.message, at: new Date(s.lastError.at).toISOString() } : null,
     inFlight: s.holding.messages,
     inFlightBytes: s.holding.bytes,
     oldestUnforwardedAgeSeconds: Math.round(s.holding.oldestAgeSeconds * 1000) / 1000,
     forwardedPerSecond: s.forwardedPerSecond,
     sourceDepth: s.depth ?? null,
-    sourceDepthAvailable: depthAvailable(bridge),
+    sourceDepthAvailable: description.sourceDepthUnavailable === undefined,
     lastForwardAt: iso(s.lastForwardAt),
     targetFullSince: iso(s.fullSince),
     cacheHorizon: s.cacheHorizon,
     connections: connectionNames(bridge, s.endpoints),
     retry: s.retry ? { attempt: s.retry.attempt, nextAt: new Date(s.retry.nextAt).toISOString() } : null,
   };
-  if (s.depth === undefined) out.sourceDepthNote = depthNote(bridge, s.connected);
+  if (s.depth === undefined) out.sourceDepthNote = depthNote(description, s.connected);
   return out;
 }
 

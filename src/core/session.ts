@@ -137,7 +137,7 @@ export class BridgeSession {
 
   /** Messages received and not settled (acked) yet. */
   get inFlight(): number {
-    return this.ctx.unsettled.size;
+    return this.ctx.unsettledCount;
   }
 
   /** The bytes of their bodies (counted against max-in-flight-bytes). */
@@ -223,7 +223,7 @@ export class BridgeSession {
     const ctx = this.ctx;
     if (ctx.ended || ctx.draining) return;
     ctx.log.debug(
-      { inFlight: ctx.unsettled.size, inFlightBytes: ctx.bytes.bytes, maxInFlightBytes: ctx.bytes.max },
+      { inFlight: ctx.unsettledCount, inFlightBytes: ctx.bytes.bytes, maxInFlightBytes: ctx.bytes.max },
       over ? 'max-in-flight-bytes exceeded: consuming stopped' : 'in-flight bytes below the resume mark: consuming again',
     );
     void this.syncConsumer().catch((err: unknown) => ctx.fail(err));
@@ -275,16 +275,16 @@ export class BridgeSession {
       });
       this.sourceCalls = stopped.catch(() => undefined);
       await within(stopped.catch(() => undefined), SOURCE_CALL_TIMEOUT_MS);
-      const inFlight = ctx.unsettled.size;
+      const inFlight = ctx.unsettledCount;
       const deadline = Date.now() + timeoutMs;
       // Parked jobs (their ID held by another owner) hold nothing and send nothing: they are handed back at once
       // rather than waited for.
-      while (ctx.unsettled.size > parkedCount(ctx) && !ctx.ended && Date.now() < deadline) {
+      while (ctx.unsettledCount > parkedCount(ctx) && !ctx.ended && Date.now() < deadline) {
         await ctx.allSettled.wait(Math.min(100, Math.max(1, deadline - Date.now())));
       }
       const parked = parkedCount(ctx);
-      if (ctx.unsettled.size > parked && !ctx.ended) {
-        ctx.log.warn({ unfinished: ctx.unsettled.size - parked }, 'drain timeout reached: unfinished messages stay unacked and will be redelivered');
+      if (ctx.unsettledCount > parked && !ctx.ended) {
+        ctx.log.warn({ unfinished: ctx.unsettledCount - parked }, 'drain timeout reached: unfinished messages stay unacked and will be redelivered');
       } else if (!ctx.ended) {
         const finished = inFlight - parked;
         ctx.log.info({ finished }, `drained: the ${finished} message(s) in flight finished`);
@@ -297,7 +297,7 @@ export class BridgeSession {
       // dropped as duplicates. Bounded: a lost connection must not hold the drain.
       if (this.sourceOpen) await Promise.race([this.deps.source.ackBarrier().catch(() => undefined), sleep(ACK_BARRIER_TIMEOUT_MS)]);
       await forgetAckedStamps(ctx);
-      const unfinished = ctx.unsettled.size;
+      const unfinished = ctx.unsettledCount;
       ctx.finish(unfinished === 0 ? { kind: 'drained' } : { kind: 'stopped', unfinished });
     }
     return this.finished;
@@ -311,10 +311,7 @@ export class BridgeSession {
     this.seq += 1;
     const job = new Job(delivery, performance.now(), `${this.deps.tokenPrefix}.${this.seq}`);
     job.startPreparing(this.prepareJob);
-    ctx.unsettled.add(job);
-    ctx.bytes.received(delivery.message.body.length);
-    ctx.pending.push(job);
-    ctx.work.wake();
+    ctx.admit(job);
   }
 
   /** The source dropped messages on purpose (SourceHandlers.onDropped): counted; the source logs why. */
@@ -338,7 +335,7 @@ export class BridgeSession {
   private ended(end: End): void {
     // What is unsettled now stays unacked, and nothing is settled from here on (./session/settle.ts): counted once, as
     // handed back — the broker delivers it again, and it is received again.
-    const left = this.ctx.unsettled.size;
+    const left = this.ctx.unsettledCount;
     if (left > 0) {
       this.leftOldest = oldestOf(this.ctx);
       this.deps.metrics.handedBack.inc({ bridge: this.ctx.cfg.name, reason: 'session-end' }, left);
@@ -355,7 +352,7 @@ export class BridgeSession {
 /** Jobs set aside because another owner holds their duplicate ID or stamp (./session/park.ts). */
 function parkedCount(ctx: SessionContext): number {
   let n = 0;
-  for (const job of ctx.unsettled) if (job.state.stage === 'busy' || job.state.stage === 'claim-busy') n += 1;
+  for (const job of ctx.unsettledJobs()) if (job.state.stage === 'busy' || job.state.stage === 'claim-busy') n += 1;
   return n;
 }
 

@@ -18,22 +18,24 @@
  *   messages whose send outcome is unknown are released as "uncertain", so their resend is flagged a possible duplicate.
  *
  * This file is the session's life (open, pause, drain, end) and its intake; the stages a message goes through are in
- * ./session/, one module each (docs/design.md §7.1 says who owns what):
- *   context.ts      what the stages share: dependencies, the messages held, the send loop's queue, the end
- *   job.ts          a message in flight, its stage, and the one table of the moves between stages
- *   prepare.ts      its filter, target address, duplicate ID and reservation (with filter.ts and route.ts; the
- *                   stamps of ./stamp-claim.ts)
- *   send-loop.ts    the ordered send loop and batching
- *   park.ts         busy IDs set aside and prepared again
- *   target-gate.ts  sending: sends in flight, flow control, isolation of ambiguous refusals, a full target
- *                   (the refusal policy is refusal-policy.ts)
- *   dead-letter.ts  the dead-letter destination
- *   unreadable.ts   a message the source could not read whole, settled alone
- *   settle.ts       commit the ID, ack the source (commit-group.ts: the IDs confirmed together, one commit call)
- *   byte-bound.ts   the bytes in flight against max-in-flight-bytes
- *   cache-retry.ts  the cache failing closed
- *   stamps.ts       stamp leases renewed, stamp records forgotten
- *   teardown.ts     the end: connections closed, reservations given back
+ * ./session/, one module each (docs/design.md §7 says who owns what, and maps the modules):
+ *   context.ts        what the stages share: dependencies, the messages unsettled, the send loop's queue, the acked
+ *                     stamps, the end — each collection private behind the methods named for what they do
+ *   job.ts            a message in flight, its stage, the one table of the moves between stages, its stamp and route
+ *   prepare.ts        its filter, target address, duplicate ID and reservation (with filter.ts, loop-guard.ts and
+ *                     route.ts; the stamps of ./stamp-claim.ts)
+ *   send-loop.ts      the ordered send loop and batching
+ *   park.ts           busy IDs set aside and prepared again
+ *   target-gate.ts    sending: sends in flight, flow control, the one attempt() and the one refusal dispatch (the
+ *                     policy is refusal-policy.ts); its parts isolation.ts (sent again alone), full-target.ts (held,
+ *                     probed, the send window) and liveness-guard.ts (a lapse of this process's liveness)
+ *   dead-letter.ts    the dead-letter destination
+ *   unreadable.ts     a message the source could not read whole, settled alone
+ *   settle.ts         commit the ID, ack the source, count the outcome (commit-group.ts: the IDs confirmed together)
+ *   byte-bound.ts     the bytes in flight against max-in-flight-bytes
+ *   cache-retry.ts    the cache failing closed
+ *   stamps.ts         stamp leases renewed, stamp records forgotten
+ *   teardown.ts       the end: connections closed, reservations given back
  */
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { BridgeError } from '../shared/errors.js';
@@ -260,9 +262,10 @@ export class BridgeSession {
   }
 
   /**
-   * Stops consuming, lets in-flight messages finish within `timeoutMs`, then closes: the session ends `drained` when
-   * every one settled, `stopped` with the number left unacked (redelivered by the broker) when the time ran out. A
-   * session that had already ended keeps its end.
+   * Stops consuming, lets in-flight messages finish within `timeoutMs` (parked ones, whose ID another owner holds, are
+   * handed back at once rather than waited for), then closes: the session ends `drained` when every one settled, else
+   * `stopped` with the number left unacked (handed back: the broker redelivers them) — ./end.ts. A session that had
+   * already ended keeps its end.
    */
   async drain(timeoutMs: number): Promise<End> {
     const ctx = this.ctx;

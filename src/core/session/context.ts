@@ -1,8 +1,10 @@
 /**
  * What the stages of one session share (docs/design.md §7.1): its dependencies, the messages it holds and their
- * queue to the send loop, the signals its loops wait on, and its end. Each stage is a module of functions over this
- * context (see ../session.ts for the map); what holds sends back belongs to the target gate (./target-gate.ts), not
- * here.
+ * queue to the send loop, the stamp records of acked messages, the signals its loops wait on, and its end. Each stage
+ * is a module of functions over this context (see ../session.ts for the map). The collections are private: they
+ * change only through the methods named for what happens to a message (admit, next/take, requeue, settle, the acked
+ * stamps taken or kept), so that each has this one owner. What holds sends back belongs to the target gate
+ * (./target-gate.ts), and the commit groups to ./settle.ts (./commit-group.ts), not here.
  */
 import type { BridgeConfig } from '../../config/types.js';
 import type { Logger } from '../../shared/log.js';

@@ -1,9 +1,13 @@
 /**
  * How a session, and a bridge, ended. A normal end is not an error (docs/design.md §7): only `failed` carries one.
  *
- * - `drained`: asked to stop, and every message in flight settled first (forwarded, dropped, dead-lettered);
- * - `stopped`: asked to stop, and the drain timeout came first: `unfinished` messages stay unacked at the source and
- *   come back to the next consumer (their copies flagged where their send outcome was unknown);
+ * - `drained`: asked to stop, and every message received settled first (forwarded, dropped, dead-lettered);
+ * - `stopped`: asked to stop, and the session ended with `unfinished` (> 0) messages received and not settled: handed
+ *   back to the broker unacked (counted as handed back, reason session-end), they come back to the next consumer (their
+ *   copies flagged where their send outcome was unknown). They are left because the drain timeout came before they
+ *   settled, because they were parked (their duplicate ID or stamp held by another owner: handed back at once, no
+ *   timeout involved), or because the session failed while the stop was under way (./supervisor.ts reports a
+ *   stop that was asked for as `stopped`, or `drained` when nothing was left, never as `failed`);
  * - `failed`: ended by an error; a transient one makes the supervisor reconnect, any other stops the bridge.
  *
  * A session and the bridge that runs it end in the same terms: the bridge ends as its last session did, or `drained`

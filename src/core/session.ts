@@ -18,22 +18,24 @@
  *   messages whose send outcome is unknown are released as "uncertain", so their resend is flagged a possible duplicate.
  *
  * This file is the session's life (open, pause, drain, end) and its intake; the stages a message goes through are in
- * ./session/, one module each (docs/design.md §7.1 says who owns what):
- *   context.ts      what the stages share: dependencies, the messages held, the send loop's queue, the end
- *   job.ts          a message in flight, its stage, and the one table of the moves between stages
- *   prepare.ts      its filter, target address, duplicate ID and reservation (with filter.ts and route.ts; the
- *                   stamps of ./stamp-claim.ts)
- *   send-loop.ts    the ordered send loop and batching
- *   park.ts         busy IDs set aside and prepared again
- *   target-gate.ts  sending: sends in flight, flow control, isolation of ambiguous refusals, a full target
- *                   (the refusal policy is refusal-policy.ts)
- *   dead-letter.ts  the dead-letter destination
- *   unreadable.ts   a message the source could not read whole, settled alone
- *   settle.ts       commit the ID, ack the source (commit-group.ts: the IDs confirmed together, one commit call)
- *   byte-bound.ts   the bytes in flight against max-in-flight-bytes
- *   cache-retry.ts  the cache failing closed
- *   stamps.ts       stamp leases renewed, stamp records forgotten
- *   teardown.ts     the end: connections closed, reservations given back
+ * ./session/, one module each (docs/design.md §7 says who owns what, and maps the modules):
+ *   context.ts        what the stages share: dependencies, the messages unsettled, the send loop's queue, the acked
+ *                     stamps, the end — each collection private behind the methods named for what they do
+ *   job.ts            a message in flight, its stage, the one table of the moves between stages, its stamp and route
+ *   prepare.ts        its filter, target address, duplicate ID and reservation (with filter.ts, loop-guard.ts and
+ *                     route.ts; the stamps of ./stamp-claim.ts)
+ *   send-loop.ts      the ordered send loop and batching
+ *   park.ts           busy IDs set aside and prepared again
+ *   target-gate.ts    sending: sends in flight, flow control, the one attempt() and the one refusal dispatch (the
+ *                     policy is refusal-policy.ts); its parts isolation.ts (sent again alone), full-target.ts (held,
+ *                     probed, the send window) and liveness-guard.ts (a lapse of this process's liveness)
+ *   dead-letter.ts    the dead-letter destination
+ *   unreadable.ts     a message the source could not read whole, settled alone
+ *   settle.ts         commit the ID, ack the source, count the outcome (commit-group.ts: the IDs confirmed together)
+ *   byte-bound.ts     the bytes in flight against max-in-flight-bytes
+ *   cache-retry.ts    the cache failing closed
+ *   stamps.ts         stamp leases renewed, stamp records forgotten
+ *   teardown.ts       the end: connections closed, reservations given back
  */
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { BridgeError } from '../shared/errors.js';
@@ -137,7 +139,7 @@ export class BridgeSession {
 
   /** Messages received and not settled (acked) yet. */
   get inFlight(): number {
-    return this.ctx.unsettled.size;
+    return this.ctx.unsettledCount;
   }
 
   /** The bytes of their bodies (counted against max-in-flight-bytes). */
@@ -223,7 +225,7 @@ export class BridgeSession {
     const ctx = this.ctx;
     if (ctx.ended || ctx.draining) return;
     ctx.log.debug(
-      { inFlight: ctx.unsettled.size, inFlightBytes: ctx.bytes.bytes, maxInFlightBytes: ctx.bytes.max },
+      { inFlight: ctx.unsettledCount, inFlightBytes: ctx.bytes.bytes, maxInFlightBytes: ctx.bytes.max },
       over ? 'max-in-flight-bytes exceeded: consuming stopped' : 'in-flight bytes below the resume mark: consuming again',
     );
     void this.syncConsumer().catch((err: unknown) => ctx.fail(err));
@@ -260,9 +262,10 @@ export class BridgeSession {
   }
 
   /**
-   * Stops consuming, lets in-flight messages finish within `timeoutMs`, then closes: the session ends `drained` when
-   * every one settled, `stopped` with the number left unacked (redelivered by the broker) when the time ran out. A
-   * session that had already ended keeps its end.
+   * Stops consuming, lets in-flight messages finish within `timeoutMs` (parked ones, whose ID another owner holds, are
+   * handed back at once rather than waited for), then closes: the session ends `drained` when every one settled, else
+   * `stopped` with the number left unacked (handed back: the broker redelivers them) — ./end.ts. A session that had
+   * already ended keeps its end.
    */
   async drain(timeoutMs: number): Promise<End> {
     const ctx = this.ctx;
@@ -275,16 +278,16 @@ export class BridgeSession {
       });
       this.sourceCalls = stopped.catch(() => undefined);
       await within(stopped.catch(() => undefined), SOURCE_CALL_TIMEOUT_MS);
-      const inFlight = ctx.unsettled.size;
+      const inFlight = ctx.unsettledCount;
       const deadline = Date.now() + timeoutMs;
       // Parked jobs (their ID held by another owner) hold nothing and send nothing: they are handed back at once
       // rather than waited for.
-      while (ctx.unsettled.size > parkedCount(ctx) && !ctx.ended && Date.now() < deadline) {
+      while (ctx.unsettledCount > parkedCount(ctx) && !ctx.ended && Date.now() < deadline) {
         await ctx.allSettled.wait(Math.min(100, Math.max(1, deadline - Date.now())));
       }
       const parked = parkedCount(ctx);
-      if (ctx.unsettled.size > parked && !ctx.ended) {
-        ctx.log.warn({ unfinished: ctx.unsettled.size - parked }, 'drain timeout reached: unfinished messages stay unacked and will be redelivered');
+      if (ctx.unsettledCount > parked && !ctx.ended) {
+        ctx.log.warn({ unfinished: ctx.unsettledCount - parked }, 'drain timeout reached: unfinished messages stay unacked and will be redelivered');
       } else if (!ctx.ended) {
         const finished = inFlight - parked;
         ctx.log.info({ finished }, `drained: the ${finished} message(s) in flight finished`);
@@ -297,7 +300,7 @@ export class BridgeSession {
       // dropped as duplicates. Bounded: a lost connection must not hold the drain.
       if (this.sourceOpen) await Promise.race([this.deps.source.ackBarrier().catch(() => undefined), sleep(ACK_BARRIER_TIMEOUT_MS)]);
       await forgetAckedStamps(ctx);
-      const unfinished = ctx.unsettled.size;
+      const unfinished = ctx.unsettledCount;
       ctx.finish(unfinished === 0 ? { kind: 'drained' } : { kind: 'stopped', unfinished });
     }
     return this.finished;
@@ -311,10 +314,7 @@ export class BridgeSession {
     this.seq += 1;
     const job = new Job(delivery, performance.now(), `${this.deps.tokenPrefix}.${this.seq}`);
     job.startPreparing(this.prepareJob);
-    ctx.unsettled.add(job);
-    ctx.bytes.received(delivery.message.body.length);
-    ctx.pending.push(job);
-    ctx.work.wake();
+    ctx.admit(job);
   }
 
   /** The source dropped messages on purpose (SourceHandlers.onDropped): counted; the source logs why. */
@@ -338,7 +338,7 @@ export class BridgeSession {
   private ended(end: End): void {
     // What is unsettled now stays unacked, and nothing is settled from here on (./session/settle.ts): counted once, as
     // handed back — the broker delivers it again, and it is received again.
-    const left = this.ctx.unsettled.size;
+    const left = this.ctx.unsettledCount;
     if (left > 0) {
       this.leftOldest = oldestOf(this.ctx);
       this.deps.metrics.handedBack.inc({ bridge: this.ctx.cfg.name, reason: 'session-end' }, left);
@@ -355,7 +355,7 @@ export class BridgeSession {
 /** Jobs set aside because another owner holds their duplicate ID or stamp (./session/park.ts). */
 function parkedCount(ctx: SessionContext): number {
   let n = 0;
-  for (const job of ctx.unsettled) if (job.state.stage === 'busy' || job.state.stage === 'claim-busy') n += 1;
+  for (const job of ctx.unsettledJobs()) if (job.state.stage === 'busy' || job.state.stage === 'claim-busy') n += 1;
   return n;
 }
 

@@ -1,9 +1,10 @@
 /**
  * The moves a job may make between stages, as a table (src/core/session/job.ts: MOVES, the one place a stage changes):
- * every pair of stages is either a move the session makes or one Job.moveTo() refuses.
+ * every pair of stages is either a move the session makes or one Job.moveTo() refuses; and a job's stamp and route,
+ * each set by its own method at its one moment of the preparation (Job.holdStamp, Job.routeTo).
  */
 import { describe, expect, it } from 'vitest';
-import { canMove, IllegalJobMove, Job, type JobState } from '../../src/core/session/job.js';
+import { canMove, IllegalJobChange, IllegalJobMove, Job, type JobState } from '../../src/core/session/job.js';
 
 type Stage = JobState['stage'];
 
@@ -96,4 +97,42 @@ describe('job moves', () => {
     expect(calls).toBe(1);
     expect((await job.prepared).stage).toBe('duplicate');
   });
+
+  const stamp = { fingerprint: 'f', id: 'stamp-1', leasedAt: 1 };
+  const route = { route: 'orders.eu', address: 'amqp://x/orders.eu' };
+
+  it.each(STAGES)('a stamp is held only while it is prepared (received, claim-busy), once: at %s', (stage) => {
+    const job = jobAt(stage);
+    if (stage === 'received' || stage === 'claim-busy') {
+      job.holdStamp(stamp);
+      expect(job.stamp).toEqual(stamp);
+      expect(() => job.holdStamp({ ...stamp, id: 'stamp-2' })).toThrow(IllegalJobChange);
+      expect(job.stamp?.id).toBe('stamp-1');
+    } else {
+      expect(() => job.holdStamp(stamp)).toThrow(IllegalJobChange);
+      expect(job.stamp).toBeUndefined();
+    }
+  });
+
+  it.each(STAGES)('a route is set only while it is first prepared (received), once: at %s', (stage) => {
+    const job = jobAt(stage);
+    if (stage === 'received') {
+      job.routeTo(route);
+      expect(job.route).toEqual(route);
+      expect(() => job.routeTo({ ...route, route: 'orders.us' })).toThrow(IllegalJobChange);
+      expect(job.route?.route).toBe('orders.eu');
+    } else {
+      expect(() => job.routeTo(route)).toThrow(IllegalJobChange);
+      expect(job.route).toBeUndefined();
+    }
+  });
+
+  it("a renewed lease changes the stamp's time only, and the job keeps its stamp through its moves", () => {
+    const job = jobAt('received');
+    job.holdStamp(stamp);
+    job.moveTo({ stage: 'forwarding', job, id: 'stamp-1', outgoing: job.delivery.message, attempts: 0, sent: false, lapses: 0 });
+    job.stampLeased(99);
+    expect(job.stamp).toEqual({ fingerprint: 'f', id: 'stamp-1', leasedAt: 99 });
+  });
 });
+

@@ -26,3 +26,31 @@ export class CommitGroup {
     return this.ids.map((id, i) => ({ id, token: this.jobs[i]!.token }));
   }
 }
+
+/**
+ * The commit groups of one session waiting for their commit call, one per target address. ./settle.ts is the one
+ * module that uses it: join() while confirmations arrive, takeAll() once the callback that brought them has run.
+ */
+export class CommitGroups {
+  private readonly byAddress = new Map<string, CommitGroup>();
+
+  /** Adds a confirmed job and its ID to the group of `address`; `first`: no group was waiting (schedule takeAll). */
+  join(address: string, job: Job, id: string): { group: CommitGroup; first: boolean } {
+    let group = this.byAddress.get(address);
+    const first = this.byAddress.size === 0;
+    if (group === undefined) {
+      group = new CommitGroup();
+      this.byAddress.set(address, group);
+    }
+    group.jobs.push(job);
+    group.ids.push(id);
+    return { group, first };
+  }
+
+  /** Every waiting group, taken: those joined from now on form new groups. */
+  takeAll(): [string, CommitGroup][] {
+    const groups = [...this.byAddress];
+    this.byAddress.clear();
+    return groups;
+  }
+}

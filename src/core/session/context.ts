@@ -1,14 +1,16 @@
 /**
  * What the stages of one session share (docs/design.md §7.1): its dependencies, the messages it holds and their
- * queue to the send loop, the signals its loops wait on, and its end. Each stage is a module of functions over this
- * context (see ../session.ts for the map); what holds sends back belongs to the target gate (./target-gate.ts), not
- * here.
+ * queue to the send loop, the stamp records of acked messages, the signals its loops wait on, and its end. Each stage
+ * is a module of functions over this context (see ../session.ts for the map). The collections are private: they
+ * change only through the methods named for what happens to a message (admit, next/take, requeue, settle, the acked
+ * stamps taken or kept), so that each has this one owner. What holds sends back belongs to the target gate
+ * (./target-gate.ts), and the commit groups to ./settle.ts (./commit-group.ts), not here.
  */
 import type { BridgeConfig } from '../../config/types.js';
 import type { Logger } from '../../shared/log.js';
 import type { SessionDeps } from './deps.js';
 import type { AckedStamp, Job } from './job.js';
-import type { CommitGroup } from './commit-group.js';
+import { CommitGroups } from './commit-group.js';
 import type { AddressTemplate, TemplateRules } from '../../routing/address-template.js';
 import type { End } from '../end.js';
 import { BridgeError, FatalBridgeError } from '../../shared/errors.js';
@@ -35,22 +37,22 @@ export class SessionContext {
   /** The resolved addresses of a templated target in use, bounded by max-addresses (./route.ts); undefined if fixed. */
   readonly addresses: AddressTable | undefined;
 
-  /** Messages received and not settled (acked) yet. */
-  readonly unsettled = new Set<Job>();
+  /** Messages received and not settled (acked) yet: admit() adds, settle() removes. */
+  private readonly unsettled = new Set<Job>();
   /** The bytes of their bodies, against max-in-flight-bytes (./byte-bound.ts). */
   readonly bytes: ByteBound;
   /** bridge_replication_latency_seconds of this bridge, its label set bound once (./settle.ts confirm). */
   readonly observeReplication: (seconds: number) => void;
 
-  /** The send loop's work (./send-loop.ts): jobs in source order. */
-  readonly pending = new Deque<Job>();
+  /** The send loop's work: jobs in source order; admit() adds, take() removes. */
+  private readonly pending = new Deque<Job>();
   /** Jobs coming back to the send loop (parked ones resolved, held ones the target has room for): taken first. */
-  readonly retried: Job[] = [];
+  private readonly retried: Job[] = [];
 
-  /** Confirmed jobs whose IDs wait to be committed, one group per address (./settle.ts). */
-  readonly commitGroups = new Map<string, CommitGroup>();
-  /** Stamp records of acked messages, forgotten at the next ack barrier (./stamps.ts), or given back at the end. */
-  readonly stampsToForget: AckedStamp[] = [];
+  /** Confirmed jobs whose IDs wait to be committed, one group per address: ./settle.ts alone joins and takes them. */
+  readonly commits = new CommitGroups();
+  /** Stamp records of acked messages (settle() adds), forgotten at the next ack barrier (./stamps.ts) or at the end. */
+  private readonly ackedStamps: AckedStamp[] = [];
 
   // What the session's loops wait on (each loops `while (…) await signal.wait()`); the end wakes them all.
   /** The send loop, idle: a delivery arrived, or a job came back. */
@@ -120,6 +122,63 @@ export class SessionContext {
 
   startDraining(): void {
     this.drainingNow = true;
+  }
+
+  /** Messages received and not settled yet. */
+  get unsettledCount(): number {
+    return this.unsettled.size;
+  }
+
+  /** The jobs received and not settled yet, to read (held.ts, stamps.ts, teardown.ts, the drain's count of parked ones). */
+  unsettledJobs(): IterableIterator<Job> {
+    return this.unsettled.values();
+  }
+
+  /** A delivery taken in (../session.ts accept): unsettled from now on, its bytes counted, queued for the send loop. */
+  admit(job: Job): void {
+    this.unsettled.add(job);
+    this.bytes.received(job.delivery.message.body.length);
+    this.pending.push(job);
+    this.work.wake();
+  }
+
+  /** The job the send loop takes next (./send-loop.ts): one handed back first, else the next delivery. */
+  next(): Job | undefined {
+    return this.retried[0] ?? this.pending.peek();
+  }
+
+  /** The send loop takes `job`, which next() returned: off its queue. */
+  take(job: Job): void {
+    if (this.retried[0] === job) this.retried.shift();
+    else this.pending.shift();
+  }
+
+  /**
+   * The job was acked (or handed back) at the source (./settle.ts, the one caller): no longer unsettled, its bytes
+   * released, its stamp record (if any) kept until an ack barrier proves the ack arrived; a drain waiting for the last
+   * one is woken.
+   */
+  settle(job: Job): void {
+    this.unsettled.delete(job);
+    this.bytes.settled(job.delivery.message.body.length);
+    const stamp = job.stamp;
+    if (stamp !== undefined) this.ackedStamps.push({ fingerprint: stamp.fingerprint, id: stamp.id, token: job.token });
+    if (this.unsettled.size === 0) this.allSettled.wake();
+  }
+
+  /** Takes every acked stamp record kept so far (./stamps.ts for an ack barrier, ./teardown.ts at the end). */
+  takeAckedStamps(): AckedStamp[] {
+    return this.ackedStamps.splice(0);
+  }
+
+  /** Puts back acked stamp records whose barrier failed (in any order; no spread, a list can be long). */
+  keepAckedStamps(stamps: readonly AckedStamp[]): void {
+    for (const s of stamps) this.ackedStamps.push(s);
+  }
+
+  /** True when acked stamp records wait for a barrier. */
+  get hasAckedStamps(): boolean {
+    return this.ackedStamps.length > 0;
   }
 
   /**

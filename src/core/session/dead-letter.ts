@@ -11,14 +11,11 @@ import { FatalBridgeError, MessageRejectedError } from '../../shared/errors.js';
 import { SHORTENED_HEADERS, shortenHeaders } from '../shortened-headers.js';
 import { settle } from './settle.js';
 import { forwardCopy } from './forward-copy.js';
-import { addressOf, TOO_MANY_ADDRESSES, UNRESOLVED_ADDRESS, UNSAFE_ADDRESS, type Unrouted } from './route.js';
+import { addressOf, type Unrouted } from './route.js';
 import type { Job } from './job.js';
 
 /** Refusals of a dead-letter copy that shortening its oversized headers may cure (AMQP, STOMP targets). */
 const SHORTENABLE: ReadonlySet<string> = new Set(['unencodable', 'too-large']);
-
-/** The reasons of ./route.ts: the message had no address it may go to, the target never saw it. */
-const ROUTING_REASONS: ReadonlySet<string> = new Set([UNRESOLVED_ADDRESS, UNSAFE_ADDRESS, TOO_MANY_ADDRESSES]);
 
 /** Headers added to a dead-lettered message, saying why it is there. */
 export const DEAD_LETTER_HEADERS = {
@@ -92,13 +89,16 @@ function priorAttempts(m: BridgeMessage): number {
   return Number.isSafeInteger(n) && n > 0 ? n : 0;
 }
 
-export async function deadLetter(ctx: SessionContext, sending: Forwarding, err: MessageRejectedError, value?: string): Promise<void> {
+/**
+ * A message the target refused max-delivery-attempts times (the target gate counted `sending.attempts`): to the
+ * dead-letter destination, its reservation given back (the ID never reached the target), its stamp marked done, then
+ * acked.
+ */
+export async function deadLetter(ctx: SessionContext, sending: Forwarding, err: MessageRejectedError): Promise<void> {
   const { target } = ctx.deps;
   const { job, id } = sending;
-  const what = ROUTING_REASONS.has(err.reason)
-      ? `bridge '${ctx.cfg.name}': a message has no target address (${err.reason}: ${err.message})`
-      : `bridge '${ctx.cfg.name}': the target ${target.description} refused a message${id ? ` (duplicate ID ${id})` : ''} ${sending.attempts} times (${err.reason}: ${err.message})`;
-  await sendToDeadLetter(ctx, sending.outgoing, { reason: err.reason, detail: err.message, attempts: sending.attempts, ...(value !== undefined ? { value } : {}) }, what);
+  const what = `bridge '${ctx.cfg.name}': the target ${target.description} refused a message${id ? ` (duplicate ID ${id})` : ''} ${sending.attempts} times (${err.reason}: ${err.message})`;
+  await sendToDeadLetter(ctx, sending.outgoing, { reason: err.reason, detail: err.message, attempts: sending.attempts }, what);
   // The ID never reached the target: give it back so that a later, fixed re-send of it can go through.
   if (ctx.dedupe && id !== undefined) {
     const address = addressOf(ctx, job);
@@ -110,18 +110,26 @@ export async function deadLetter(ctx: SessionContext, sending: Forwarding, err: 
   if (stamp !== undefined) {
     await ctx.cacheRetry.call(() => ctx.deps.cache.markStampDone(ctx.deps.source.address, stamp.fingerprint, stamp.id, job.token), 'stamp-done');
   }
-  ctx.log.warn({ duplicateId: id, reason: err.reason, deadLetter: ctx.deps.deadLetter?.description }, 'message moved to the dead-letter destination');
-  settle(ctx, job, { kind: 'dead-lettered', reason: err.reason });
+  moved(ctx, job, id, err.reason);
 }
 
 /**
  * A message whose address template gives it no address it may go to (./route.ts: `unresolved-address`,
- * `unsafe-address`, `too-many-addresses`): nothing was reserved or sent, so it goes to the dead-letter destination at
- * once, with the reason and the detail saying which reference was missing or which value was refused (that value,
- * encoded, in x-bridge-unsafe-value); without a dead-letter destination the bridge stops, as for any message it cannot
- * deliver.
+ * `unsafe-address`, `too-many-addresses`): nothing was reserved, stamped or sent (the route is resolved before the ID),
+ * so it goes to the dead-letter destination at once, as the target would have received it (./forward-copy.ts), with
+ * the reason and the detail saying which reference was missing or which value was refused (that value, encoded, in
+ * x-bridge-unsafe-value), and 0 delivery attempts; without a dead-letter destination the bridge stops, as for any
+ * message it cannot deliver.
  */
 export async function deadLetterUnresolved(ctx: SessionContext, job: Job, why: Unrouted): Promise<void> {
-  const sending: Forwarding = { stage: 'forwarding', job, id: undefined, outgoing: forwardCopy(ctx, job.delivery.message), attempts: 0, sent: false, lapses: 0 };
-  await deadLetter(ctx, sending, new MessageRejectedError(why.reason, why.detail), why.value);
+  const what = `bridge '${ctx.cfg.name}': a message has no target address (${why.reason}: ${why.detail})`;
+  const headers = { reason: why.reason, detail: why.detail, attempts: 0, ...(why.value !== undefined ? { value: why.value } : {}) };
+  await sendToDeadLetter(ctx, forwardCopy(ctx, job.delivery.message), headers, what);
+  job.moveTo({ stage: 'dead-lettered', id: undefined });
+  moved(ctx, job, undefined, why.reason);
+}
+
+function moved(ctx: SessionContext, job: Job, id: string | undefined, reason: string): void {
+  ctx.log.warn({ duplicateId: id, reason, deadLetter: ctx.deps.deadLetter?.description }, 'message moved to the dead-letter destination');
+  settle(ctx, job, { kind: 'dead-lettered', reason });
 }

@@ -31,15 +31,15 @@ export interface Held {
  */
 export function heldBy(ctx: SessionContext): Held {
   if (ctx.ended) return { messages: 0, bytes: 0, oldestAt: undefined };
-  return { messages: ctx.unsettled.size, bytes: ctx.bytes.bytes, oldestAt: oldestOf(ctx) };
+  return { messages: ctx.unsettledCount, bytes: ctx.bytes.bytes, oldestAt: oldestOf(ctx) };
 }
 
 /** Epoch ms of the oldest unsettled job (own time, else arrival); undefined when none. Also read at the session's end. */
 export function oldestOf(ctx: SessionContext): number | undefined {
-  if (ctx.unsettled.size === 0) return undefined;
+  if (ctx.unsettledCount === 0) return undefined;
   const wallMinusMono = Date.now() - performance.now();
   let oldest = Number.POSITIVE_INFINITY;
-  for (const job of ctx.unsettled) {
+  for (const job of ctx.unsettledJobs()) {
     const at = ownTime(job.delivery) ?? wallMinusMono + job.receivedAt;
     if (at < oldest) oldest = at;
   }

@@ -145,7 +145,7 @@ export interface StampHold {
   readonly fingerprint: string;
   readonly id: string;
   /** When its lease was last set (recorded, claimed or renewed), local clock: renewals skip young leases. */
-  leasedAt: number;
+  readonly leasedAt: number;
 }
 
 /** The stamp record of an acked message, until an ack barrier proves the ack reached the broker (./stamps.ts). */
@@ -192,12 +192,19 @@ export class IllegalJobMove extends Error {
   }
 }
 
+/** A stamp or route set outside its one moment (see Job.routeTo, Job.holdStamp): a bug in the session, never retried. */
+export class IllegalJobChange extends Error {
+  constructor(what: 'stamp' | 'route', stage: Stage) {
+    super(`a job's ${what} cannot be set at '${stage}', or twice (see src/core/session/job.ts)`);
+    this.name = 'IllegalJobChange';
+  }
+}
+
 export class Job {
   private current: JobState = RECEIVED;
   private preparation: Promise<Prepared> | undefined = undefined;
-  stamp: StampHold | undefined = undefined;
-  /** Where it goes, for a templated target (./route.ts); undefined: the target's fixed address. */
-  route: ResolvedRoute | undefined = undefined;
+  private stampHold: StampHold | undefined = undefined;
+  private resolved: ResolvedRoute | undefined = undefined;
 
   constructor(
     readonly delivery: SourceDelivery,
@@ -216,6 +223,40 @@ export class Job {
     if (!canMove(this.current.stage, next.stage)) throw new IllegalJobMove(this.current.stage, next.stage);
     this.current = next;
     return next;
+  }
+
+  /** The stamp record its ID came from (set by holdStamp); undefined when the ID came from a header or the source. */
+  get stamp(): StampHold | undefined {
+    return this.stampHold;
+  }
+
+  /** Where it goes, for a templated target (set by routeTo); undefined: the target's fixed address. */
+  get route(): ResolvedRoute | undefined {
+    return this.resolved;
+  }
+
+  /**
+   * Its target address resolved (./route.ts): once, while it is first prepared (`received`); a parked job keeps it.
+   * Throws IllegalJobChange otherwise.
+   */
+  routeTo(route: ResolvedRoute): void {
+    if (this.current.stage !== 'received' || this.resolved !== undefined) throw new IllegalJobChange('route', this.current.stage);
+    this.resolved = route;
+  }
+
+  /**
+   * Its ID taken from a stamp record, claimed back or recorded new (./prepare.ts): once, while it is being prepared
+   * (`received`, or `claim-busy` when it waited for an earlier holder). Throws IllegalJobChange otherwise.
+   */
+  holdStamp(hold: StampHold): void {
+    const stage = this.current.stage;
+    if ((stage !== 'received' && stage !== 'claim-busy') || this.stampHold !== undefined) throw new IllegalJobChange('stamp', stage);
+    this.stampHold = hold;
+  }
+
+  /** Its stamp's lease was renewed at `at` (local clock, ./stamps.ts). */
+  stampLeased(at: number): void {
+    if (this.stampHold !== undefined) this.stampHold = { ...this.stampHold, leasedAt: at };
   }
 
   /**

@@ -51,7 +51,7 @@ export async function prepare(ctx: SessionContext, job: Job): Promise<Prepared> 
         flagged = claim.possibleDuplicate || (claim.status === 'none' && !cache.vouchesFor(source.address));
         if (claim.status === 'claimed') {
           id = claim.id;
-          job.stamp = { fingerprint: fp, id: claim.id, leasedAt: Date.now() };
+          job.holdStamp({ fingerprint: fp, id: claim.id, leasedAt: Date.now() });
           if (ctx.ended) {
             void cache.releaseStamp(source.address, fp, claim.id, job.token).catch(() => undefined);
             throw new SessionOver();
@@ -66,7 +66,7 @@ export async function prepare(ctx: SessionContext, job: Job): Promise<Prepared> 
         const flag = flagged;
         await ctx.cacheRetry.call(() => cache.recordStamp(source.address, fp, stamped, job.token, flag), 'stamp-record');
         id = stamped;
-        job.stamp = { fingerprint: fp, id: stamped, leasedAt };
+        job.holdStamp({ fingerprint: fp, id: stamped, leasedAt });
         if (ctx.ended) {
           void cache.releaseStamp(source.address, fp, stamped, job.token).catch(() => undefined);
           throw new SessionOver();

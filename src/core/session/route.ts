@@ -47,7 +47,7 @@ export function routeJob(ctx: SessionContext, job: Job): Unrouted | undefined {
       detail: `${template.source} resolves to a new address while ${ctx.cfg.maxAddresses} addresses (max-addresses) are in use; an address unused for ${ctx.cfg.addressIdleTimeout} ms (address-idle-timeout) frees its place`,
     };
   }
-  job.route = route;
+  job.routeTo(route);
   return undefined;
 }
 

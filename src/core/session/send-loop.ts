@@ -20,13 +20,13 @@ export async function sendLoop(ctx: SessionContext, gate: TargetGate): Promise<v
   let batchStarted = 0;
   try {
     while (!ctx.ended) {
-      const job = next(ctx);
+      const job = ctx.next();
       if (!job) {
         if (batch.length > 0) {
           const waited = Date.now() - batchStarted;
           // A full delivery window (prefetch, or fewer under max-in-flight-bytes: ./byte-bound.ts) or the byte bound's
           // stop brings no new deliveries: waiting would only add latency.
-          if (waited >= ctx.cfg.maxBatchTime || ctx.unsettled.size >= ctx.bytes.window || ctx.bytes.over || ctx.draining) {
+          if (waited >= ctx.cfg.maxBatchTime || ctx.unsettledCount >= ctx.bytes.window || ctx.bytes.over || ctx.draining) {
             await gate.open();
             if (ctx.ended) break;
             gate.sendBatch(batch);
@@ -42,7 +42,7 @@ export async function sendLoop(ctx: SessionContext, gate: TargetGate): Promise<v
       const prepared = await job.prepared;
       if (ctx.ended) break;
       if (prepared.stage !== 'forwarding') {
-        takeNext(ctx, job);
+        ctx.take(job);
         act(ctx, job, prepared);
         continue;
       }
@@ -50,8 +50,8 @@ export async function sendLoop(ctx: SessionContext, gate: TargetGate): Promise<v
       if (ctx.ended) break;
       // Jobs handed back while the gate was closed (held ones the target now has room for) are older than this one:
       // they go first, so that the target sees source order.
-      if (next(ctx) !== job) continue;
-      takeNext(ctx, job);
+      if (ctx.next() !== job) continue;
+      ctx.take(job);
       // While the gate sends through its window after a full refusal, one message at a time: a batch's members into a
       // near-full target are refused here and there, and the accepted ones overtake the refused.
       if (batchSize > 1 && !gate.windowed) {
@@ -93,14 +93,4 @@ function act(ctx: SessionContext, job: Job, prepared: Exclude<Prepared, Forwardi
       void settleUnreadable(ctx, job, prepared.why).catch((e: unknown) => ctx.fail(e));
       return;
   }
-}
-
-/** The job the loop takes next: one handed back first, else the next delivery. */
-function next(ctx: SessionContext): Job | undefined {
-  return ctx.retried[0] ?? ctx.pending.peek();
-}
-
-function takeNext(ctx: SessionContext, job: Job): void {
-  if (ctx.retried[0] === job) ctx.retried.shift();
-  else ctx.pending.shift();
 }

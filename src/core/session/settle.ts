@@ -9,7 +9,7 @@
 import type { SessionContext } from './context.js';
 import { SETTLED, type Duplicate, type Forwarding, type Job, type Looped } from './job.js';
 import { addressOf } from './route.js';
-import { CommitGroup } from './commit-group.js';
+import type { CommitGroup } from './commit-group.js';
 import { rateLimited } from './loop-guard.js';
 import { ownTime } from './held.js';
 import type { DropReason } from '../ports.js';
@@ -65,22 +65,13 @@ export function commitAndAck(ctx: SessionContext, job: Job, id: string | undefin
     forwarded(ctx, job);
     return Promise.resolve();
   }
-  const address = addressOf(ctx, job);
-  let group = ctx.commitGroups.get(address);
-  if (group === undefined) {
-    group = new CommitGroup();
-    ctx.commitGroups.set(address, group);
-    if (ctx.commitGroups.size === 1) process.nextTick(commitGroups, ctx);
-  }
-  group.jobs.push(job);
-  group.ids.push(id);
+  const { group, first } = ctx.commits.join(addressOf(ctx, job), job, id);
+  if (first) process.nextTick(commitGroups, ctx);
   return group.done;
 }
 
 function commitGroups(ctx: SessionContext): void {
-  const groups = [...ctx.commitGroups];
-  ctx.commitGroups.clear();
-  for (const [address, group] of groups) void commitGroup(ctx, address, group);
+  for (const [address, group] of ctx.commits.takeAll()) void commitGroup(ctx, address, group);
 }
 
 async function commitGroup(ctx: SessionContext, address: string, group: CommitGroup): Promise<void> {
@@ -136,11 +127,8 @@ function release(ctx: SessionContext, job: Job, handBack: boolean): boolean {
   const { source } = ctx.deps;
   if (handBack && source.reject) source.reject(job.delivery);
   else source.ack(job.delivery);
-  ctx.unsettled.delete(job);
-  ctx.bytes.settled(job.delivery.message.body.length);
+  ctx.settle(job);
   ctx.deps.observer?.progressed();
-  if (job.stamp !== undefined) ctx.stampsToForget.push({ fingerprint: job.stamp.fingerprint, id: job.stamp.id, token: job.token });
-  if (ctx.unsettled.size === 0) ctx.allSettled.wake();
   return true;
 }
 

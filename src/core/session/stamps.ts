@@ -11,14 +11,14 @@ import { hasStamp, type Job, type StampHold } from './job.js';
  * would let a redelivery (of an ack lost in a crash) get a new ID.
  */
 export async function forgetAckedStamps(ctx: SessionContext): Promise<void> {
-  if (ctx.stampsToForget.length === 0) return;
-  const batch = ctx.stampsToForget.splice(0);
+  if (!ctx.hasAckedStamps) return;
+  const batch = ctx.takeAckedStamps();
   try {
     await ctx.deps.source.ackBarrier();
   } catch (err) {
-    // Whether these acks arrived is unknown (the connection went): back in the list (in any order; no spread, a
-    // batch can be long), for the next barrier or for the end, which gives them back marked so (./teardown.ts).
-    for (const s of batch) ctx.stampsToForget.push(s);
+    // Whether these acks arrived is unknown (the connection went): kept, for the next barrier or for the end, which
+    // gives them back marked so (./teardown.ts).
+    ctx.keepAckedStamps(batch);
     ctx.log.debug({ err, count: batch.length }, 'ack barrier failed: stamp records kept');
     return;
   }
@@ -43,7 +43,7 @@ export async function renewStamps(ctx: SessionContext, all = false): Promise<boo
   // a lapse of this process's liveness, when any may have been taken): every one.
   const due = all ? Number.POSITIVE_INFINITY : started - Math.floor(ctx.deps.cache.lease / 3);
   const byFingerprint = new Map<string, (Job & { stamp: StampHold })[]>();
-  for (const job of ctx.unsettled) {
+  for (const job of ctx.unsettledJobs()) {
     if (!hasStamp(job) || job.state.stage === 'settled' || job.stamp.leasedAt > due) continue;
     const list = byFingerprint.get(job.stamp.fingerprint);
     if (list) list.push(job);
@@ -61,7 +61,7 @@ export async function renewStamps(ctx: SessionContext, all = false): Promise<boo
       return false;
     }
     const gone = new Set(lost);
-    for (const j of jobs) if (!gone.has(j.stamp.id)) j.stamp.leasedAt = started;
+    for (const j of jobs) if (!gone.has(j.stamp.id)) j.stampLeased(started);
     const taken = jobs.filter((j) => j.state.stage !== 'settled' && gone.has(j.stamp.id));
     if (taken.length > 0) {
       ctx.fail(

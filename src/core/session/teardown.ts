@@ -24,8 +24,8 @@ export async function teardown(ctx: SessionContext, settleInFlight: (ms: number)
   // Then the target's answers to what is in flight (a confirmed message is committed below, not forwarded again).
   await settleInFlight(IN_FLIGHT_WAIT_MS);
   await Promise.allSettled([target.close(), deadLetter?.close()]);
-  const abandoned = [...ctx.unsettled];
-  const acked = ctx.stampsToForget.splice(0);
+  const abandoned = [...ctx.unsettledJobs()];
+  const acked = ctx.takeAckedStamps();
   if ((abandoned.length > 0 || acked.length > 0) && ctx.dedupe) {
     const { cache } = ctx.deps;
     await Promise.race([

@@ -62,6 +62,6 @@ export class Monitor {
       this.depth.tick(connected.source, () => current() === connected, now);
       if (this.readsHorizon) this.horizon.tick(now);
     }
-    return this.watchdog.check(connected, this.depth.value, this.cacheProbe.down, now) ?? undefined;
+    return this.watchdog.check(connected, this.depth, this.cacheProbe.down, now) ?? undefined;
   }
 }

@@ -62,6 +62,8 @@ export class CacheProbe {
 export class DepthProbe {
   /** Messages ready in the source queue at the last read; undefined when unknown. */
   value: number | undefined;
+  /** When the read that gave `value` was asked (the queue was at least that full at some moment after it). */
+  readAt: number | undefined;
   private probing = false;
   private last = 0;
 
@@ -82,6 +84,7 @@ export class DepthProbe {
   /** Unknown again (the session ended, or a read failed); the gauge goes. */
   forget(): void {
     this.value = undefined;
+    this.readAt = undefined;
     this.metrics.sourceDepth.remove({ bridge: this.bridgeName });
   }
 
@@ -93,6 +96,7 @@ export class DepthProbe {
       const depth = await withTimeout(source.depth(), PROBE_TIMEOUT_MS);
       if (stillCurrent()) {
         this.value = depth;
+        this.readAt = now;
         this.metrics.sourceDepth.set({ bridge: this.bridgeName }, depth);
       }
     } catch (err) {

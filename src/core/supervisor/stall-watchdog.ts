@@ -13,6 +13,12 @@ export interface WatchedSession {
   inFlight: number;
 }
 
+/** The source depth as last read (./probes.ts DepthProbe). */
+export interface SourceDepthReading {
+  readonly value: number | undefined;
+  readonly readAt: number | undefined;
+}
+
 export interface Stall {
   /** The error sentence (logged, and the bridge's lastError). */
   message: string;
@@ -48,15 +54,18 @@ export class StallWatchdog {
 
   /**
    * One look at the bridge. `session` is the open session while the supervisor is connected, else undefined;
-   * `sourceDepth` the last depth read (undefined: unknown, taken as 0). Returns the stall when the bridge stalls now.
+   * `depth` the last depth read and when it was asked (unknown: taken as 0). Returns the stall when the bridge stalls
+   * now.
    */
-  check(session: WatchedSession | undefined, sourceDepth: number | undefined, cacheProbeDown: boolean, now: number): Stall | undefined {
+  check(session: WatchedSession | undefined, depth: SourceDepthReading, cacheProbeDown: boolean, now: number): Stall | undefined {
     if (!session || this.stalled) {
       this.quietSince = now;
       return undefined;
     }
     const c = session.conditions;
-    const waiting = sourceDepth ?? 0;
+    // A depth asked before the quiet spell began is no proof of work waiting now: the forwards since may have drained
+    // it (read every 5 s, a stall-timeout may be shorter). The next read tells.
+    const waiting = depth.value !== undefined && depth.readAt !== undefined && depth.readAt >= this.quietSince ? depth.value : 0;
     const inFlight = session.inFlight;
     if (c.paused || c.blocked || c.targetFullSince !== undefined || c.cacheDown || cacheProbeDown || (inFlight === 0 && waiting === 0)) {
       this.quietSince = now;

@@ -47,13 +47,22 @@ export function reasonOf(m: BridgeMessage): string {
   return text(m.headers[DEAD_LETTER_HEADERS.reason]) ?? '';
 }
 
-export function verdict(m: BridgeMessage, sel: ReplaySelection, idHeader: string): Verdict {
+/**
+ * `bridgeFilter`: the bridge's own `filter`, judged on the copy that would be sent. A dead letter it no longer selects
+ * (the filter was changed since, or it was dead-lettered by `filter-miss: dead-letter`) is skipped and stays where it is:
+ * handed to the session it would be filtered, and `filter-miss: skip` would acknowledge it out of the dead-letter
+ * destination, sent nowhere.
+ */
+export function verdict(m: BridgeMessage, sel: ReplaySelection, idHeader: string, bridgeFilter?: Selector): Verdict {
   if (sel.reason !== undefined && reasonOf(m) !== sel.reason) return { kind: 'leave' };
   if (sel.ids !== undefined) {
     const id = text(m.headers[idHeader]);
     if (id === undefined || !sel.ids.has(id)) return { kind: 'leave' };
   }
   if (sel.filter !== undefined && !sel.filter.matches(m)) return { kind: 'leave' };
+  if (bridgeFilter !== undefined && !bridgeFilter.matches(replayCopy(m, 0, false))) {
+    return { kind: 'skip', why: `the bridge's filter (${bridgeFilter.text}) does not select it: it would not be forwarded, so it is left in the dead-letter destination` };
+  }
   if (text(m.headers[DEAD_LETTER_HEADERS.dropped]) === 'body') {
     return { kind: 'skip', why: `its body was not carried into the dead-letter destination (${reasonOf(m) || 'too-large'}, ${DEAD_LETTER_HEADERS.dropped}: body): there is nothing to replay` };
   }

@@ -23,6 +23,7 @@ import type { Logger } from '../shared/log.js';
 import type { SourceDelivery } from '../core/message.js';
 import type { SourceEndpoint, SourceHandlers } from '../core/ports.js';
 import type { End } from '../core/end.js';
+import type { Selector } from '../routing/selector.js';
 import { createIdCache } from '../cache/create-id-cache.js';
 import { createEndpoints } from '../endpoints/create-endpoints.js';
 import { describeBridge } from '../endpoints/protocols.js';
@@ -121,6 +122,7 @@ class ReplaySource {
     private readonly idHeader: string,
     private readonly flagOf: (d: SourceDelivery) => boolean,
     private readonly ownHeaders: readonly string[],
+    private readonly bridgeFilter: Selector | undefined,
   ) {
     const src = inner;
     const originals = this.originals;
@@ -167,7 +169,7 @@ class ReplaySource {
       return;
     }
     pass.seen += 1;
-    const v = verdict(m, this.o.selection, this.idHeader);
+    const v = verdict(m, this.o.selection, this.idHeader, this.bridgeFilter);
     if (v.kind === 'leave') {
       pass.left += 1;
       return;
@@ -224,8 +226,10 @@ export async function replayBridge(config: Config, given: BridgeConfig, o: Repla
 
 async function runPass(config: Config, given: BridgeConfig, origin: ReplayOrigin, runStamp: string, o: ReplayOptions): Promise<ReplaySummary> {
   const started = Date.parse(runStamp);
-  // Every dead letter may be held until the pass ends: the window is the largest prefetch, never shrunk by bytes.
-  const bridge: BridgeConfig = { ...given, source: origin.source, prefetch: HOLD_MAX, maxInFlightBytes: Number.MAX_SAFE_INTEGER };
+  // Every dead letter may be held until the pass ends: the window is the largest prefetch, never shrunk by bytes. The
+  // bridge's filter is judged by the pass itself (verdict): in the session a miss could acknowledge a dead letter away.
+  const { filter: bridgeFilter, ...unfiltered } = given;
+  const bridge: BridgeConfig = { ...unfiltered, source: origin.source, prefetch: HOLD_MAX, maxInFlightBytes: Number.MAX_SAFE_INTEGER };
   const metrics = new Metrics('replay', { defaultMetrics: false });
   const instanceId = randomBytes(6).toString('hex');
   const cache = createIdCache(config.idCache, o.log.child({ component: 'id-cache' }), { owner: instanceId, addressIdleTimeout: bridge.addressIdleTimeout });
@@ -247,7 +251,7 @@ async function runPass(config: Config, given: BridgeConfig, origin: ReplayOrigin
   const connections = new Connections(o.log.child({ component: 'connections' }));
   const endpoints = (b: BridgeConfig, log: Logger): BridgeEndpoints => {
     const e = origin.adapt(createEndpoints(b, log, connections), log);
-    current = new ReplaySource(e.source, pass, o, b.duplicateIdHeader, flagOf, origin.ownHeaders);
+    current = new ReplaySource(e.source, pass, o, b.duplicateIdHeader, flagOf, origin.ownHeaders, bridgeFilter);
     return { ...e, source: current.endpoint };
   };
   const supervisor = new BridgeSupervisor(bridge, {

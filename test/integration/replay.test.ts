@@ -6,6 +6,7 @@
  *   nothing; `--rate 20` forwards 50 and drops 10 as already delivered, taking ≥ 2 s, the dead-letter queue is empty
  *   and each target queue holds each message once; a second replay does nothing;
  * - a replay SIGKILLed in the middle and run again loses nothing and doubles nothing unflagged;
+ * - a dead letter the bridge's own filter no longer selects is skipped and stays in the dead-letter queue;
  * - a dead-letter destination that cannot be read back (an exchange) is refused with a sentence.
  */
 import { spawn, spawnSync } from 'node:child_process';
@@ -184,6 +185,24 @@ describe('broker-bridge replay', () => {
     expect(idsOf(await fx.amqp.drain(dst!))).toEqual(['b1', 'b2']);
     const kept = await fx.amqp.drain(dlq!);
     expect(idsOf(kept)).toEqual(['big']);
+  });
+
+  it("a dead letter the bridge's filter does not select is skipped and stays in the dead-letter queue (filter-miss: skip would ack it away)", { timeout: 120_000 }, async () => {
+    const [src, dst, dlq] = await fx.queues('rpf-src', 'rpf-dst', 'rpf-dlq');
+    const file = writeConfig(
+      fx.config({
+        bridges: [{ name: 'rp', sourceQueue: src!, target: `queue: "${dst}"`, deadLetter: `connection: rabbit, queue: "${dlq}"`, extra: { filter: `"region = 'eu'"`, 'filter-miss': 'skip' } }],
+      }).yaml,
+    );
+    // As after the filter was narrowed: one dead letter it still selects, one it no longer does.
+    await fx.amqp.publish(dlq!, [deadLetter('f-eu', 'eu'), deadLetter('f-us', 'us')]);
+    const run = replay(file);
+    expect(run.code, run.stderr).toBe(0);
+    expect(run.summary).toMatchObject({ replayed: 1, skipped: 1, left: 0, refusedAgain: 0, result: 'done' });
+    expect(run.summary.skippedWhy).toEqual([`the bridge's filter (region = 'eu') does not select it: it would not be forwarded, so it is left in the dead-letter destination`]);
+    expect(idsOf(await fx.amqp.drain(dst!))).toEqual(['f-eu']);
+    await fx.amqp.settledCount(dlq!, 500);
+    expect(idsOf(await fx.amqp.drain(dlq!))).toEqual(['f-us']);
   });
 
   it('POST /bridges/{name}/replay: the same options as a JSON body, with the admin token, beside the running bridge', { timeout: 120_000 }, async () => {

@@ -118,7 +118,12 @@ describe.each(CASES)('$what setup of a removed checkout', ({ path, sub, ports })
       rmSync(firstClone, { recursive: true, force: true });
       const replaced = await script(path, 'start', asSecond);
       expect(replaced.code, replaced.stderr).toBe(0);
-      expect(replaced.stdout).toContain(`left by a removed checkout (it worked in ${join(firstClone, sub, String(first))} (deleted))`);
+      // Which of the orphans the start finds still running is not fixed: a cluster node whose folder is gone exits at
+      // its next write of nodes.conf (CI saw 7110-7112 and 7114 gone, 7113 and 7115 found and stopped). At least one
+      // is found, each named with the folder it worked in; the checks below see every port held by the second.
+      const found = [...replaced.stdout.matchAll(/port \d+: a (?:Redis|process) left by a removed checkout \(it worked in (.+?) \(deleted\)\)/g)];
+      expect(found.length, replaced.stdout).toBeGreaterThan(0);
+      for (const [, dir] of found) expect(dir).toMatch(new RegExp(`^${join(firstClone, sub)}/\\d+$`));
       for (const port of all) expect(await serverDir(port)).toBe(join(secondClone, sub, String(port)));
       const status = await script(path, 'status', asSecond);
       expect(status.code, status.stdout).toBe(0);

@@ -421,7 +421,12 @@ describe.each(STOMP_PEERS)('STOMP peer $name', (peer) => {
       expect(m.id).toBe(`id-${m.seq}`);
       expect(m.flagged).toBe(false);
     }
-    expect(bridge.count(isDrop)).toBe(resent);
+    // Each re-sent ID is dropped on its first delivery. A copy the source delivers again (a batch rolled back under
+    // load: CI saw 501 drops once, the target still holding exactly the 2,000) is a duplicate too, and may be dropped
+    // as well; it is told apart by the flag the log line carries, never counted as one of the re-sends.
+    const redeliveredDrops = bridge.count((l) => isDrop(l) && l.redelivered === true);
+    if (redeliveredDrops > 0) mark(`${peer.name} transactional batches: ${redeliveredDrops} redelivered copies dropped`);
+    expect(bridge.count((l) => isDrop(l) && l.redelivered === false)).toBe(resent);
   });
 });
 

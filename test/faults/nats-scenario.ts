@@ -101,6 +101,11 @@ export async function runNatsScenario(o: NatsScenarioOptions): Promise<FaultRunR
   const admin = o.admin;
   await admin.createVhost(vhost);
   const rabbitUrl = withVhost(o.amqpUrl, vhost);
+  // JetStream → AMQP: a pull consumer takes no faster than the bridge forwards, so a kill or a close would find nothing
+  // in flight (the full run of 2026-12-06: 2 of 300 before a close); RabbitMQ's confirms are held here while a
+  // prefetch's worth fills, as on the AMQP and MQTT paths. Only the connections open when the wait begins are held.
+  const rabbitProxy = await TcpProxy.forUrl(o.amqpUrl).start();
+  const bridgeRabbitUrl = toStream ? rabbitUrl : rabbitProxy.rewrite(rabbitUrl);
   const exchange = 'faults.target';
   {
     const conn = await amqp.connect(rabbitUrl, { clientProperties: { connection_name: `${HARNESS_CONNECTION_PREFIX} setup` } });
@@ -136,7 +141,7 @@ export async function runNatsScenario(o: NatsScenarioOptions): Promise<FaultRunR
     'http-port: 0',
     `admin-token: "${adminToken}"`,
     'connections:',
-    `  rabbit: { type: amqp, url: "${rabbitUrl}" }`,
+    `  rabbit: { type: amqp, url: "${bridgeRabbitUrl}" }`,
     `  nats: { type: nats, url: "${natsProxy.rewrite(nats.url)}", ping-interval: 2000 }`,
     'id-cache:',
     ...o.redis.idCacheLines(),
@@ -276,7 +281,17 @@ export async function runNatsScenario(o: NatsScenarioOptions): Promise<FaultRunR
       // Late extra copies (a resend after the lease) would come within the settle time.
       drain: { record, target, deadLetter, quietMs: o.quietMs ?? 60_000, timeoutMs: o.drainTimeoutMs ?? 300_000, settleMs: LEASE_MS + 3000 },
       // A prefetch's worth: the smaller of the two prefetches a reload toggles between.
-      inFlight: { threshold: Math.min(...RELOAD_PREFETCHES), message: burstMessage(runId), bridge },
+      inFlight: {
+        threshold: Math.min(...RELOAD_PREFETCHES),
+        message: burstMessage(runId),
+        bridge,
+        ...(toStream ? {} : { holdTarget: { hold: () => rabbitProxy.holdReplies({ existingOnly: true }), release: () => rabbitProxy.releaseReplies() } }),
+        // A JetStream source after kills: what a dead process held stays pending at the consumer until its ack_wait
+        // (30 s, the least the bridge creates) runs out, and max_ack_pending (2 × the first prefetch, 1,000) bounds what
+        // the next process is given meanwhile: two kills in a row with ~500 each left it 20 for 18–20 s (a 5,000-message
+        // run of 2026-12-06). The wait covers an ack_wait.
+        ...(toStream ? {} : { timeoutMs: 40_000 }),
+      },
       ...(o.breakInjection !== undefined ? { breakInjection: o.breakInjection } : {}),
       log,
     });
@@ -304,7 +319,7 @@ export async function runNatsScenario(o: NatsScenarioOptions): Promise<FaultRunR
   } finally {
     await bridge.stop().catch(() => undefined);
     await Promise.allSettled([publisher.close(), target.stop(), deadLetter.stop()]);
-    await natsProxy.stop().catch(() => undefined);
+    await Promise.allSettled([natsProxy.stop(), rabbitProxy.stop()]);
     if (report && !process.env.FAULTS_KEEP) {
       await nats.destroy();
       await admin.deleteVhost(vhost);

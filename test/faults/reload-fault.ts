@@ -37,6 +37,8 @@ export class ReloadFault {
   private prefetch: number = RELOAD_PREFETCHES[0];
   /** Applied reloads by kind, for the run's log. */
   readonly done = { unchanged: 0, changed: 0, sighup: 0, http: 0 };
+  /** The reload under way (resolved when none is). */
+  private busy: Promise<unknown> = Promise.resolve();
 
   constructor(
     private readonly configFile: string,
@@ -66,6 +68,11 @@ export class ReloadFault {
     }
     this.log(`reload left out: no bridge process stayed up long enough in ${TRIES} tries`);
     return false;
+  }
+
+  /** Resolves once the reload under way, if any, has ended (applied or not). */
+  async idle(): Promise<void> {
+    await this.busy.catch(() => undefined);
   }
 
   /** A process that has run a bridge: SIGHUP before the process installed its handler would end it. */
@@ -151,13 +158,19 @@ export class ReloadFault {
   /**
    * Fires `points` (fractions of the stream) as `published()` passes them. Points that publishing ended before
    * (publishing stopped early, or retries pushed a reload late) fire at once, while the bridge drains the backlog.
+   * `holding`: while the target's answers are held for a kill or a close, a reload waits. A changed bridge's old session
+   * drains against confirms that do not come (up to shutdown-timeout), and its new session's channel opens on the held
+   * connection: the window stays empty (mqtt-amqp, full run of 2026-12-06: four changed reloads applied only after 16 s
+   * of a hold, a SIGKILL then fired with 0 of 300 in flight after 20 s).
    */
-  async run(points: number[], published: () => number, total: number, publishing: () => boolean): Promise<number> {
+  async run(points: number[], published: () => number, total: number, publishing: () => boolean, holding: () => boolean = () => false): Promise<number> {
     let applied = 0;
     for (const at of points) {
-      while (published() < at * total && publishing()) await sleep(100);
+      while ((published() < at * total && publishing()) || holding()) await sleep(100);
       if (published() < at * total) this.log(`reload at ${Math.round(at * 100)}% of the stream fired after publishing ended`);
-      if (await this.inject()) applied += 1;
+      // Set in the same turn as the `holding()` check above, so a hold that begins later waits for it (idle()).
+      this.busy = this.inject();
+      if (await this.busy) applied += 1;
     }
     return applied;
   }

@@ -132,6 +132,10 @@ export async function runFaultSchedule<K extends string>(
     ensureRunning: () => Promise<void>;
     injected: Record<string, number>;
     outcome: FaultOutcome;
+    /** Set while the target's answers are held; the reloads wait meanwhile (./reload-fault.ts run). */
+    hold?: { active: boolean };
+    /** Resolves once no reload is under way. */
+    waitReloads?: () => Promise<void>;
     inFlight?: InFlightPlan;
     breakInjection?: string;
     /** The pause after each fault (1.5 s). */
@@ -145,7 +149,12 @@ export async function runFaultSchedule<K extends string>(
     await o.ensureRunning();
     let atFault = '';
     const held = o.inFlight?.holdTarget !== undefined && IN_FLIGHT_FAULTS.includes(ev.kind) ? o.inFlight.holdTarget : undefined;
-    held?.hold();
+    if (held !== undefined) {
+      // No reload starts from here on; one under way ends first, its drain needing the answers about to be held.
+      if (o.hold) o.hold.active = true;
+      await o.waitReloads?.();
+      held.hold();
+    }
     if (o.inFlight !== undefined && IN_FLIGHT_FAULTS.includes(ev.kind)) {
       const { reading, waitedMs, extra } = await fillWindow(stream, o.inFlight, o.log);
       o.outcome.inFlightAtFault.push({ kind: ev.kind, inFlight: reading.total, threshold: o.inFlight.threshold, waitedMs });
@@ -164,7 +173,10 @@ export async function runFaultSchedule<K extends string>(
         o.log(`fault ${ev.kind} failed: ${why}`);
         return false;
       })
-      .finally(() => held?.release());
+      .finally(() => {
+        held?.release();
+        if (o.hold) o.hold.active = false;
+      });
     if (ok) o.injected[ev.kind] = (o.injected[ev.kind] ?? 0) + 1;
     else o.outcome.injectionFailures.push(`${ev.kind}: ${why}`);
     await sleep(o.pauseMs ?? 1500);
@@ -269,7 +281,8 @@ export async function faultsThenDrain<K extends string>(o: {
   const { stream, total } = o;
   const { record } = o.drain;
   const outcome: FaultOutcome = { planned: o.reloadCount > 0 ? { reload: o.reloadCount } : {}, injectionFailures: [], inFlightAtFault: [] };
-  const reloadLoop = o.reloads.run(reloadPoints(o.reloadCount), () => stream.published, total, () => stream.publishing).then((n) => {
+  const hold = { active: false };
+  const reloadLoop = o.reloads.run(reloadPoints(o.reloadCount), () => stream.published, total, () => stream.publishing, () => hold.active).then((n) => {
     o.injected.reload = n;
     if (n < o.reloadCount) outcome.injectionFailures.push(`reload: ${o.reloadCount - n} of ${o.reloadCount} not applied (see the run's log)`);
   });
@@ -277,6 +290,8 @@ export async function faultsThenDrain<K extends string>(o: {
     ensureRunning: () => o.bridge.ensureRunning(),
     injected: o.injected,
     outcome,
+    hold,
+    waitReloads: () => o.reloads.idle(),
     ...(o.inFlight ? { inFlight: o.inFlight } : {}),
     ...(o.breakInjection !== undefined ? { breakInjection: o.breakInjection } : {}),
     log: o.log,

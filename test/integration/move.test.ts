@@ -9,6 +9,7 @@ import { spawn, spawnSync } from 'node:child_process';
 import { describe, expect, it } from 'vitest';
 import { copiesById, type ReceivedMessage } from '../support/amqp.js';
 import { CLI, writeConfig } from '../support/bridge-process.js';
+import { cliEnv, runCliJson } from '../support/cli-json.js';
 import { useBridgeFixture } from '../support/bridge-fixture.js';
 import { publishStomp } from '../support/stomp.js';
 import { services, uniqueName } from '../support/services.js';
@@ -28,17 +29,7 @@ interface Summary {
   result: string;
 }
 
-function env(): Record<string, string | undefined> {
-  const e: Record<string, string | undefined> = { ...process.env, LOG_FORMAT: 'json' };
-  for (const k of ['BRIDGE_CONFIG', 'LOG_LEVEL']) delete e[k];
-  return e;
-}
-
-function move(file: string, ...args: string[]): { code: number | null; summary: Summary; stdout: string; stderr: string } {
-  const r = spawnSync(process.execPath, [CLI, 'move', '--config', file, '--bridge', 'mv', '--json', ...args], { env: env(), encoding: 'utf8', timeout: 120_000 });
-  const last = r.stdout.trim().split('\n').pop() ?? '';
-  return { code: r.status, summary: JSON.parse(last) as Summary, stdout: r.stdout, stderr: r.stderr };
-}
+const move = (file: string, ...args: string[]) => runCliJson<Summary>('move', file, 'mv', args);
 
 function configFile(source: { connection: 'rabbit' | 'activemq'; queue: string }, target: string, extra: Record<string, string | number> = {}): string {
   const { yaml } = fx.config({
@@ -151,7 +142,7 @@ describe('broker-bridge move', () => {
     const n = 4000;
     await fx.amqp.publish(src!, withIds('k', 0, n));
     const file = configFile({ connection: 'rabbit', queue: src! }, `queue: "${dst}"`);
-    const child = spawn(process.execPath, [CLI, 'move', '--config', file, '--bridge', 'mv', '--until-empty', '--json'], { env: env(), stdio: 'ignore' });
+    const child = spawn(process.execPath, [CLI, 'move', '--config', file, '--bridge', 'mv', '--until-empty', '--json'], { env: cliEnv(), stdio: 'ignore' });
     await until('part of the move done', async () => (await fx.amqp.count(dst!)) >= 800, { timeoutMs: 60_000, everyMs: 20 });
     child.kill('SIGKILL');
     await new Promise((r) => child.once('exit', r));
@@ -169,7 +160,7 @@ describe('broker-bridge move', () => {
     const n = 20_000;
     await fx.amqp.publish(src!, withIds('i', 0, n));
     const file = configFile({ connection: 'rabbit', queue: src! }, `queue: "${dst}"`);
-    const child = spawn(process.execPath, [CLI, 'move', '--config', file, '--bridge', 'mv', '--until-empty', '--json'], { env: env(), stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawn(process.execPath, [CLI, 'move', '--config', file, '--bridge', 'mv', '--until-empty', '--json'], { env: cliEnv(), stdio: ['ignore', 'pipe', 'pipe'] });
     let stdout = '';
     child.stdout.on('data', (d: Buffer) => (stdout += d.toString()));
     await until('part of the move done', async () => (await fx.amqp.count(dst!)) >= 1000, { timeoutMs: 60_000, everyMs: 20 });
@@ -190,11 +181,11 @@ describe('broker-bridge move', () => {
     await fx.amqp.publish(src!, withIds('p', 0, 3000));
     const file = configFile({ connection: 'rabbit', queue: src! }, `queue: "${dst}"`);
     const cmd = [process.execPath, CLI, 'move', '--config', file, '--bridge', 'mv', '--count', '1500'].map((a) => `'${a}'`).join(' ');
-    const tty = spawnSync('script', ['-qfec', cmd, '/dev/null'], { env: env(), encoding: 'utf8', timeout: 60_000 });
+    const tty = spawnSync('script', ['-qfec', cmd, '/dev/null'], { env: cliEnv(), encoding: 'utf8', timeout: 60_000 });
     expect(tty.status, tty.stderr).toBe(0);
     expect(tty.stdout).toMatch(/move mv \[[█░]+\] 1500\/1500 \| \d+ msgs\/s \| ETA/);
     expect(tty.stdout).toMatch(/move mv: done; forwarded 1500/);
-    const piped = spawnSync(process.execPath, [CLI, 'move', '--config', file, '--bridge', 'mv', '--count', '1500'], { env: env(), encoding: 'utf8', timeout: 60_000 });
+    const piped = spawnSync(process.execPath, [CLI, 'move', '--config', file, '--bridge', 'mv', '--count', '1500'], { env: cliEnv(), encoding: 'utf8', timeout: 60_000 });
     expect(piped.status).toBe(0);
     // Flagged: deliveries the first move had on the wire past its count come back redelivered, and a cache without any
     // history yet (a fresh key prefix) cannot vouch for redelivered copies.

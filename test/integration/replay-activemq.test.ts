@@ -5,11 +5,11 @@
  *   20 and drops 5 as delivered, the queue is left empty, each message once at the target; again: nothing;
  * - ActiveMQ.DLQ itself (shared with everything else on the broker): `--ids` replays ours and leaves the rest.
  */
-import { spawnSync } from 'node:child_process';
 import { afterAll, describe, expect, it } from 'vitest';
 import { deleteQueues, type ReceivedMessage } from '../support/amqp.js';
 import { useBridgeFixture } from '../support/bridge-fixture.js';
-import { CLI, writeConfig } from '../support/bridge-process.js';
+import { writeConfig } from '../support/bridge-process.js';
+import { idsOf as idsOfBy, range, runCliJson, type ReplaySummary } from '../support/cli-json.js';
 import { ACTIVEMQ_DLQ, publishStomp, readStomp } from '../support/stomp.js';
 import { uniqueName } from '../support/services.js';
 
@@ -18,30 +18,9 @@ const ID = '_AMQ_DUPL_ID';
 const targets: string[] = [];
 afterAll(() => deleteQueues(targets));
 
-interface Summary {
-  byReason: Record<string, number>;
-  replayed: number;
-  droppedAsDelivered: number;
-  refusedAgain: number;
-  left: number;
-  result: string;
-}
+const replay = (file: string, ...args: string[]) => runCliJson<ReplaySummary>('replay', file, 'rp', ['--idle', '1000', ...args]);
+const idsOf = (ms: readonly ReceivedMessage[]) => idsOfBy(ms, ID);
 
-function replay(file: string, ...args: string[]): { code: number | null; summary: Summary; stderr: string } {
-  const env: Record<string, string | undefined> = { ...process.env, LOG_FORMAT: 'json' };
-  for (const k of ['BRIDGE_CONFIG', 'LOG_LEVEL']) delete env[k];
-  const r = spawnSync(process.execPath, [CLI, 'replay', '--config', file, '--bridge', 'rp', '--json', '--idle', '1000', ...args], { env, encoding: 'utf8', timeout: 120_000 });
-  const last = r.stdout.trim().split('\n').pop() ?? '';
-  try {
-    return { code: r.status, summary: JSON.parse(last) as Summary, stderr: r.stderr };
-  } catch {
-    throw new Error(`replay printed no summary (exit ${String(r.status)}): ${r.stdout}\n${r.stderr}`);
-  }
-}
-
-const text = (v: unknown) => (Buffer.isBuffer(v) ? v.toString() : String(v));
-const idsOf = (ms: readonly ReceivedMessage[]) => ms.map((m) => text(m.headers[ID])).sort();
-const range = (p: string, n: number) => Array.from({ length: n }, (_, i) => `${p}-${i}`).sort();
 
 describe('broker-bridge replay from ActiveMQ', () => {
   it("a bridge's dead-letter queue on ActiveMQ: dry runs leave it, the replay empties it, each message once at the target", { timeout: 240_000 }, async () => {

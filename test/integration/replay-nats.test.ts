@@ -15,6 +15,7 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { deleteQueues, type ReceivedMessage } from '../support/amqp.js';
 import { useBridgeFixture } from '../support/bridge-fixture.js';
 import { CLI, writeConfig } from '../support/bridge-process.js';
+import { cliEnv, idsOf as idsOfBy, range, runCliJson, type ReplaySummary } from '../support/cli-json.js';
 import { NatsTestClient, type NatsTestMessage } from '../support/nats.js';
 import { uniqueName } from '../support/services.js';
 
@@ -27,31 +28,9 @@ afterAll(async () => {
   await nats.cleanup();
 });
 
-interface Summary {
-  byReason: Record<string, number>;
-  replayed: number;
-  droppedAsDelivered: number;
-  refusedAgain: number;
-  skipped: number;
-  left: number;
-  result: string;
-}
+const replay = (file: string, ...args: string[]) => runCliJson<ReplaySummary>('replay', file, 'rp', [...args]);
+const idsOf = (ms: readonly ReceivedMessage[]) => idsOfBy(ms, ID);
 
-function replay(file: string, ...args: string[]): { code: number | null; summary: Summary; stderr: string } {
-  const env: Record<string, string | undefined> = { ...process.env, LOG_FORMAT: 'json' };
-  for (const k of ['BRIDGE_CONFIG', 'LOG_LEVEL']) delete env[k];
-  const r = spawnSync(process.execPath, [CLI, 'replay', '--config', file, '--bridge', 'rp', '--json', ...args], { env, encoding: 'utf8', timeout: 120_000 });
-  const last = r.stdout.trim().split('\n').pop() ?? '';
-  try {
-    return { code: r.status, summary: JSON.parse(last) as Summary, stderr: r.stderr };
-  } catch {
-    throw new Error(`replay printed no summary (exit ${String(r.status)}): ${r.stdout}\n${r.stderr}`);
-  }
-}
-
-const text = (v: unknown) => (Buffer.isBuffer(v) ? v.toString() : String(v));
-const idsOf = (ms: readonly ReceivedMessage[]) => ms.map((m) => text(m.headers[ID])).sort();
-const range = (p: string, n: number) => Array.from({ length: n }, (_, i) => `${p}-${i}`).sort();
 const streamName = () => uniqueName('RPN').replace(/[^A-Za-z0-9_-]/g, '_');
 
 /** A dead letter as the bridge's NATS dead-letter target stores it (Nats-Msg-Id: the duplicate ID). */
@@ -163,9 +142,7 @@ describe('broker-bridge replay from a JetStream dead-letter stream', () => {
     const [src, dst] = await fx.queues('rpx-src', 'rpx-dst');
     const subject = `${streamName().toLowerCase()}.nowhere`;
     const file = writeConfig(fx.config({ bridges: [{ name: 'rp', sourceQueue: src!, target: `queue: "${dst}"`, deadLetter: `connection: nats, subject: "${subject}"` }] }).yaml);
-    const env: Record<string, string | undefined> = { ...process.env };
-    delete env.BRIDGE_CONFIG;
-    const r = spawnSync(process.execPath, [CLI, 'replay', '--config', file, '--bridge', 'rp'], { env, encoding: 'utf8', timeout: 60_000 });
+    const r = spawnSync(process.execPath, [CLI, 'replay', '--config', file, '--bridge', 'rp'], { env: cliEnv(), encoding: 'utf8', timeout: 60_000 });
     expect(r.status).toBe(1);
     expect(r.stderr).toContain(`bridge 'rp': its dead-letter destination is the NATS subject '${subject}', which no JetStream stream on nats (`);
     expect(r.stderr).toContain('captures, so it cannot be read back');

@@ -14,6 +14,7 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { copiesById, deleteQueues, type ReceivedMessage } from '../support/amqp.js';
 import { useBridgeFixture } from '../support/bridge-fixture.js';
 import { CLI, writeConfig } from '../support/bridge-process.js';
+import { cliEnv, idsOf as idsOfBy, range, runCliJson, type ReplaySummary } from '../support/cli-json.js';
 import { uniqueName } from '../support/services.js';
 import { sleep, untilValue } from '../support/wait.js';
 
@@ -22,41 +23,9 @@ const ID = '_AMQ_DUPL_ID';
 const targets: string[] = [];
 afterAll(() => deleteQueues(targets));
 
-interface Summary {
-  skippedWhy: string[];
-  byReason: Record<string, number>;
-  replayed: number;
-  droppedAsDelivered: number;
-  flagged: number;
-  refusedAgain: number;
-  skipped: number;
-  left: number;
-  seconds: number;
-  result: string;
-}
+const replay = (file: string, ...args: string[]) => runCliJson<ReplaySummary>('replay', file, 'rp', args);
+const idsOf = (ms: readonly ReceivedMessage[]) => idsOfBy(ms, ID);
 
-function env(): Record<string, string | undefined> {
-  const e: Record<string, string | undefined> = { ...process.env, LOG_FORMAT: 'json' };
-  for (const k of ['BRIDGE_CONFIG', 'LOG_LEVEL']) delete e[k];
-  return e;
-}
-
-function replay(file: string, ...args: string[]): { code: number | null; summary: Summary; ms: number; stderr: string } {
-  const started = Date.now();
-  const r = spawnSync(process.execPath, [CLI, 'replay', '--config', file, '--bridge', 'rp', '--json', ...args], { env: env(), encoding: 'utf8', timeout: 120_000 });
-  const last = r.stdout.trim().split('\n').pop() ?? '';
-  let summary: Summary;
-  try {
-    summary = JSON.parse(last) as Summary;
-  } catch {
-    throw new Error(`replay printed no summary (exit ${String(r.status)}): ${r.stdout}\n${r.stderr}`);
-  }
-  return { code: r.status, summary, ms: Date.now() - started, stderr: r.stderr };
-}
-
-const text = (v: unknown) => (Buffer.isBuffer(v) ? v.toString() : String(v));
-const idsOf = (ms: readonly ReceivedMessage[]) => ms.map((m) => text(m.headers[ID])).sort();
-const range = (p: string, n: number) => Array.from({ length: n }, (_, i) => `${p}-${i}`).sort();
 
 function deadLetter(id: string, region: string, reason = 'unroutable') {
   const headers: Record<string, unknown> = { [ID]: id, region, 'x-bridge-dead-letter-reason': reason, 'x-bridge-dead-lettered-at': new Date().toISOString(), 'x-bridge-delivery-attempts': 1 };
@@ -145,7 +114,7 @@ describe('broker-bridge replay', () => {
     );
     const n = 300;
     await fx.amqp.publish(dlq!, range('k', n).map((id) => deadLetter(id, 'eu')));
-    const child = spawn(process.execPath, [CLI, 'replay', '--config', file, '--bridge', 'rp', '--json', '--rate', '150'], { env: env(), stdio: 'ignore' });
+    const child = spawn(process.execPath, [CLI, 'replay', '--config', file, '--bridge', 'rp', '--json', '--rate', '150'], { env: cliEnv(), stdio: 'ignore' });
     const exited = new Promise((r) => child.once('exit', r));
     // Killed once some have arrived, well before all could.
     for (let i = 0; i < 200 && (await fx.amqp.count(dst!)) < 40; i++) await sleep(25);
@@ -223,11 +192,11 @@ describe('broker-bridge replay', () => {
     expect([bad.status, await bad.json()]).toEqual([400, { error: "--rate expects a positive number, got 'fast'" }]);
     const dry = await post({ 'dry-run': true });
     expect(dry.status).toBe(200);
-    expect(((await dry.json()) as Summary).byReason).toEqual({ A: 2, B: 1 });
+    expect(((await dry.json()) as ReplaySummary).byReason).toEqual({ A: 2, B: 1 });
     const one = await post({ ids: ['h2'] });
-    expect(((await one.json()) as Summary).replayed).toBe(1);
+    expect(((await one.json()) as ReplaySummary).replayed).toBe(1);
     const all = await post({ reason: 'A' });
-    expect(((await all.json()) as Summary).replayed).toBe(2);
+    expect(((await all.json()) as ReplaySummary).replayed).toBe(2);
     expect(idsOf(await fx.amqp.drain(dst!))).toEqual(['h1', 'h2', 'h3']);
     expect(await fx.amqp.count(dlq!)).toBe(0);
   });
@@ -237,7 +206,7 @@ describe('broker-bridge replay', () => {
     const file = writeConfig(
       fx.config({ bridges: [{ name: 'rp', sourceQueue: src!, target: `queue: "${dst}"`, deadLetter: 'connection: rabbit, exchange: amq.fanout, routing-key: ""' }] }).yaml,
     );
-    const r = spawnSync(process.execPath, [CLI, 'replay', '--config', file, '--bridge', 'rp'], { env: env(), encoding: 'utf8', timeout: 60_000 });
+    const r = spawnSync(process.execPath, [CLI, 'replay', '--config', file, '--bridge', 'rp'], { env: cliEnv(), encoding: 'utf8', timeout: 60_000 });
     expect(r.status).toBe(1);
     expect(r.stderr).toContain("bridge 'rp': its dead-letter destination is the exchange 'amq.fanout', which cannot be read back; replay reads a queue");
   });

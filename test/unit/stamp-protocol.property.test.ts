@@ -336,7 +336,13 @@ describe('stamp protocol, byte-identical messages, random interleavings with cra
         await drain(w);
         check(w);
       }),
-      { numRuns: Number(process.env.STAMP_PROPERTY_RUNS ?? 400) },
+      {
+        numRuns: Number(process.env.STAMP_PROPERTY_RUNS ?? 400),
+        // A failure's message carries `{ seed, path }`: STAMP_PROPERTY_SEED and STAMP_PROPERTY_PATH replay that very case
+        // (one full unit run of 2026-12-06 failed here once and its output was not kept).
+        ...(process.env.STAMP_PROPERTY_SEED !== undefined ? { seed: Number(process.env.STAMP_PROPERTY_SEED) } : {}),
+        ...(process.env.STAMP_PROPERTY_PATH !== undefined ? { path: process.env.STAMP_PROPERTY_PATH } : {}),
+      },
     );
   });
 });

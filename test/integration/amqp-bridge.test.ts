@@ -196,6 +196,10 @@ describe('AMQP → AMQP bridge', () => {
     const msgs = numbered(2000);
     await fx.amqp.publish(src!, msgs.flatMap((m) => [m, m, m]));
     await fx.amqp.waitForCount(src!, (n) => n === 0);
+    // The source's count is of ready messages: the last copies may still be held, a replica waiting on the other's
+    // reservation of their ID. CI under load once found the target quiet for 1.5 s at 1,998; so wait for all 2,000
+    // (a loss fails here, naming the count), then for quiet (an extra copy fails below).
+    await fx.amqp.waitForCount(dst!, (n) => n >= 2000, 60_000);
     expect(await fx.amqp.settledCount(dst!)).toBe(2000);
     const ids = (await fx.amqp.drain(dst!)).map(idOf);
     expect(new Set(ids).size).toBe(2000);

@@ -10,6 +10,7 @@ import { describe, expect, it } from 'vitest';
 import { copiesById, type ReceivedMessage } from '../support/amqp.js';
 import { CLI, writeConfig } from '../support/bridge-process.js';
 import { cliEnv, runCliJson } from '../support/cli-json.js';
+import type { MoveSummary } from '../../src/service/move.js';
 import { useBridgeFixture } from '../support/bridge-fixture.js';
 import { publishStomp } from '../support/stomp.js';
 import { services, uniqueName } from '../support/services.js';
@@ -19,17 +20,7 @@ import { until } from '../support/wait.js';
 const ID = '_AMQ_DUPL_ID';
 const fx = useBridgeFixture();
 
-interface Summary {
-  forwarded: number;
-  duplicatesDropped: number;
-  deadLettered: number;
-  filtered: number;
-  flagged: number;
-  seconds: number;
-  result: string;
-}
-
-const move = (file: string, ...args: string[]) => runCliJson<Summary>('move', file, 'mv', args);
+const move = (file: string, ...args: string[]) => runCliJson<MoveSummary>('move', file, 'mv', args);
 
 function configFile(source: { connection: 'rabbit' | 'activemq'; queue: string }, target: string, extra: Record<string, string | number> = {}): string {
   const { yaml } = fx.config({
@@ -167,7 +158,7 @@ describe('broker-bridge move', () => {
     child.kill('SIGINT');
     const code = await new Promise<number | null>((r) => child.once('exit', r));
     expect(code).toBe(130);
-    const summary = JSON.parse(stdout.trim().split('\n').pop() ?? '{}') as Summary;
+    const summary = JSON.parse(stdout.trim().split('\n').pop() ?? '{}') as MoveSummary;
     expect(summary.result).toBe('interrupted');
     const left = await fx.amqp.count(src!);
     expect(left, 'the rest stays in the source').toBeGreaterThan(0);

@@ -7,6 +7,8 @@ import type { ReceivedMessage } from './amqp.js';
 import { CLI } from './bridge-process.js';
 import { text } from './text.js';
 
+export type { ReplaySummary } from '../../src/service/replay.js';
+
 /** The environment of a child CLI: JSON logs, and none of the caller's config or level. */
 export function cliEnv(): Record<string, string | undefined> {
   const e: Record<string, string | undefined> = { ...process.env, LOG_FORMAT: 'json' };
@@ -35,20 +37,6 @@ export function runCliJson<S>(command: 'move' | 'replay', file: string, bridge: 
     throw new Error(`${command} printed no summary (exit ${String(r.status)}): ${r.stdout}\n${r.stderr}`);
   }
   return { code: r.status, summary, stdout: r.stdout, stderr: r.stderr, ms: Date.now() - started };
-}
-
-/** `replay --json`'s summary (src/service/replay.ts ReplaySummary). */
-export interface ReplaySummary {
-  byReason: Record<string, number>;
-  replayed: number;
-  droppedAsDelivered: number;
-  flagged: number;
-  refusedAgain: number;
-  skipped: number;
-  left: number;
-  skippedWhy: string[];
-  seconds: number;
-  result: string;
 }
 
 /** The IDs under `header` of the messages, sorted. */

@@ -421,9 +421,10 @@ describe.each(STOMP_PEERS)('STOMP peer $name', (peer) => {
       expect(m.id).toBe(`id-${m.seq}`);
       expect(m.flagged).toBe(false);
     }
-    // Each re-sent ID is dropped on its first delivery. A copy the source delivers again (a batch rolled back under
-    // load: CI saw 501 drops once, the target still holding exactly the 2,000) is a duplicate too, and may be dropped
-    // as well; it is told apart by the flag the log line carries, never counted as one of the re-sends.
+    // Each re-sent ID is dropped once, on its first delivery. A copy the source delivers again (a batch rolled back
+    // under load) is a duplicate too, and may be dropped as well; it is told apart by the flag the log line carries,
+    // never counted as one of the re-sends. (CI saw 501 first-delivery drops twice: a parked re-send taken twice by the
+    // send loop, test/unit/send-loop-order.test.ts.)
     const redeliveredDrops = bridge.count((l) => isDrop(l) && l.redelivered === true);
     if (redeliveredDrops > 0) mark(`${peer.name} transactional batches: ${redeliveredDrops} redelivered copies dropped`);
     expect(bridge.count((l) => isDrop(l) && l.redelivered === false)).toBe(resent);

@@ -147,10 +147,14 @@ export class SessionContext {
     return this.retried[0] ?? this.pending.peek();
   }
 
-  /** The send loop takes `job`, which next() returned: off its queue. */
+  /**
+   * The send loop takes `job`, which next() returns now: off its queue. Any other job is a bug in the loop, and it
+   * throws: taking the wrong head would act on one job twice and leave another unsent and unacked.
+   */
   take(job: Job): void {
     if (this.retried[0] === job) this.retried.shift();
-    else this.pending.shift();
+    else if (this.retried.length === 0 && this.pending.peek() === job) this.pending.shift();
+    else throw new IllegalTake();
   }
 
   /**
@@ -214,4 +218,12 @@ export class SessionContext {
 
 function bySourceOrder(a: Job, b: Job): number {
   return a.delivery.seq - b.delivery.seq;
+}
+
+/** SessionContext.take of a job that is not next(): a bug in the send loop (./send-loop.ts), never retried. */
+export class IllegalTake extends Error {
+  constructor() {
+    super('the send loop took a job that is not the next one (see SessionContext.take in src/core/session/context.ts)');
+    this.name = 'IllegalTake';
+  }
 }

@@ -41,6 +41,9 @@ export async function sendLoop(ctx: SessionContext, gate: TargetGate): Promise<v
       }
       const prepared = await job.prepared;
       if (ctx.ended) break;
+      // A job handed back while this one's preparation was awaited may be older: it goes first (source order), and
+      // this one is taken when it is next again (CI once saw a parked re-send dropped twice without this check).
+      if (ctx.next() !== job) continue;
       if (prepared.stage !== 'forwarding') {
         ctx.take(job);
         act(ctx, job, prepared);

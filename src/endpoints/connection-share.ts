@@ -1,9 +1,10 @@
 /**
  * What the process's shared connections of every protocol (amqp/shared-connection.ts, stomp/shared-session.ts) have in
- * common: one connect attempt that every caller asking meanwhile joins, the names they give their connections, and the
- * connector of an endpoint that has connections of its own.
+ * common: one connect attempt that every caller asking meanwhile joins, the names they give their connections, an
+ * endpoint's lease on one, and the connector of an endpoint that has connections of its own.
  */
 import type { ConnectionRole } from '../config/connection-plan.js';
+import type { TransientError } from '../shared/errors.js';
 
 /** One connect attempt at a time, shared by every caller that asks while it runs. */
 export class SharedAttempt<T> {
@@ -52,4 +53,40 @@ export function ownConnector<E, L>(make: (role: ConnectionRole) => { acquire(eve
       return c.acquire(events);
     },
   };
+}
+
+/**
+ * An endpoint's hold on a shared connection, the part every protocol's lease has: it ends once, by the endpoint letting
+ * go or by the connection's loss, and a loss is heard at most once and never after the endpoint let go. A protocol's
+ * lease adds what an endpoint does on the connection, and how letting go reaches its owner.
+ */
+export abstract class ConnectionLease<L extends { readonly name: string }> {
+  private done = false;
+
+  protected constructor(
+    protected readonly live: L,
+    private readonly onLost: (error: TransientError) => void,
+  ) {}
+
+  /** The connection's name (AMQP: its `connection_name`, as the broker shows it). */
+  get connectionName(): string {
+    return this.live.name;
+  }
+
+  /** The lease has ended (let go, or its connection lost). */
+  protected get ended(): boolean {
+    return this.done;
+  }
+
+  /** Ends the lease; true the first time only, when the caller is the one to tell the owner. */
+  protected end(): boolean {
+    if (this.done) return false;
+    this.done = true;
+    return true;
+  }
+
+  /** @internal The owner lost the connection: the endpoint hears of it, unless it let go already. */
+  lost(error: TransientError): void {
+    if (this.end()) this.onLost(error);
+  }
 }

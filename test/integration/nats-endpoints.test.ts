@@ -94,7 +94,10 @@ describe('NATS JetStream target', () => {
     const q = await client.stream(streamName());
     const t = target(subjectOf(q));
     const duplicates: string[] = [];
+    expect(t.connectionName).toBeUndefined();
     await t.open({ onLost: () => undefined, onDuplicate: (id) => duplicates.push(id) });
+    // Named as every connection of the process, for GET /bridges and the page (src/endpoints/connection-share.ts).
+    expect(t.connectionName).toMatch(new RegExp(`^broker-bridge \\S+ target #${process.pid}\\.\\d+$`));
     await t.send(message('one', { _AMQ_DUPL_ID: 'id-1' }));
     await t.send(message('one again', { _AMQ_DUPL_ID: 'id-1', 'x-bridge-possible-duplicate': true }));
     await t.send(message('two', { _AMQ_DUPL_ID: 'id-2' }));

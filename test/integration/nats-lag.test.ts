@@ -42,5 +42,9 @@ describe('NATS JetStream source: replication latency', () => {
     // No series at all until a skew is counted.
     expect(m.find('bridge_clock_skew_total', { bridge: 'nats-lag' }).reduce((n, x) => n + x.value, 0)).toBe(0);
     expect(await fx.amqp.settledCount(dst)).toBe(20);
+    // The page and GET /bridges name the NATS connection as they name every other (it was null before).
+    const status = (await (await fetch(`${api}/bridges/nats-lag`)).json()) as { connections: { source: string | null; target: string | null } };
+    expect(status.connections.source).toMatch(/^broker-bridge nats source #\d+\.\d+$/);
+    expect(status.connections.target).toMatch(/^broker-bridge \S+ /);
   });
 });

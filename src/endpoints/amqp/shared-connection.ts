@@ -21,7 +21,7 @@ import { describeBroker } from '../../config/amqp-address.js';
 import { TransientError } from '../../shared/errors.js';
 import type { Logger } from '../../shared/log.js';
 import { closeModel, connectAmqp, lostError, replyText, type AmqpSession } from './connect.js';
-import { connectionName, ownConnector, SharedAttempt } from '../connection-share.js';
+import { ConnectionLease, connectionName, ownConnector, SharedAttempt } from '../connection-share.js';
 
 /** What a lease hears of its connection. Called from amqplib's events: they must not throw (tellLost guards the core). */
 export interface AmqpLeaseEvents {
@@ -251,21 +251,17 @@ export class SharedAmqpConnection {
   }
 }
 
-class Lease implements AmqpLease {
-  private done = false;
-
+class Lease extends ConnectionLease<Live> implements AmqpLease {
   constructor(
     private readonly owner: SharedAmqpConnection,
-    private readonly live: Live,
+    live: Live,
     private readonly events: AmqpLeaseEvents,
-  ) {}
+  ) {
+    super(live, (error) => events.lost(error));
+  }
 
   get session(): AmqpSession {
     return this.live.session;
-  }
-
-  get connectionName(): string {
-    return this.live.name;
   }
 
   get blocked(): boolean {
@@ -285,19 +281,11 @@ class Lease implements AmqpLease {
   }
 
   release(): void {
-    if (this.done) return;
-    this.done = true;
-    this.owner.release(this.live, this);
-  }
-
-  lost(error: TransientError): void {
-    if (this.done) return;
-    this.done = true;
-    this.events.lost(error);
+    if (this.end()) this.owner.release(this.live, this);
   }
 
   blockedChanged(blocked: boolean, reason?: string): void {
-    if (!this.done) this.events.blocked?.(blocked, reason);
+    if (!this.ended) this.events.blocked?.(blocked, reason);
   }
 }
 

@@ -7,11 +7,9 @@ import type { JetStreamManager, NatsConnection } from 'nats';
 import type { NatsConnectionConfig } from '../../config/types.js';
 import { TransientError, isProgrammerError, type BridgeError } from '../../shared/errors.js';
 import type { Logger } from '../../shared/log.js';
+import { connectionName } from '../connection-share.js';
 import { openedTwice, tellLost } from '../endpoint-handlers.js';
 import { connectNats, jetStreamMissing, natsCode, natsFailure } from './nats-connect.js';
-
-/** Numbers the sessions of each role, for unique client names (`nats-server`'s connz shows them). */
-const instances = { source: 0, target: 0 };
 
 export abstract class NatsEndpoint {
   protected nc: NatsConnection | undefined;
@@ -32,9 +30,14 @@ export abstract class NatsEndpoint {
     role: 'source' | 'target',
     log: Logger,
   ) {
-    instances[role] += 1;
-    this.clientName = `broker-bridge ${conn.name} ${role} #${process.pid}.${instances[role]}`;
+    // Named as every connection of the process is (`nats-server`'s connz shows it; GET /bridges and the page too).
+    this.clientName = connectionName(conn.name, role);
     this.log = log.child({ endpoint: description });
+  }
+
+  /** The client name this endpoint's connection was opened with (SourceEndpoint.connectionName); undefined before open() resolved. */
+  get connectionName(): string | undefined {
+    return this.opened ? this.clientName : undefined;
   }
 
   /** open() is about to resolve: a loss from now on is reported through onLost. */

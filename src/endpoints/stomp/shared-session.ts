@@ -23,7 +23,7 @@ import { TransientError } from '../../shared/errors.js';
 import type { Logger } from '../../shared/log.js';
 import { connectStomp, type StompSession } from './stomp-client.js';
 import { stompPeerProfile, type StompPeerProfile } from './stomp-peer.js';
-import { connectionName, ownConnector, SharedAttempt } from '../connection-share.js';
+import { ConnectionLease, connectionName, ownConnector, SharedAttempt } from '../connection-share.js';
 
 export interface StompLeaseEvents {
   /** The connection was lost; every subscription and transaction on it is gone. At most once, never after release(). */
@@ -149,14 +149,14 @@ export class SharedStompConnection {
   }
 }
 
-class Lease implements StompLease {
-  private done = false;
-
+class Lease extends ConnectionLease<Live> implements StompLease {
   constructor(
     private readonly owner: SharedStompConnection,
-    private readonly live: Live,
-    private readonly events: StompLeaseEvents,
-  ) {}
+    live: Live,
+    events: StompLeaseEvents,
+  ) {
+    super(live, (error) => events.lost(error));
+  }
 
   get session(): StompSession {
     return this.live.session;
@@ -166,24 +166,13 @@ class Lease implements StompLease {
     return this.live.profile;
   }
 
-  get connectionName(): string {
-    return this.live.name;
-  }
-
   get shared(): boolean {
     return this.live.shared;
   }
 
+  // Asynchronous, unlike AMQP's: the last lease's DISCONNECT waits for the broker's receipt, which a caller may await.
   async release(): Promise<void> {
-    if (this.done) return;
-    this.done = true;
-    await this.owner.release(this.live, this);
-  }
-
-  lost(error: TransientError): void {
-    if (this.done) return;
-    this.done = true;
-    this.events.lost(error);
+    if (this.end()) await this.owner.release(this.live, this);
   }
 }
 

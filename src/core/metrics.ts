@@ -234,8 +234,9 @@ export class Metrics {
     return this.states.size > 0 && [...this.states.values()].every((s) => s === 'running');
   }
 
-  snapshot(): Record<string, BridgeState> {
-    return Object.fromEntries(this.states);
+  /** The state last set for the bridge; undefined if none (O(1): each of a thousand bridges asks at a reload). */
+  stateOf(bridge: string): BridgeState | undefined {
+    return this.states.get(bridge);
   }
 
   /** The bridge's counters, summed over their other labels. */

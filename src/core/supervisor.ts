@@ -265,7 +265,7 @@ export class BridgeSupervisor {
       cacheUntrusted: this.cacheUntrusted,
       horizonShort: this.probes.horizon.short,
     });
-    if (state === this.state && this.deps.metrics.snapshot()[this.bridge.name] !== undefined) return;
+    if (state === this.state && this.deps.metrics.stateOf(this.bridge.name) !== undefined) return;
     if (state !== this.state) this.since = Date.now();
     this.state = state;
     this.deps.metrics.setState(this.bridge.name, state);

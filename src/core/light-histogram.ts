@@ -10,6 +10,8 @@ import type { Registry } from 'prom-client';
 /** One line of the exposition, as prom-client's registry reads it from get(). */
 export interface HistogramValue {
   labels: Record<string, string | number>;
+  /** Labels the registry formats once per object (getForPromString): the series' own. */
+  sharedLabels?: Record<string, string>;
   value: number;
   metricName: string;
 }
@@ -94,6 +96,29 @@ export class LightHistogram<L extends string = string> {
     s.counts[i]! += 1;
     s.sum += value;
     s.count += 1;
+  }
+
+  /**
+   * What prom-client's registry renders /metrics from, when a metric has it (instead of get()): the series' own labels
+   * as `sharedLabels`, one object per series, which the registry formats once and caches (a WeakMap keyed by the
+   * object), so that each bucket line formats only its `le`. The text is the same as get()'s; at 1,000 bridges a
+   * scrape's histogram lines (64,000) took ~200 ms to format label by label.
+   */
+  getForPromString(): Promise<HistogramSnapshot> {
+    const values: HistogramValue[] = [];
+    const bucket = `${this.name}_bucket`;
+    const none = {};
+    for (const s of this.series.values()) {
+      let acc = 0;
+      for (let i = 0; i < this.bounds.length; i++) {
+        acc += s.counts[i]!;
+        values.push({ labels: { le: this.bounds[i]! }, sharedLabels: s.labels, value: acc, metricName: bucket });
+      }
+      values.push({ labels: { le: '+Inf' }, sharedLabels: s.labels, value: s.count, metricName: bucket });
+      values.push({ labels: none, sharedLabels: s.labels, value: s.sum, metricName: `${this.name}_sum` });
+      values.push({ labels: none, sharedLabels: s.labels, value: s.count, metricName: `${this.name}_count` });
+    }
+    return Promise.resolve({ name: this.name, help: this.help, type: this.type, aggregator: this.aggregator, values });
   }
 
   get(): Promise<HistogramSnapshot> {

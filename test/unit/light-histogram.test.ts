@@ -17,6 +17,8 @@ describe('LightHistogram', () => {
       [{ bridge: 'a', op: 'reserve' }, 0.05],
       [{ bridge: 'a', op: 'reserve' }, 7],
       [{ bridge: 'b', op: 'commit' }, 0.2],
+      // Label values the exposition must escape (the registry formats a series' labels once: getForPromString).
+      [{ bridge: 'q"uo\\te\nd', op: 'commit' }, 0.02],
     ];
     for (const [labels, v] of observations) {
       light.observe(labels, v);

@@ -14,18 +14,18 @@ import type { AmqpConnectionConfig } from '../../config/types.js';
 import type { ConnectionRole } from '../../config/connection-plan.js';
 import { ConfigError, isProgrammerError, TransientError, type BridgeError } from '../../shared/errors.js';
 import type { Logger } from '../../shared/log.js';
-import { openedTwice, tellLost } from '../endpoint-handlers.js';
+import { tellLost } from '../endpoint-handlers.js';
+import { EndpointLifecycle, type LifecycleStage } from '../endpoint-lifecycle.js';
 import { lostError, replyText, type AmqpSession } from './connect.js';
 import { ownAmqpConnector, type AmqpConnector, type AmqpLease } from './shared-connection.js';
-
-export type AmqpEndpointState = 'new' | 'opening' | 'open' | 'lost' | 'closed';
 
 /** How long closing a channel waits for the broker's close-ok (a blocked or stalled connection never answers). */
 const CHANNEL_CLOSE_TIMEOUT_MS = 2000;
 
 export abstract class AmqpEndpoint<H extends { onLost(error: TransientError): void }> {
   protected readonly log: Logger;
-  protected state: AmqpEndpointState = 'new';
+  /** Opened once, lost at most once, closed once (../endpoint-lifecycle.ts). */
+  protected readonly life: EndpointLifecycle;
   protected lease?: AmqpLease;
   protected handlers?: H;
   /** Why the session was lost; what every later call fails with. */
@@ -46,10 +46,16 @@ export abstract class AmqpEndpoint<H extends { onLost(error: TransientError): vo
     connector?: AmqpConnector,
   ) {
     this.log = log.child({ endpoint: description });
+    this.life = new EndpointLifecycle(description);
     this.connector = connector ?? ownAmqpConnector(conn, this.log);
   }
 
   private readonly connector: AmqpConnector;
+
+  /** Where the session is in its lifecycle (read by the subclasses). */
+  protected get state(): LifecycleStage {
+    return this.life.stage;
+  }
 
   /** The `connection_name` of the connection the session is on (find it in `rabbitmqctl list_connections`). */
   get connectionName(): string | undefined {
@@ -76,8 +82,7 @@ export abstract class AmqpEndpoint<H extends { onLost(error: TransientError): vo
    * open() resolved. Rejects with TransientError when close() came while opening or the session was lost while opening.
    */
   async open(handlers: H): Promise<void> {
-    if (this.state !== 'new') throw openedTwice(this.description);
-    this.state = 'opening';
+    this.life.begin();
     this.handlers = handlers;
     const lease = await this.connector.acquire(this.role, {
       lost: (err) => this.lost(err),
@@ -85,23 +90,22 @@ export abstract class AmqpEndpoint<H extends { onLost(error: TransientError): vo
     });
     this.lease = lease;
     try {
-      if (!this.isOpening()) throw this.lostReason ?? new TransientError(`${this.description}: closed while opening`);
+      if (!this.isOpening()) throw this.lostReason ?? this.life.closedWhileOpening();
       await this.setUp(lease);
-      if (!this.isOpening()) throw this.lostReason ?? new TransientError(`${this.description}: closed while opening`);
+      if (!this.isOpening()) throw this.lostReason ?? this.life.closedWhileOpening();
     } catch (err) {
       // Opening, lost while opening, or closed while opening: this session is over either way.
-      this.state = 'closed';
+      this.life.close();
       await this.closeChannels();
       lease.release();
       throw toBridgeError(err, `${this.description}: could not ${this.setUpWhat} on ${lease.session.where}`);
     }
-    this.state = 'open';
+    this.life.opened();
     this.opened();
   }
 
   async close(): Promise<void> {
-    if (this.state === 'closed') return;
-    this.state = 'closed';
+    if (!this.life.close()) return;
     this.settleOnClose();
     // While opening, the channels made so far: what setUp still waits on fails, and open() rejects (and lets go too).
     await this.closeChannels();
@@ -123,9 +127,9 @@ export abstract class AmqpEndpoint<H extends { onLost(error: TransientError): vo
   }
 
   protected lost(err: TransientError): void {
-    if (this.state !== 'open' && this.state !== 'opening') return;
-    const wasOpen = this.state === 'open';
-    this.state = 'lost';
+    const was = this.life.lose();
+    if (was === undefined) return;
+    const wasOpen = was === 'open';
     this.lostReason = err;
     this.settleOnLoss(err);
     if (!wasOpen) return;
@@ -154,9 +158,9 @@ export abstract class AmqpEndpoint<H extends { onLost(error: TransientError): vo
     await Promise.all(this.channels().flatMap((ch) => (ch === undefined ? [] : [closeChannel(ch)])));
   }
 
-  /** State is changed by events during awaits; a method call keeps TypeScript from narrowing it across them. */
+  /** The stage is changed by events during awaits; a method call keeps TypeScript from narrowing it across them. */
   private isOpening(): boolean {
-    return this.state === 'opening';
+    return this.life.opening;
   }
 }
 

@@ -5,15 +5,15 @@
 import type { MqttConnectionConfig } from '../../config/types.js';
 import { TransientError } from '../../shared/errors.js';
 import type { Logger } from '../../shared/log.js';
-import { openedTwice, tellLost } from '../endpoint-handlers.js';
+import { tellLost } from '../endpoint-handlers.js';
+import { EndpointLifecycle } from '../endpoint-lifecycle.js';
 import { connectMqtt } from './mqtt-connect.js';
 import type { MqttSession, MqttSessionOptions } from './mqtt-session.js';
 
 export abstract class MqttEndpoint {
   protected session: MqttSession | undefined;
-  /** Set by close() and by a loss: nothing more is done on the session. */
-  protected closed = false;
-  private openCalled = false;
+  /** Opened once, lost at most once, closed once (../endpoint-lifecycle.ts). */
+  protected readonly life: EndpointLifecycle;
 
   protected constructor(
     protected readonly conn: MqttConnectionConfig,
@@ -22,24 +22,29 @@ export abstract class MqttEndpoint {
     readonly description: string,
     readonly address: string,
     protected readonly log: Logger,
-  ) {}
+  ) {
+    this.life = new EndpointLifecycle(description);
+  }
+
+  /** Closed, or lost: nothing more is done on the session. */
+  protected get closed(): boolean {
+    return this.life.over;
+  }
 
   /**
    * Connects (once per object). `onLost` fires at most once, for a loss that close() did not cause. Rejects with
    * TransientError when close() came while connecting.
    */
   protected async connect(options: Omit<MqttSessionOptions, 'clientId'>, onLost: (error: TransientError) => void): Promise<MqttSession> {
-    if (this.openCalled || this.closed) throw openedTwice(this.description);
-    this.openCalled = true;
+    this.life.begin();
     const session = await connectMqtt(this.conn, { ...options, clientId: this.clientId }, this.log);
     this.session = session;
-    if (this.closed) {
+    if (this.life.over) {
       session.destroy();
-      throw new TransientError(`${this.description} was closed while opening`);
+      throw this.life.closedWhileOpening();
     }
     session.onLost((error) => {
-      if (this.closed) return;
-      this.closed = true;
+      if (this.life.lose() === undefined) return;
       this.lost(error);
       tellLost(onLost, error, this.log);
     });
@@ -63,8 +68,8 @@ export abstract class MqttEndpoint {
 
   /** DISCONNECT (bounded wait) and close. Never throws. */
   async close(): Promise<void> {
-    if (this.closed && !this.session?.isOpen) return;
-    this.closed = true;
+    if (this.life.over && !this.session?.isOpen) return;
+    this.life.close();
     await this.session?.disconnect();
   }
 }

@@ -8,18 +8,18 @@ import type { NatsConnectionConfig } from '../../config/types.js';
 import { TransientError, isProgrammerError, type BridgeError } from '../../shared/errors.js';
 import type { Logger } from '../../shared/log.js';
 import { connectionName } from '../connection-share.js';
-import { openedTwice, tellLost } from '../endpoint-handlers.js';
+import { tellLost } from '../endpoint-handlers.js';
+import { EndpointLifecycle } from '../endpoint-lifecycle.js';
 import { connectNats, jetStreamMissing, natsCode, natsFailure } from './nats-connect.js';
 
 export abstract class NatsEndpoint {
   protected nc: NatsConnection | undefined;
   /** `host:port` of the server, once connected. */
   protected peer = '';
-  /** Set by close() and by a loss: nothing more is done on the connection. */
-  protected closed = false;
-  private openCalled = false;
-  /** Set by the subclass's open() when it resolves (markOpened): only then is a loss reported through onLost. */
-  private opened = false;
+  /** Opened once, lost at most once, closed once (../endpoint-lifecycle.ts); open once markOpened() was called. */
+  protected readonly life: EndpointLifecycle;
+  /** What connect() was given: told of a loss once the endpoint is open. */
+  private onLost: ((error: TransientError) => void) | undefined;
   private readonly clientName: string;
   protected readonly log: Logger;
 
@@ -32,17 +32,34 @@ export abstract class NatsEndpoint {
   ) {
     // Named as every connection of the process is (`nats-server`'s connz shows it; GET /bridges and the page too).
     this.clientName = connectionName(conn.name, role);
+    this.life = new EndpointLifecycle(description);
     this.log = log.child({ endpoint: description });
   }
 
   /** The client name this endpoint's connection was opened with (SourceEndpoint.connectionName); undefined before open() resolved. */
   get connectionName(): string | undefined {
-    return this.opened ? this.clientName : undefined;
+    return this.life.open ? this.clientName : undefined;
+  }
+
+  /** Closed, or lost: nothing more is done on the connection. */
+  protected get closed(): boolean {
+    return this.life.over;
   }
 
   /** open() is about to resolve: a loss from now on is reported through onLost. */
   protected markOpened(): void {
-    this.opened = true;
+    this.life.opened();
+  }
+
+  /**
+   * The session is lost (a failed pull, a PubAck overdue, the connection closed): once, and told to the core only once
+   * open; the connection is closed (JetStream redelivers what was not acked after the consumer's ack wait).
+   */
+  protected lose(error: TransientError): void {
+    const was = this.life.lose();
+    if (was === undefined) return;
+    if (was === 'open') tellLost(this.onLost, error, this.log);
+    void this.nc?.close().catch(() => undefined);
   }
 
   /** `connection (host:port)`, for sentences. */
@@ -55,23 +72,21 @@ export abstract class NatsEndpoint {
    * did not cause. Rejects with TransientError or ConfigError.
    */
   protected async connect(onLost: (error: TransientError) => void): Promise<{ nc: NatsConnection; jsm: JetStreamManager }> {
-    if (this.openCalled || this.closed) throw openedTwice(this.description);
-    this.openCalled = true;
+    this.life.begin();
+    this.onLost = onLost;
     const session = await connectNats(this.conn, this.clientName, this.log);
     const nc = session.nc;
     this.nc = nc;
     this.peer = session.peer;
     void nc.closed().then((err) => {
       if (this.closed) return;
-      this.closed = true;
       // Lost while opening: the step under way fails, and open() rejects with it; onLost is for an open endpoint only.
-      if (!this.opened) return;
       const reason = err instanceof Error ? natsFailure(err, this.where, this.conn.connectTimeout).message : 'the server closed the connection';
-      tellLost(onLost, new TransientError(`${this.description}: connection lost: ${reason}`, { cause: err }), this.log);
+      this.lose(new TransientError(`${this.description}: connection lost: ${reason}`, { cause: err }));
     });
     if (this.closed) {
       await nc.close().catch(() => undefined);
-      throw new TransientError(`${this.description} was closed while opening`);
+      throw this.life.closedWhileOpening();
     }
     try {
       return { nc, jsm: await nc.jetstreamManager() };
@@ -90,14 +105,14 @@ export abstract class NatsEndpoint {
 
   /** Closes a connection whose open() failed, without reporting a loss. */
   protected async abandon(): Promise<void> {
-    this.closed = true;
+    this.life.close();
     await this.nc?.close().catch(() => undefined);
   }
 
   /** Closes the connection (whatever was not acked is redelivered after the consumer's ack wait). Never throws. */
   async close(): Promise<void> {
     if (this.closed && (this.nc === undefined || this.nc.isClosed())) return;
-    this.closed = true;
+    this.life.close();
     await this.nc?.close().catch(() => undefined);
   }
 }

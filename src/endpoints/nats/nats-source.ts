@@ -30,7 +30,7 @@ import type { SourceEndpoint, SourceHandlers } from '../../core/ports.js';
 import type { Logger } from '../../shared/log.js';
 import { Signal } from '../../shared/signal.js';
 import { fromNats, NATS_MSG_ID } from '../../mapping/nats-mapping.js';
-import { deliver, tellLost } from '../endpoint-handlers.js';
+import { deliver } from '../endpoint-handlers.js';
 import { NatsEndpoint } from './nats-endpoint.js';
 import { natsCode } from './nats-connect.js';
 import { natsProfileFields } from './nats-peer.js';
@@ -168,13 +168,6 @@ export class NatsSource extends NatsEndpoint implements SourceEndpoint {
         return;
       }
     }
-  }
-
-  private lose(error: TransientError): void {
-    if (this.closed) return;
-    this.closed = true;
-    tellLost((e) => this.handlers?.onLost(e), error, this.log);
-    void this.nc?.close().catch(() => undefined);
   }
 
   private onMessage(m: JsMsg): void {

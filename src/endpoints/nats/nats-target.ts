@@ -45,7 +45,6 @@ import { NATS_MSG_ID, toNats } from '../../mapping/nats-mapping.js';
 import { NatsEndpoint } from './nats-endpoint.js';
 import { natsCode } from './nats-connect.js';
 import { natsProfileFields } from './nats-peer.js';
-import { tellLost } from '../endpoint-handlers.js';
 
 /** JetStream API error codes: insufficient resources (full), store failed (full when it says a maximum), message too large. */
 const INSUFFICIENT_RESOURCES = 10047;
@@ -203,12 +202,8 @@ export class NatsTarget extends NatsEndpoint implements TargetEndpoint {
     const error = new TransientError(`${this.description}: no PubAck within ${this.confirmTimeout} ms for a message to '${oldest.value.subject}'; its outcome is unknown`, {
       outcomeUnknown: true,
     });
-    if (!this.closed) {
-      this.closed = true;
-      this.failPending(error);
-      tellLost((e) => this.handlers?.onLost(e), error, this.log);
-      void this.nc?.close().catch(() => undefined);
-    }
+    // Through the one loss path: open()'s onLost fails what waits and tells the core (./nats-endpoint.ts lose).
+    this.lose(error);
   }
 
   /** Every publish still waiting fails with the connection: written, not confirmed, so its outcome is unknown. */

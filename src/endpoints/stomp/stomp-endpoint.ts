@@ -11,7 +11,8 @@ import type { Logger } from '../../shared/log.js';
 import { stompAddress, stompDestination } from '../../config/stomp-address.js';
 import type { StompSession } from './stomp-client.js';
 import { profileFields, stompPeerProfile, type StompPeerProfile } from './stomp-peer.js';
-import { openedTwice, tellLost } from '../endpoint-handlers.js';
+import { tellLost } from '../endpoint-handlers.js';
+import { EndpointLifecycle } from '../endpoint-lifecycle.js';
 import { confirmWithin } from '../confirm-timeout.js';
 import { ownStompConnector, type StompConnector, type StompLease } from './shared-session.js';
 
@@ -22,9 +23,8 @@ export abstract class StompEndpoint {
   protected lease: StompLease | undefined;
   /** What the connected server is (by its CONNECTED `server` header); set by connect(). */
   protected profile: StompPeerProfile = stompPeerProfile(undefined);
-  /** Set by close() and by a loss: nothing more is done on the session. */
-  protected closed = false;
-  private openCalled = false;
+  /** Opened once, lost at most once, closed once (../endpoint-lifecycle.ts). */
+  protected readonly life: EndpointLifecycle;
   private readonly connector: StompConnector;
 
   protected constructor(
@@ -38,7 +38,13 @@ export abstract class StompEndpoint {
     this.destination = stompDestination(queue);
     this.description = `stomp ${conn.name} ${role} '${this.destination}'`;
     this.address = stompAddress(conn, this.destination);
+    this.life = new EndpointLifecycle(this.description);
     this.connector = connector ?? ownStompConnector(conn, log);
+  }
+
+  /** Closed, or lost: nothing more is done on the session. */
+  protected get closed(): boolean {
+    return this.life.over;
   }
 
   /** The name of the connection the session is on (shared with other bridges' endpoints where the peer allows it). */
@@ -55,21 +61,19 @@ export abstract class StompEndpoint {
    * Rejects with TransientError when close() came while connecting.
    */
   protected async connect(onLost: (error: TransientError) => void): Promise<StompSession> {
-    if (this.openCalled || this.closed) throw openedTwice(this.description);
-    this.openCalled = true;
+    this.life.begin();
     const role: ConnectionRole = this.role === 'source' ? 'consume' : 'publish';
     const lease = await this.connector.acquire(role, {
+      // Told while opening too: the subclass's open() is waiting on the connection (SUBSCRIBE, a RECEIPT).
       lost: (error) => {
-        if (this.closed) return;
-        this.closed = true;
-        tellLost(onLost, error, this.log);
+        if (this.life.lose() !== undefined) tellLost(onLost, error, this.log);
       },
     });
     this.lease = lease;
     this.profile = lease.profile;
-    if (this.closed) {
+    if (this.life.over) {
       await lease.release();
-      throw new TransientError(`${this.description} was closed while opening`);
+      throw this.life.closedWhileOpening();
     }
     return lease.session;
   }
@@ -99,16 +103,16 @@ export abstract class StompEndpoint {
   /** Ends the session: its part of a shared connection goes, a connection of its own closes (DISCONNECT). Never throws. */
   async close(): Promise<void> {
     const lease = this.lease;
-    const wasClosed = this.closed;
-    this.closed = true;
+    const wasOver = this.life.over;
+    this.life.close();
     if (lease === undefined) return;
-    if (!wasClosed && lease.shared && lease.session.isOpen) await this.giveBack().catch((err: unknown) => this.log.debug({ err }, `${this.description}: giving back on close failed`));
+    if (!wasOver && lease.shared && lease.session.isOpen) await this.giveBack().catch((err: unknown) => this.log.debug({ err }, `${this.description}: giving back on close failed`));
     await lease.release();
   }
 
   /** Lets go of the connection when open() fails after connect(); the session is over. */
   protected async abandon(): Promise<void> {
-    this.closed = true;
+    this.life.close();
     await this.lease?.release();
   }
 }

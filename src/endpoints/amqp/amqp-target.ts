@@ -32,6 +32,7 @@ import type { Logger } from '../../shared/log.js';
 import { isTypedValue, toAmqp, type AmqpPublish } from '../../mapping/amqp-mapping.js';
 import { describeTarget, resolveTarget, targetAddress, type AmqpTargetSpec } from '../../config/amqp-address.js';
 import { publishConfirmed } from './publish-confirmed.js';
+import { ConfirmDeadline } from '../confirm-timeout.js';
 import { AmqpEndpoint } from './amqp-endpoint.js';
 import { ACCESS_REFUSED, NOT_FOUND, PRECONDITION_FAILED, replyCode, replyText } from './connect.js';
 import type { AmqpConnector, AmqpLease } from './shared-connection.js';
@@ -81,7 +82,8 @@ export class AmqpTarget extends AmqpEndpoint<TargetHandlers> implements TargetEn
   private blocked = false;
   private readonly waiting: Waiting[] = [];
   private seq = 0;
-  private sweeper?: NodeJS.Timeout;
+  /** No publisher confirm within confirmTimeout: the connection is treated as broken (../confirm-timeout.ts). */
+  private readonly deadline: ConfirmDeadline;
 
   constructor(
     conn: AmqpConnectionConfig,
@@ -95,6 +97,7 @@ export class AmqpTarget extends AmqpEndpoint<TargetHandlers> implements TargetEn
     super(conn, describeTarget(conn, target), targetAddress(conn, target), 'publish', log, connector);
     this.exchange = exchange;
     this.routingKey = routingKey;
+    this.deadline = new ConfirmDeadline(confirmTimeout, () => this.oldestPublishedAt(), () => this.confirmOverdue());
   }
 
   /** A short line for logs: where this target publishes and how its session is doing. */
@@ -115,7 +118,7 @@ export class AmqpTarget extends AmqpEndpoint<TargetHandlers> implements TargetEn
     this.blocked = blocked;
     if (!blocked) {
       // The confirm timer restarts: nothing could be confirmed while the broker was not reading.
-      const now = Date.now();
+      const now = performance.now();
       for (const p of this.channel?.pending.values() ?? []) p.publishedAt = now;
     }
     this.handlers?.onBlocked?.(blocked, reason);
@@ -126,9 +129,7 @@ export class AmqpTarget extends AmqpEndpoint<TargetHandlers> implements TargetEn
   }
 
   protected opened(): void {
-    const period = Math.max(50, Math.min(1000, Math.floor(this.confirmTimeout / 5)));
-    this.sweeper = setInterval(() => this.checkConfirmTimeout(), period);
-    this.sweeper.unref();
+    this.deadline.start();
     this.log.info('target open');
   }
 
@@ -218,7 +219,7 @@ export class AmqpTarget extends AmqpEndpoint<TargetHandlers> implements TargetEn
       }
       return;
     }
-    chan.pending.set(seq, { publish: w.publish, routingKey: w.routingKey, resolve: w.resolve, reject: w.reject, publishedAt: Date.now() });
+    chan.pending.set(seq, { publish: w.publish, routingKey: w.routingKey, resolve: w.resolve, reject: w.reject, publishedAt: performance.now() });
     if (!ok) this.draining = true;
   }
 
@@ -320,11 +321,14 @@ export class AmqpTarget extends AmqpEndpoint<TargetHandlers> implements TargetEn
     }
   }
 
-  private checkConfirmTimeout(): void {
-    if (this.state !== 'open' || this.blocked || this.channel === undefined) return;
+  /** When the oldest publish still waiting for its confirm went out; none counts while the broker blocks the connection. */
+  private oldestPublishedAt(): number | undefined {
+    if (this.state !== 'open' || this.blocked || this.channel === undefined) return undefined;
     const oldest = this.channel.pending.values().next();
-    if (oldest.done) return;
-    if (Date.now() - oldest.value.publishedAt <= this.confirmTimeout) return;
+    return oldest.done === true ? undefined : oldest.value.publishedAt;
+  }
+
+  private confirmOverdue(): void {
     this.lost(
       new TransientError(`${this.description}: no publisher confirm within ${this.confirmTimeout} ms; the connection to ${this.where} is treated as broken`, {
         outcomeUnknown: true,
@@ -344,8 +348,7 @@ export class AmqpTarget extends AmqpEndpoint<TargetHandlers> implements TargetEn
   }
 
   private stopSweeper(): void {
-    if (this.sweeper) clearInterval(this.sweeper);
-    this.sweeper = undefined;
+    this.deadline.stop();
   }
 }
 

@@ -45,13 +45,12 @@ import { NATS_MSG_ID, toNats } from '../../mapping/nats-mapping.js';
 import { NatsEndpoint } from './nats-endpoint.js';
 import { natsCode } from './nats-connect.js';
 import { natsProfileFields } from './nats-peer.js';
+import { ConfirmDeadline } from '../confirm-timeout.js';
 
 /** JetStream API error codes: insufficient resources (full), store failed (full when it says a maximum), message too large. */
 const INSUFFICIENT_RESOURCES = 10047;
 const STORE_FAILED = 10077;
 const MESSAGE_TOO_LARGE = 10054;
-/** The confirm timeout is checked this often (at most; a quarter of it when that is shorter). */
-const TIMEOUT_CHECK_MS = 250;
 
 interface Pending {
   resolve: () => void;
@@ -75,7 +74,8 @@ export class NatsTarget extends NatsEndpoint implements TargetEndpoint {
   private token = 0;
   /** Publishes waiting for their PubAck, by token, in publish order (a Map iterates in insertion order). */
   private readonly pending = new Map<number, Pending>();
-  private timer: NodeJS.Timeout | undefined;
+  /** No PubAck within confirmTimeout: the connection is treated as broken (../confirm-timeout.ts). */
+  private readonly deadline: ConfirmDeadline;
 
   constructor(
     conn: NatsConnectionConfig,
@@ -86,6 +86,7 @@ export class NatsTarget extends NatsEndpoint implements TargetEndpoint {
     private readonly options: { msgIdSuffix?: string } = {},
   ) {
     super(conn, `nats ${conn.name} target subject '${subject}'`, natsSubjectAddress(conn, subject), 'target', log);
+    this.deadline = new ConfirmDeadline(confirmTimeout, () => this.oldestSentAt(), () => this.pubAckOverdue());
   }
 
   async open(handlers: TargetHandlers): Promise<void> {
@@ -104,8 +105,7 @@ export class NatsTarget extends NatsEndpoint implements TargetEndpoint {
       throw new TransientError(`${this.description}: the connection was lost while opening`);
     }
     this.markOpened();
-    this.timer = setInterval(() => this.checkTimeouts(), Math.min(TIMEOUT_CHECK_MS, Math.max(10, Math.floor(this.confirmTimeout / 4))));
-    this.timer.unref();
+    this.deadline.start();
     this.log.info({ peer: this.peer, stream, ...natsProfileFields() }, `${this.description} open${stream === undefined ? '' : ` (stream '${stream}')`}`);
     if (stream === undefined && !templated) {
       this.log.warn(`no JetStream stream on ${this.where} captures subject '${this.subject}': every message would be refused (the bridge never creates streams)`);
@@ -195,10 +195,16 @@ export class NatsTarget extends NatsEndpoint implements TargetEndpoint {
     return new TransientError(`${this.description}: the publish to '${subject}' could not be written: ${reason}`, { cause: err });
   }
 
-  /** The oldest publish first: when it waited longer than the confirm timeout, the connection is taken as broken. */
-  private checkTimeouts(): void {
+  /** When the oldest publish still waiting for its PubAck went out. */
+  private oldestSentAt(): number | undefined {
     const oldest = this.pending.values().next();
-    if (oldest.done === true || performance.now() - oldest.value.sentAt <= this.confirmTimeout) return;
+    return oldest.done === true ? undefined : oldest.value.sentAt;
+  }
+
+  /** The oldest publish waited longer than the confirm timeout: the connection is taken as broken. */
+  private pubAckOverdue(): void {
+    const oldest = this.pending.values().next();
+    if (oldest.done === true) return;
     const error = new TransientError(`${this.description}: no PubAck within ${this.confirmTimeout} ms for a message to '${oldest.value.subject}'; its outcome is unknown`, {
       outcomeUnknown: true,
     });
@@ -208,7 +214,7 @@ export class NatsTarget extends NatsEndpoint implements TargetEndpoint {
 
   /** Every publish still waiting fails with the connection: written, not confirmed, so its outcome is unknown. */
   private failPending(cause: TransientError): void {
-    if (this.timer !== undefined) clearInterval(this.timer);
+    this.deadline.stop();
     const error = cause.outcomeUnknown ? cause : new TransientError(cause.message, { cause, outcomeUnknown: true });
     const waiting = [...this.pending.values()];
     this.pending.clear();

@@ -272,11 +272,15 @@ describe('MqttSource (Mosquitto, MQTT 5)', () => {
     const peer = MOSQUITTO_5;
     const topic = await queueOn(peer, 'takeover');
     const first = sourceOn(peer, topic);
+    expect(first.connectionName).toBeUndefined();
     const a = collect(first);
     await a.opened;
+    // Its connection goes by its client ID at the broker: GET /bridges and the page name it so (null before).
+    expect(first.connectionName).toBe(readers.get(topic));
     const second = sourceOn(peer, topic);
     await collect(second).opened;
     await until('the first lost its session', () => a.lost.length === 1);
+    expect(first.connectionName).toBeUndefined();
     // Mosquitto 2.0 closes the older connection without a DISCONNECT (MQTT 5 allows 0x8e "session taken over").
     expect(a.lost[0]!.message).toContain(`the broker closed the connection (a broker also does this when another client connects with client id '${readers.get(topic)!}')`);
   });

@@ -26,6 +26,14 @@ export abstract class MqttEndpoint {
     this.life = new EndpointLifecycle(description);
   }
 
+  /**
+   * The name its connection goes by at the broker — its client ID (`mosquitto` logs it, `$SYS` and EMQX list it) — while
+   * the session is open (SourceEndpoint.connectionName: GET /bridges and the page); undefined otherwise.
+   */
+  get connectionName(): string | undefined {
+    return this.session?.isOpen === true && !this.life.over ? this.clientId : undefined;
+  }
+
   /** Closed, or lost: nothing more is done on the session. */
   protected get closed(): boolean {
     return this.life.over;

@@ -263,14 +263,17 @@ function row(b, connections) {
   return tr;
 }
 
-async function refreshList() {
+/** `mine`: the refresh this one belongs to. An answer that comes after a newer refresh began is not shown: typing in
+ * the filter starts one per key, and their answers can arrive out of order (the table would show an older query's). */
+async function refreshList(mine) {
   const params = new URLSearchParams({ offset: String(view.offset), limit: String(LIMIT) });
   if (view.q) params.set('q', view.q);
   if (view.problems) params.set('state', '!running');
   const data = await getJson(`/bridges?${params}`);
+  if (mine !== generation) return;
   if (data.matched > 0 && view.offset >= data.matched) {
     view.offset = Math.max(0, Math.floor((data.matched - 1) / LIMIT) * LIMIT);
-    return refreshList();
+    return refreshList(mine);
   }
   const connections = new Map((data.connections ?? []).map((c) => [c.name, c]));
   const tbody = $('bridges').tBodies[0];
@@ -333,9 +336,10 @@ function field(key, value) {
   return el('tr', {}, el('th', {}, key), el('td', {}, shown));
 }
 
-async function refreshDetail(name) {
+async function refreshDetail(name, mine) {
   const path = `/bridges/${encodeURIComponent(name)}`;
   const [b, history] = await Promise.all([getJson(path), getJson(`${path}/history`)]);
+  if (mine !== generation) return;
   $('detail-name').textContent = b.name;
   const state = $('detail-state');
   state.replaceChildren(el('span', { class: `badge state-${b.state}` }, b.state), ' ', stateSentence(b));
@@ -350,6 +354,7 @@ async function refreshDetail(name) {
   $('detail-fields').tBodies[0].replaceChildren(...rows);
   if (!$('detail-config').textContent) {
     const cfg = await getJson(`${path}/config`);
+    if (mine !== generation) return;
     $('detail-config').textContent = JSON.stringify(cfg.config, null, 2);
   }
 }
@@ -368,11 +373,11 @@ async function refresh() {
   $('list').hidden = name !== undefined;
   $('detail').hidden = name === undefined;
   try {
-    if (name === undefined) await refreshList();
-    else await refreshDetail(name);
+    if (name === undefined) await refreshList(mine);
+    else await refreshDetail(name, mine);
     if (mine === generation) $('refreshed').textContent = `updated ${new Date().toLocaleTimeString()}, every ${POLL_MS / 1000} s`;
   } catch (err) {
-    $('refreshed').textContent = `not updated: ${err.message}`;
+    if (mine === generation) $('refreshed').textContent = `not updated: ${err.message}`;
   }
   // A hidden tab does not poll; it refreshes when shown again.
   if (mine === generation && !document.hidden) timer = setTimeout(() => void refresh(), POLL_MS);

@@ -27,7 +27,7 @@ export abstract class MqttEndpoint {
   }
 
   /**
-   * The name its connection goes by at the broker — its client ID (`mosquitto` logs it, `$SYS` and EMQX list it) — while
+   * The name its connection goes by at the broker — its client ID (Mosquitto logs it, EMQX lists it) — while
    * the session is open (SourceEndpoint.connectionName: GET /bridges and the page); undefined otherwise.
    */
   get connectionName(): string | undefined {

@@ -163,7 +163,7 @@ export class AmqpTarget extends AmqpEndpoint<TargetHandlers> implements TargetEn
   }
 
   protected settleOnClose(): void {
-    this.stopSweeper();
+    this.deadline.stop();
     const err = new TransientError(`${this.description} was closed before the broker confirmed the message`, {
       outcomeUnknown: true,
     });
@@ -172,7 +172,7 @@ export class AmqpTarget extends AmqpEndpoint<TargetHandlers> implements TargetEn
   }
 
   protected settleOnLoss(err: TransientError): void {
-    this.stopSweeper();
+    this.deadline.stop();
     if (this.channel) this.failPending(this.channel, () => err);
     this.failWaiting(new TransientError(`${err.message} (the message was not sent)`, { cause: err }));
   }
@@ -345,10 +345,6 @@ export class AmqpTarget extends AmqpEndpoint<TargetHandlers> implements TargetEn
   private failWaiting(err: TransientError): void {
     const waiting = this.waiting.splice(0);
     for (const w of waiting) w.reject(err);
-  }
-
-  private stopSweeper(): void {
-    this.deadline.stop();
   }
 }
 

@@ -21,6 +21,14 @@
 import type { MessageProperties as AmqpProperties, Options } from 'amqplib';
 import type { BridgeMessage, HeaderValue, Headers, MessageProperties } from '../core/message.js';
 import { dataRecord } from '../shared/data-record.js';
+import type { Logger } from '../shared/log.js';
+import { decodeAppPropertiesBlob } from './amqp10-mapping.js';
+
+/**
+ * RabbitMQ's AMQP 1.0 plugin hands a 0-9-1 consumer of a message published over AMQP 1.0 its application properties
+ * as this one header, holding the encoded section (docs/mapping.md#amqp-0-9-1-and-amqp-10-through-rabbitmq).
+ */
+export const AMQP10_APP_PROPERTIES_HEADER = 'x-amqp-1.0-app-properties';
 
 /** The header that keeps a `user-id` that could not be published as the property (see toAmqp). */
 export const ORIGINAL_USER_ID_HEADER = 'x-original-user-id';
@@ -45,7 +53,7 @@ function str(v: unknown): string | undefined {
 }
 
 /** Maps a consumed AMQP message into the neutral shape. `now` is for tests. */
-export function fromAmqp(content: Buffer, properties: AmqpProperties, now: number = Date.now()): BridgeMessage {
+export function fromAmqp(content: Buffer, properties: AmqpProperties, now: number = Date.now(), log?: Logger): BridgeMessage {
   const p: MessageProperties = { persistent: properties.deliveryMode === 2 };
   const contentType = str(properties.contentType);
   if (contentType !== undefined) p.contentType = contentType;
@@ -78,7 +86,29 @@ export function fromAmqp(content: Buffer, properties: AmqpProperties, now: numbe
   if (raw !== null && typeof raw === 'object') {
     for (const [k, v] of Object.entries(raw)) headers[k] = decodeValue(v);
   }
+  if (Object.hasOwn(headers, AMQP10_APP_PROPERTIES_HEADER)) unfoldAmqp10AppProperties(headers, log);
   return { body: content, properties: p, headers };
+}
+
+/**
+ * The application properties of the plugin's blob as headers, the blob dropped; the plain headers win a name both
+ * have (they are what the broker itself set). Only bytes can be decoded: amqplib hands the plugin's long string as
+ * UTF-8 text, which has lost every byte that is not UTF-8 (nearly every encoded map: its 0xc1/0xd1 code), so a text
+ * blob, or bytes that do not decode, stay as they are with a debug line. Never throws.
+ */
+function unfoldAmqp10AppProperties(headers: Headers, log: Logger | undefined): void {
+  const blob = headers[AMQP10_APP_PROPERTIES_HEADER];
+  if (!Buffer.isBuffer(blob)) {
+    log?.debug({ header: AMQP10_APP_PROPERTIES_HEADER }, `header '${AMQP10_APP_PROPERTIES_HEADER}' arrived as text, not bytes: its AMQP 1.0 application properties cannot be decoded; kept as it is`);
+    return;
+  }
+  const decoded = decodeAppPropertiesBlob(blob);
+  if (typeof decoded === 'string') {
+    log?.debug({ header: AMQP10_APP_PROPERTIES_HEADER }, `header '${AMQP10_APP_PROPERTIES_HEADER}' does not decode (${decoded}); kept as it is`);
+    return;
+  }
+  delete headers[AMQP10_APP_PROPERTIES_HEADER];
+  for (const [k, v] of Object.entries(decoded)) if (!Object.hasOwn(headers, k)) headers[k] = v;
 }
 
 /** amqplib already decoded the table; this only narrows `any` to HeaderValue (and copies nested containers). */

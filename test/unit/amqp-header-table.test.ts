@@ -129,6 +129,20 @@ describe("amqplib's header-table decoder, as patched", () => {
     expect((decoded as { x?: unknown }).x).toBeUndefined();
   });
 
+  it('a long string that is not UTF-8 comes as its bytes; a valid one as text, as before', () => {
+    // What RabbitMQ's AMQP 1.0 plugin puts in x-amqp-1.0-app-properties: an encoded section, not text.
+    const blob = Buffer.from([0x00, 0x53, 0x74, 0xc1, 0x05, 0x02, 0xa1, 0x01, 0x6b, 0xff]);
+    const field = (key: string, value: Buffer) => {
+      const len = Buffer.alloc(4);
+      len.writeUInt32BE(value.length);
+      return Buffer.concat([Buffer.from([key.length]), Buffer.from(key), Buffer.from('S'), len, value]);
+    };
+    const decoded = codec.decodeFields(Buffer.concat([field('blob', blob), field('text', Buffer.from('grüße'))]));
+    expect(Buffer.isBuffer(decoded.blob)).toBe(true);
+    expect(Buffer.from(decoded.blob as Buffer)).toEqual(blob);
+    expect(decoded.text).toBe('grüße');
+  });
+
   it('ordinary tables decode as amqplib always did: what its encoder wrote comes back the same', () => {
     const scalar = fc.oneof(
       fc.string(),

@@ -202,7 +202,7 @@ export class AmqpSource extends AmqpEndpoint<SourceHandlers> implements SourceEn
     }
     this.seq += 1;
     const delivery: SourceDelivery = {
-      message: fromAmqp(m.content, m.properties),
+      message: fromAmqp(m.content, m.properties, Date.now(), this.log),
       redelivered: m.fields.redelivered,
       seq: this.seq,
     };

@@ -2,7 +2,7 @@
  * The name of the broker a connection reaches, as a bridge's loop path records it (src/routing/bridge-path.ts,
  * docs/design.md §11 "No loops"): scheme, host and port of the connection's first URL, plus the virtual host where the
  * protocol has one — exactly the prefix of the credential-free addresses that `x-bridge-source` and the caches use
- * (./amqp-address.ts, ./stomp-address.ts, ./nats-address.ts, ./mqtt-address.ts). So two vhosts of one RabbitMQ are two
+ * (./amqp-address.ts, ./stomp-address.ts, ./nats-address.ts, ./mqtt-address.ts, ./amqp10-address.ts). So two vhosts of one RabbitMQ are two
  * brokers, and two bridges that reach one broker through the same first URL name it alike.
  *
  * A name is at most BROKER_NAME_MAX_BYTES of printable ASCII without a comma (the path's separator): a longer one (a
@@ -14,6 +14,7 @@ import { parseBroker } from './amqp-address.js';
 import { describeServer, parseStompUrl } from './stomp-address.js';
 import { parseNatsUrl } from './nats-address.js';
 import { describeMqttServer, parseMqttUrl } from './mqtt-address.js';
+import { amqp10Broker } from './amqp10-address.js';
 import { BROKER_NAME_MAX_BYTES } from '../routing/bridge-path.js';
 
 export function brokerName(conn: ConnectionConfig): string {
@@ -29,6 +30,7 @@ function rawName(conn: ConnectionConfig, url: string): string {
     return `stomp://${describeServer(server)}${vhost}`;
   }
   if (conn.type === 'nats') return `nats://${parseNatsUrl(url).hostPort}`;
+  if (conn.type === 'amqp10') return amqp10Broker({ ...conn, urls: [url] });
   if (conn.type === 'mqtt') {
     const server = parseMqttUrl(url);
     return `${server.tls ? 'mqtts' : 'mqtt'}://${describeMqttServer(server)}`;

@@ -15,7 +15,8 @@ function has(obj: Data, key: string): boolean {
   return obj[key] !== undefined;
 }
 
-type ConnectionType = 'amqp' | 'stomp' | 'nats' | 'mqtt';
+type ConnectionType = 'amqp' | 'stomp' | 'nats' | 'mqtt' | 'amqp10';
+const CONNECTION_TYPES: readonly ConnectionType[] = ['amqp', 'stomp', 'nats', 'mqtt', 'amqp10'];
 
 /**
  * The queue a name stands for on a connection, by the rule the endpoints use (stompDestination), so that `orders` and
@@ -39,7 +40,7 @@ function checkConnections(raw: Data, out: ProblemCollector): Map<string, Connect
   const connections = asRecord(raw.connections) ?? {};
   for (const [name, value] of Object.entries(connections)) {
     const c = asRecord(value);
-    const type = c?.type === 'amqp' || c?.type === 'stomp' || c?.type === 'nats' || c?.type === 'mqtt' ? c.type : undefined;
+    const type = CONNECTION_TYPES.find((t) => t === c?.type);
     types.set(name, type);
     if (c === undefined) continue;
     if (has(c, 'url') && has(c, 'urls')) {
@@ -60,6 +61,11 @@ function checkTarget(
 ): void {
   // MQTT's own keys on every protocol, and an MQTT target's shape: ./mqtt-checks.ts.
   checkEndpointKeys(path, target, path[2] === 'dead-letter' ? 'dead-letter' : 'target', connection, type, out);
+  if (type === 'amqp10') {
+    checkAmqp10Endpoint(path, target, connection, ['queue', 'exchange', 'exchange-type', 'routing-key', 'subject'], out);
+    return;
+  }
+  if (has(target, 'address')) out.atKey([...path, 'address'], `applies only to an AMQP 1.0 endpoint (connection '${connection}' is ${type})`);
   if (type === 'nats') {
     for (const key of ['queue', 'exchange', 'exchange-type', 'routing-key']) {
       if (has(target, key)) {
@@ -108,6 +114,11 @@ function checkTarget(
 function checkSource(path: readonly PropertyKey[], source: Data, connection: string, type: ConnectionType, out: ProblemCollector): void {
   // MQTT's own keys on every protocol, and an MQTT source's topic filter: ./mqtt-checks.ts.
   checkEndpointKeys(path, source, 'source', connection, type, out);
+  if (type === 'amqp10') {
+    checkAmqp10Endpoint(path, source, connection, ['queue', 'stream', 'consumer', 'exclusive'], out);
+    return;
+  }
+  if (has(source, 'address')) out.atKey([...path, 'address'], `applies only to an AMQP 1.0 endpoint (connection '${connection}' is ${type})`);
   if (type === 'nats') {
     if (has(source, 'queue')) out.atKey([...path, 'queue'], `not valid on a NATS source (connection '${connection}' is nats); use stream and consumer`);
     if (!has(source, 'stream')) out.atValue(path, 'missing stream; a NATS source takes stream (a JetStream stream) and consumer (a durable pull consumer)');
@@ -128,6 +139,18 @@ function checkSource(path: readonly PropertyKey[], source: Data, connection: str
   }
   // Worded as the schema worded it when queue was required of every source.
   if (!has(source, 'queue')) out.atValue([...path, 'queue'], 'missing; expected a queue name (a non-empty string)');
+}
+
+/**
+ * An AMQP 1.0 source or target names its node by `address`, and takes none of the other protocols' keys. `exclusive`
+ * is refused on a source: AMQP 1.0 has no exclusive consumer of its own (a broker's is a link property of its own:
+ * untested here).
+ */
+function checkAmqp10Endpoint(path: readonly PropertyKey[], ep: Data, connection: string, refused: readonly string[], out: ProblemCollector): void {
+  for (const key of refused) {
+    if (has(ep, key)) out.atKey([...path, key], `not valid on an AMQP 1.0 endpoint (connection '${connection}' is amqp10); use address, the node address (RabbitMQ: /amq/queue/<queue>)`);
+  }
+  if (!has(ep, 'address')) out.atValue(path, "missing address; an AMQP 1.0 endpoint takes address, a node address (RabbitMQ's plugin: /amq/queue/<queue> or /exchange/<exchange>/<key>; Artemis: the address's name)");
 }
 
 /** Exactly one Redis topology: the second (and any further) key given is the error, located at that key. */
@@ -167,6 +190,27 @@ function checkFilter(raw: Data, bridge: Data, i: number, out: ProblemCollector):
       inBridge !== undefined
         ? 'dead-letter needs a dead-letter destination and the bridge has none; add dead-letter: (same shape as target) or use filter-miss: skip'
         : 'filter-miss is dead-letter (from defaults) and the bridge has no dead-letter destination; add dead-letter: (same shape as target) or set filter-miss: skip',
+    );
+  }
+}
+
+interface Endpoint {
+  ep: Data;
+  connection: string;
+  type: ConnectionType;
+}
+
+/** An AMQP 1.0 bridge whose target or dead-letter node is its source's node, on the same connection. */
+function checkAmqp10Loop(i: number, source: Endpoint, ends: readonly (readonly ['target' | 'dead-letter', Endpoint | undefined])[], out: ProblemCollector): void {
+  const node = asString(source.ep.address);
+  if (node === undefined) return;
+  for (const [role, t] of ends) {
+    if (t === undefined || t.connection !== source.connection || asString(t.ep.address) !== node) continue;
+    out.atValue(
+      ['bridges', i, role, 'address'],
+      role === 'target'
+        ? `same node as the source ('${node}' on connection '${source.connection}'); the bridge would consume what it forwards`
+        : `same node as the source ('${node}' on connection '${source.connection}'); dead-lettered messages would be consumed again`,
     );
   }
 }
@@ -225,11 +269,15 @@ export function crossCheck(rawInput: unknown, out: ProblemCollector): void {
     if (deadLetter) checkTarget(['bridges', i, 'dead-letter'], deadLetter.ep, deadLetter.connection, deadLetter.type, out);
 
     // A NATS or MQTT source has no queue (a `queue` there is refused above); an MQTT loop is ./mqtt-checks.ts's rule.
+    if (source?.type === 'amqp10') {
+      checkAmqp10Loop(i, source, [['target', target], ['dead-letter', deadLetter]], out);
+      return;
+    }
     const sourceQueue = source && source.type !== 'nats' && source.type !== 'mqtt' ? asString(source.ep.queue) : undefined;
     if (source === undefined || sourceQueue === undefined) return;
     const sourceAddress = queueAddress(source.type, sourceQueue);
     for (const [role, t] of [['target', target], ['dead-letter', deadLetter]] as const) {
-      if (t === undefined || t.connection !== source.connection || t.type === 'nats') continue;
+      if (t === undefined || t.connection !== source.connection || t.type === 'nats' || t.type === 'amqp10') continue;
       const q = t.type === 'amqp' ? amqpTargetQueue(t.ep) : asString(t.ep.queue);
       if (q === undefined || queueAddress(t.type, q) !== sourceAddress) continue;
       out.atValue(

@@ -39,9 +39,14 @@ const REFERENCE = /^([A-Za-z_][A-Za-z0-9_]*)(?::-([\s\S]*))?$/;
  */
 const TEMPLATE_REFERENCE = /^(header|property)\./;
 
-/** The keys of a bridge that take address templates: its target's routing key (AMQP), queue (STOMP destination), subject (NATS) and topic (MQTT). */
+/**
+ * The keys of a bridge's target that take address templates: its routing key (AMQP), queue (STOMP destination), subject
+ * (NATS), topic (MQTT) and address (AMQP 1.0). The one list: the template checks (./template-checks.ts) read it too.
+ */
+export const TEMPLATE_KEYS: readonly string[] = ['routing-key', 'queue', 'subject', 'topic', 'address'];
+
 export function isTemplateKey(path: KeyPath): boolean {
-  return path.length === 4 && path[0] === 'bridges' && path[2] === 'target' && (path[3] === 'routing-key' || path[3] === 'queue' || path[3] === 'subject' || path[3] === 'topic');
+  return path.length === 4 && path[0] === 'bridges' && path[2] === 'target' && typeof path[3] === 'string' && TEMPLATE_KEYS.includes(path[3]);
 }
 
 /** Reads the file of a VAR_FILE variable; throws like fs.readFileSync. */
@@ -107,7 +112,7 @@ export function substituteEnv(text: string, env: Env, read: SecretFileReader = r
       problems.push({
         index: i,
         reference,
-        message: `${reference} is an address template, which only a bridge's target.routing-key and target.queue accept (write $\${ for a literal \${)`,
+        message: `${reference} is an address template, which only a bridge's target.${TEMPLATE_KEYS.slice(0, -1).join(', target.')} and target.${TEMPLATE_KEYS[TEMPLATE_KEYS.length - 1] ?? ''} accept (write $\${ for a literal \${)`,
       });
     } else if (match === null) {
       problems.push({

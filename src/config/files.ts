@@ -229,8 +229,8 @@ function keyPairProblem(tls: TlsConfig): { key: 'key' | 'passphrase' | 'cert'; m
   }
 }
 
-const TLS_SCHEME = { amqp: 'amqps', stomp: 'stomp+ssl', nats: 'tls', mqtt: 'mqtts' } as const;
-const USER_EXAMPLE = { amqp: 'amqp://USER@host', stomp: 'stomp://USER@host', nats: 'nats://USER@host', mqtt: 'mqtt://USER@host' } as const;
+const TLS_SCHEME = { amqp: 'amqps', stomp: 'stomp+ssl', nats: 'tls', mqtt: 'mqtts', amqp10: 'amqps' } as const;
+const USER_EXAMPLE = { amqp: 'amqp://USER@host', stomp: 'stomp://USER@host', nats: 'nats://USER@host', mqtt: 'mqtt://USER@host', amqp10: 'amqp://USER@host' } as const;
 
 /** A NATS `credentials-file`: read now, and only where the URLs carry no user of their own (one way to log in). */
 function readCredentials(file: string | undefined, urls: readonly string[], path: Path, baseDir: string, out: ProblemCollector): string | undefined {

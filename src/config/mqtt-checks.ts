@@ -25,6 +25,7 @@ const TAKES = {
   amqp: { source: 'its source takes queue', target: 'its target takes queue or exchange' },
   stomp: { source: 'its source takes queue', target: 'its target takes queue' },
   nats: { source: 'its source takes stream and consumer', target: 'its target takes subject' },
+  amqp10: { source: 'its source takes address', target: 'its target takes address' },
 } as const;
 
 interface MqttConnection {
@@ -54,7 +55,7 @@ export function mqttConnections(raw: Data): Map<string, MqttConnection> {
 }
 
 /** Keys of one endpoint against its connection's protocol; `type` undefined = unknown protocol (the schema says). */
-export function checkEndpointKeys(path: readonly PropertyKey[], ep: Data, role: Role, connection: string, type: 'amqp' | 'stomp' | 'nats' | 'mqtt', out: ProblemCollector): void {
+export function checkEndpointKeys(path: readonly PropertyKey[], ep: Data, role: Role, connection: string, type: 'amqp' | 'stomp' | 'nats' | 'mqtt' | 'amqp10', out: ProblemCollector): void {
   if (type !== 'mqtt') {
     const own = role === 'source' ? [...BOTH, ...SOURCE_ONLY] : [...BOTH, ...TARGET_ONLY];
     for (const key of own) {

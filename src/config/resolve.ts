@@ -52,6 +52,7 @@ function resolveConnection(name: string, c: ConfigFileConnection, files: Connect
     return { ...camelKeys(c, [...CONNECTION_KEYS_RESOLVED, 'credentials-file']), ...resolved, ...(files.credentials !== undefined ? { credentials: files.credentials } : {}) };
   }
   if (c.type === 'mqtt') return { ...camelKeys(c, CONNECTION_KEYS_RESOLVED), ...resolved };
+  if (c.type === 'amqp10') return { ...camelKeys(c, CONNECTION_KEYS_RESOLVED), ...resolved };
   return {
     ...camelKeys(c, [...CONNECTION_KEYS_RESOLVED, 'heart-beat']),
     heartBeat: parseHeartBeat(c['heart-beat']),
@@ -81,15 +82,32 @@ function resolveTarget(connections: Record<string, ConnectionConfig>, t: ConfigF
   // A target's routing-key, queue, subject and topic reach here as templates (./env.ts leaves `$${` to them): one
   // without a reference is its literal text, `$${` unescaped, so that a fixed address means what it did before templates.
   if (role === 'target') {
-    const text = connection.type === 'amqp' ? target.routingKey : connection.type === 'nats' ? target.subject : connection.type === 'mqtt' ? target.topic : target.queue;
+    const text = templateText(target);
     const parsed = text === undefined ? undefined : parseAddressTemplate(text);
     if (parsed !== undefined && !('error' in parsed) && isTemplated(parsed.template)) target.template = parsed.template.source;
     if (target.routingKey !== undefined) target.routingKey = literalOf(target.routingKey);
     if (target.queue !== undefined) target.queue = literalOf(target.queue);
     if (target.subject !== undefined) target.subject = literalOf(target.subject);
     if (target.topic !== undefined) target.topic = literalOf(target.topic);
+    if (target.address !== undefined) target.address = literalOf(target.address);
   }
   return target;
+}
+
+/** The key of a target that may be an address template: the routing key (AMQP), subject, topic, node address or queue. */
+function templateText(target: TargetConfig): string | undefined {
+  switch (target.connection.type) {
+    case 'amqp':
+      return target.routingKey;
+    case 'nats':
+      return target.subject;
+    case 'mqtt':
+      return target.topic;
+    case 'amqp10':
+      return target.address;
+    case 'stomp':
+      return target.queue;
+  }
 }
 
 function resolveSource(connections: Record<string, ConnectionConfig>, b: ConfigFileBridge): SourceConfig {
@@ -97,6 +115,8 @@ function resolveSource(connections: Record<string, ConnectionConfig>, b: ConfigF
   const s = b.source;
   const exclusive = s.exclusive ?? false;
   if (connection.type === 'nats') return { connection, queue: s.stream ?? '', consumer: s.consumer ?? '', exclusive };
+  // The node address doubles as `queue`, so that messages and checks can name what is read, as for NATS's stream.
+  if (connection.type === 'amqp10') return { connection, queue: s.address ?? '', address: s.address ?? '', exclusive };
   if (connection.type === 'mqtt') {
     return {
       ...camelKeys(s, ['connection', 'queue', 'consumer', 'exclusive']),

@@ -50,6 +50,8 @@ export const STOMP_SCHEMES = ['stomp', 'stomp+ssl', 'tcp'] as const;
 /** NATS: `nats://` plain TCP, `tls://` TLS from the first byte (the nats.js spelling). */
 export const NATS_SCHEMES = ['nats', 'tls'] as const;
 export const MQTT_SCHEMES = ['mqtt', 'mqtts'] as const;
+/** AMQP 1.0: `amqp://` plain TCP, `amqps://` TLS from the first byte (the same schemes as 0-9-1; `type` tells them apart). */
+export const AMQP10_SCHEMES = ['amqp', 'amqps'] as const;
 /** The longest packet MQTT can frame (a 4-byte remaining length: 268,435,455 bytes + 5 bytes of fixed header). */
 export const MQTT_MAX_PACKET_BYTES = 268_435_460;
 export const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace'] as const;

@@ -133,6 +133,9 @@ export const sourceSchema = z
         .describe(
           'AMQP and STOMP: one active bridge: consume as the only consumer of the queue, while other processes with the same bridge stand by and take over when it goes (AMQP: an exclusive consumer, the others see state standby; ActiveMQ Classic STOMP: activemq.exclusive, the others are not told; refused on peers without exclusive consumers, such as RabbitMQ\'s STOMP plugin, and on NATS and MQTT). Default false (competing consumers).',
         ),
+      address: text('an AMQP 1.0 node address')
+        .optional()
+        .describe("AMQP 1.0 only: the node address to receive from (RabbitMQ's plugin: /amq/queue/<queue>, an existing queue; Artemis: the queue's name)."),
       topic: text('an MQTT topic filter')
         .optional()
         .describe(
@@ -154,7 +157,7 @@ export const sourceSchema = z
         'MQTT only: how ${property.topic} (the topic a message was published to) reads in a target template: "/" as published; "." with "/" and "." swapped, as RabbitMQ\'s MQTT plugin maps topics to routing keys (sensors/d1/temp → sensors.d1.temp).',
       ),
     },
-    { error: 'expected a mapping with connection and queue (NATS: stream and consumer; MQTT: topic)' },
+    { error: 'expected a mapping with connection and queue (NATS: stream and consumer; MQTT: topic; AMQP 1.0: address)' },
   )
   .describe('Where messages are consumed.');
 
@@ -188,6 +191,11 @@ export const targetSchema = z
         .describe(
           "NATS only: the subject to publish to with JetStream; a stream must capture it (the bridge never creates streams). In a bridge's target (not dead-letter): may be an address template, e.g. \"orders.${header.region:-unknown}\".",
         ),
+      address: text('an AMQP 1.0 node address')
+        .optional()
+        .describe(
+          "AMQP 1.0 only: the node address to send to (RabbitMQ's plugin: /amq/queue/<queue> or /exchange/<exchange>/<routing key>; Artemis: the address's name). In a bridge's target (not dead-letter): may be an address template, e.g. \"/exchange/orders/${header.region:-unknown}\".",
+        ),
       topic: text('an MQTT topic name')
         .optional()
         .describe(
@@ -201,7 +209,7 @@ export const targetSchema = z
         "MQTT 5 only: a PUBACK saying no subscription matched (reason 0x10: the broker dropped the message). refuse = a refusal (reason unroutable), dead-lettered after max-delivery-attempts, as an unroutable AMQP publish; accept = taken as delivered. A retained publish is kept by the broker and always accepted. MQTT 3.1.1 brokers cannot say it.",
       ),
     },
-    { error: 'expected a mapping with connection and queue (or exchange; NATS: subject; MQTT: topic)' },
+    { error: 'expected a mapping with connection and queue (or exchange; NATS: subject; MQTT: topic; AMQP 1.0: address)' },
   )
   .describe('Where messages are forwarded.');
 

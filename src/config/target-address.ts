@@ -9,6 +9,7 @@ import { targetAddress } from './amqp-address.js';
 import { stompAddress, stompDestination } from './stomp-address.js';
 import { natsSubjectAddress } from './nats-address.js';
 import { mqttTopicAddress } from './mqtt-address.js';
+import { amqp10NodeAddress } from './amqp10-address.js';
 import type { BridgeConfig, TargetConfig } from './types.js';
 import { parseAddressTemplate, type AddressTemplate, type TemplateRules } from '../routing/address-template.js';
 import { ADDRESS_SEPARATORS, valueRule } from '../routing/address-values.js';
@@ -18,6 +19,7 @@ export function cacheAddress(target: TargetConfig): string {
   if (c.type === 'stomp') return stompAddress(c, stompDestination(target.queue ?? ''));
   if (c.type === 'nats') return natsSubjectAddress(c, target.subject ?? '');
   if (c.type === 'mqtt') return mqttTopicAddress(c, target.topic ?? '');
+  if (c.type === 'amqp10') return amqp10NodeAddress(c, target.address ?? '');
   return targetAddress(c, target);
 }
 
@@ -36,7 +38,7 @@ export function targetTemplate(target: TargetConfig): AddressTemplate | undefine
 
 /** Where one message goes, for a templated target: what the endpoint is given, and the cache address it is keyed by. */
 export interface ResolvedRoute {
-  /** AMQP: the routing key (on the target's exchange); STOMP: the destination; NATS: the subject; MQTT: the topic. */
+  /** AMQP: the routing key (on the target's exchange); STOMP: the destination; NATS: the subject; MQTT: the topic; AMQP 1.0: the node address. */
   route: string;
   /** The duplicate-ID cache's address: exactly cacheAddress() of a fixed target with this routing key or queue. */
   address: string;
@@ -50,6 +52,7 @@ export function resolvedRoute(target: TargetConfig, resolved: string): ResolvedR
   }
   if (c.type === 'nats') return { route: resolved, address: natsSubjectAddress(c, resolved) };
   if (c.type === 'mqtt') return { route: resolved, address: mqttTopicAddress(c, resolved) };
+  if (c.type === 'amqp10') return { route: resolved, address: amqp10NodeAddress(c, resolved) };
   return { route: resolved, address: targetAddress(c, { exchange: target.exchange, routingKey: resolved }) };
 }
 

@@ -1,5 +1,5 @@
 /**
- * Checks of the address templates in a bridge's target (`routing-key`, `queue`, `subject` or `topic`, see
+ * Checks of the address templates in a bridge's target (`routing-key`, `queue`, `subject`, `topic` or `address`, see
  * ../routing/address-template.ts): a bad template is a located problem at the offending `${` itself, saying its
  * column inside the template. Like ./cross-checks.ts they run on the plain data (after `${VAR}` substitution, which
  * leaves template references alone in these keys: ./env.ts isTemplateKey).
@@ -7,6 +7,7 @@
 import { isTemplated, parseAddressTemplate } from '../routing/address-template.js';
 import { ADDRESS_SEPARATORS, DEFAULT_TEMPLATE_VALUES, compileValuePattern, refusedCharacters, showCharacter, type AddressProtocol } from '../routing/address-values.js';
 import type { ProblemCollector } from './problems.js';
+import { TEMPLATE_KEYS } from './env.js';
 import { asRecord, asString } from './raw-data.js';
 
 export function checkTemplates(rawInput: unknown, source: string, out: ProblemCollector): void {
@@ -16,7 +17,7 @@ export function checkTemplates(rawInput: unknown, source: string, out: ProblemCo
   raw.bridges.forEach((value: unknown, i) => {
     const target = asRecord(asRecord(value)?.target);
     if (target === undefined) return;
-    for (const key of ['routing-key', 'queue', 'subject', 'topic']) {
+    for (const key of TEMPLATE_KEYS) {
       const text = target[key];
       if (typeof text !== 'string') continue;
       const parsed = parseAddressTemplate(text);
@@ -81,9 +82,9 @@ function isAddressProtocol(p: string | undefined): p is AddressProtocol {
   return p !== undefined && Object.hasOwn(ADDRESS_SEPARATORS, p);
 }
 
-/** The target's routing key, queue, subject or topic has a template reference. */
+/** A template key of the target (TEMPLATE_KEYS) has a template reference. */
 function hasTemplate(target: Record<string, unknown>): boolean {
-  return ['routing-key', 'queue', 'subject', 'topic'].some((key) => {
+  return TEMPLATE_KEYS.some((key) => {
     const text = asString(target[key]);
     if (text === undefined) return false;
     const parsed = parseAddressTemplate(text);

@@ -61,7 +61,10 @@ export type NatsConnectionConfig = CamelKeys<Omit<Extract<ConfigFileConnection, 
 export type MqttConnectionConfig = CamelKeys<Omit<Extract<ConfigFileConnection, { type: 'mqtt' }>, ConnectionKeysResolved>> &
   ResolvedConnection;
 
-export type ConnectionConfig = AmqpConnectionConfig | StompConnectionConfig | NatsConnectionConfig | MqttConnectionConfig;
+export type Amqp10ConnectionConfig = CamelKeys<Omit<Extract<ConfigFileConnection, { type: 'amqp10' }>, ConnectionKeysResolved>> &
+  ResolvedConnection;
+
+export type ConnectionConfig = AmqpConnectionConfig | StompConnectionConfig | NatsConnectionConfig | MqttConnectionConfig | Amqp10ConnectionConfig;
 
 /**
  * `queue` on AMQP and STOMP (and the stream on NATS, '' on MQTT); `topic` and the other MQTT keys on MQTT, where
@@ -70,7 +73,10 @@ export type ConnectionConfig = AmqpConnectionConfig | StompConnectionConfig | Na
  */
 export type SourceConfig = CamelKeys<Omit<ConfigFileSource, 'connection' | 'queue' | 'consumer' | 'exclusive'>> & {
   connection: ConnectionConfig;
-  /** AMQP and STOMP: the queue. NATS: the stream (`stream`), so that messages and checks can name what is read. MQTT: ''. */
+  /**
+   * AMQP and STOMP: the queue. NATS: the stream (`stream`), so that messages and checks can name what is read. MQTT: ''.
+   * AMQP 1.0: the node address (`address`, which it also keeps).
+   */
   queue: string;
   /** NATS only: the durable pull consumer (`consumer`). */
   consumer?: string;
@@ -85,7 +91,7 @@ export type SourceConfig = CamelKeys<Omit<ConfigFileSource, 'connection' | 'queu
 export type TargetConfig = CamelKeys<Omit<ConfigFileTarget, 'connection'>> & {
   connection: ConnectionConfig;
   /**
-   * A bridge's target only: its routing key (AMQP), queue (STOMP), subject (NATS) or topic (MQTT) when that is an address template with references
+   * A bridge's target only: its routing key (AMQP), queue (STOMP), subject (NATS), topic (MQTT) or address (AMQP 1.0) when that is an address template with references
    * (src/routing/address-template.ts), as written; the key itself keeps the same text. Undefined for a fixed target,
    * whose routing key or queue is then the literal address (`$${` unescaped).
    */

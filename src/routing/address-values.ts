@@ -39,7 +39,21 @@ export const ADDRESS_SEPARATORS = {
   // to one is a protocol error that closes the connection). NUL, refused by MQTT, is a control character. A level
   // separator is always refused: MQTT has no token separator that a bridge may let values span.
   mqtt: { chars: '/+#', what: 'an MQTT topic level separator or wildcard', tokens: '', tokensAlways: false, tokenWhat: '' },
-} as const satisfies Record<string, { chars: string; what: string; tokens: string; tokensAlways: boolean; tokenWhat: string }>;
+  // AMQP 1.0 node addresses: `/` separates the parts of RabbitMQ's (/exchange/<name>/<key>, /amq/queue/<name>: a value
+  // would pick another exchange or queue); `*` `#` are Artemis's (and RabbitMQ topic bindings') wildcards, `>` and `,`
+  // ActiveMQ's, `?` starts options; `.` separates the words Artemis's wildcards and security settings match, and those
+  // of a topic exchange's routing key. `::` (Artemis's address::queue, a fully qualified queue name) is refused as a
+  // pair: `:` alone is in the default template-values (doubled, below).
+  amqp10: {
+    chars: '/*#>?,',
+    what: 'an AMQP 1.0 node address separator or wildcard',
+    tokens: '.',
+    tokensAlways: true,
+    tokenWhat: "the word separator of AMQP 1.0 addresses (Artemis's wildcards, RabbitMQ topic keys)",
+    doubled: ':',
+    doubledWhat: "Artemis's address::queue separator",
+  },
+} as const satisfies Record<string, { chars: string; what: string; tokens: string; tokensAlways: boolean; tokenWhat: string; doubled?: string; doubledWhat?: string }>;
 
 export type AddressProtocol = keyof typeof ADDRESS_SEPARATORS;
 
@@ -131,7 +145,8 @@ function buildRule(pattern: string, protocol: AddressProtocol, mode: TokenMode):
   const compiled = compileValuePattern(pattern);
   if (!compiled.ok) throw new TypeError(`template-values '${pattern}' was not checked: ${compiled.error}`);
   const one = compiled.regex;
-  const { chars: separators, what, tokens, tokenWhat } = ADDRESS_SEPARATORS[protocol];
+  const entry: { chars: string; what: string; tokens: string; tokenWhat: string; doubled?: string; doubledWhat?: string } = ADDRESS_SEPARATORS[protocol];
+  const { chars: separators, what, tokens, tokenWhat, doubled = '', doubledWhat = '' } = entry;
   const fast = pattern === DEFAULT_TEMPLATE_VALUES ? (mode === 'refuse' ? DEFAULT_ONE_TOKEN : DEFAULT_WHOLE) : undefined;
   return {
     refuse(value: string): string | undefined {
@@ -139,6 +154,11 @@ function buildRule(pattern: string, protocol: AddressProtocol, mode: TokenMode):
       if (ONLY_DOTS.test(value)) return 'is only dots';
       if (mode === 'span' && (value.startsWith(tokens) || value.endsWith(tokens) || value.includes(tokens + tokens))) {
         return `makes an empty token (a ${showCharacter(tokens)} at an end or doubled; ${tokenWhat})`;
+      }
+      // A character allowed alone that the broker reads as structure doubled: refused doubled, and at either end, where a
+      // neighbouring literal or value could double it.
+      if (doubled !== '' && (value.includes(doubled + doubled) || value.startsWith(doubled) || value.endsWith(doubled))) {
+        return `contains ${showCharacter(doubled)} doubled or at an end (${doubledWhat})`;
       }
       if (fast?.test(value)) return undefined;
       // One character at a time: a pattern is never run over the whole value (no backtracking over attacker input).

@@ -213,7 +213,7 @@ describe('configuration errors: file:line:col, key path, what is wrong, what is 
   it('unknown connection type, with a suggestion', () => {
     const text = 'connections:\n  a: { type: stmop, url: "stomp://h" }\nbridges: []\n';
     expect(problemsOf(() => parseConfig(text, 't.yaml', {}))).toEqual([
-      't.yaml:2:14 connections.a.type: expected amqp, stomp, nats or mqtt, got "stmop" (did you mean \'stomp\'?)',
+      't.yaml:2:14 connections.a.type: expected amqp, stomp, nats, mqtt or amqp10, got "stmop" (did you mean \'stomp\'?)',
       't.yaml:3:1 bridges: expected a list of at least one bridge, got an empty list',
     ]);
   });

@@ -57,7 +57,7 @@ describe('address templates in the configuration', () => {
     expect(
       problems(yaml('{ connection: rabbit, queue: out }', ['    dead-letter: { connection: rabbit, queue: "dlq.${header.region}" }'])),
     ).toEqual([
-      'x.yaml:8:52 bridges[0].dead-letter.queue: ${header.region} is an address template, which only a bridge\'s target.routing-key and target.queue accept (write $${ for a literal ${)',
+      'x.yaml:8:52 bridges[0].dead-letter.queue: ${header.region} is an address template, which only a bridge\'s target.routing-key, target.queue, target.subject, target.topic and target.address accept (write $${ for a literal ${)',
     ]);
   });
 

@@ -85,7 +85,7 @@ describe('MQTT configuration', () => {
       "m.yaml:12:50 bridges[1].source.qos: MQTT only; connection 'r' is amqp (its source takes queue)",
       "m.yaml:13:40 bridges[1].target.retain: MQTT only; connection 's' is stomp (its target takes queue)",
       "m.yaml:15:37 bridges[2].source.topic: invalid topic filter 'a/#/b': '#' must be a whole level and the last one (e.g. sensors/#)",
-      "m.yaml:15:46 bridges[2].source.retain: unknown key; valid keys here: connection, queue, stream, consumer, exclusive, topic, qos, client-id, shared-group, forward-retained, topic-separator",
+      "m.yaml:15:46 bridges[2].source.retain: unknown key; valid keys here: connection, queue, stream, consumer, exclusive, address, topic, qos, client-id, shared-group, forward-retained, topic-separator",
       "m.yaml:16:37 bridges[2].target.topic: invalid topic 'out/+': a topic name may not contain the wildcards '+' or '#' (they belong in a source's topic filter)",
       "m.yaml:18:44 bridges[3].source.shared-group: needs MQTT 5: connection 'm4' has protocol-version: 4, and MQTT 3.1.1 has no shared subscriptions",
       "m.yaml:19:40 bridges[3].target.qos: MQTT only; connection 'r' is amqp (its target takes queue or exchange)",

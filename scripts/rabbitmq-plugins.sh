@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Enables the RabbitMQ plugins the tests and the bench need on the local node: the management API (the fault tests
 # close connections through it), the shovel (a bench baseline), STOMP on 127.0.0.1:61614 (the second STOMP peer) and
-# MQTT on 127.0.0.1:1884 (a 3.1.1 MQTT peer).
+# MQTT on 127.0.0.1:1884 (a 3.1.1 MQTT peer), and AMQP 1.0 (rabbitmq_amqp1_0: on the AMQP port, 5672, beside 0-9-1; the
+# protocol header tells them apart, so it needs no listener of its own).
 # Called by the tests' global setup (test/support/global-setup.ts) and by .ci/run, so that `npm test` on a fresh
 # machine, whose RabbitMQ has no plugin enabled, needs no other step.
 #
@@ -22,7 +23,7 @@ STOMP_HOST=127.0.0.1
 STOMP_PORT=61614
 MQTT_HOST=127.0.0.1
 MQTT_PORT=1884
-PLUGINS=(rabbitmq_management rabbitmq_shovel rabbitmq_shovel_management rabbitmq_stomp rabbitmq_mqtt)
+PLUGINS=(rabbitmq_management rabbitmq_shovel rabbitmq_shovel_management rabbitmq_stomp rabbitmq_mqtt rabbitmq_amqp1_0)
 # The listener lines rabbitmq.conf must hold for the plugins to boot where they should.
 STOMP_LINE="stomp.listeners.tcp.1 = $STOMP_HOST:$STOMP_PORT"
 MQTT_LINE="mqtt.listeners.tcp.1 = $MQTT_HOST:$MQTT_PORT"
@@ -108,7 +109,7 @@ cmd_status() {
     log "$(IFS=';'; echo "${problems[*]}" | sed 's/;/; /g')"
     exit 1
   fi
-  log "management, shovel, STOMP ($STOMP_HOST:$STOMP_PORT) and MQTT ($MQTT_HOST:$MQTT_PORT) enabled"
+  log "management, shovel, STOMP ($STOMP_HOST:$STOMP_PORT), MQTT ($MQTT_HOST:$MQTT_PORT) and AMQP 1.0 enabled"
 }
 
 cmd_enable() {
@@ -143,7 +144,7 @@ cmd_enable() {
   if ((${#done_what[@]})); then
     log "$(printf '%s; ' "${done_what[@]}" | sed 's/; $//') ($where)"
   else
-    log "management, shovel, STOMP and MQTT already enabled ($where)"
+    log "management, shovel, STOMP, MQTT and AMQP 1.0 already enabled ($where)"
   fi
 }
 

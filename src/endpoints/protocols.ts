@@ -8,8 +8,9 @@ import { amqpProtocol } from './amqp/amqp-protocol.js';
 import { stompProtocol } from './stomp/stomp-protocol.js';
 import { natsProtocol } from './nats/nats-protocol.js';
 import { mqttProtocol } from './mqtt/mqtt-protocol.js';
+import { amqp10Protocol } from './amqp10/amqp10-protocol.js';
 
-const PROTOCOLS = [amqpProtocol, stompProtocol, natsProtocol, mqttProtocol] as const;
+const PROTOCOLS = [amqpProtocol, stompProtocol, natsProtocol, mqttProtocol, amqp10Protocol] as const;
 
 const byType = new Map<string, Protocol>(PROTOCOLS.map((p) => [p.type, p as unknown as Protocol]));
 

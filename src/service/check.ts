@@ -29,6 +29,7 @@ import { stompPeerProfile } from '../endpoints/stomp/stomp-peer.js';
 import { RedisIdCache } from '../cache/redis-id-cache.js';
 import { describeTopology } from '../cache/redis-client.js';
 import { checkNats } from './check-nats.js';
+import { checkAmqp10 } from './check-amqp10.js';
 
 import type { Finding } from './finding.js';
 import { checkMqtt } from './check-mqtt.js';
@@ -63,7 +64,9 @@ export async function checkConfig(config: Config, options: CheckOptions = {}): P
           ? checkNats(conn, config)
           : conn.type === 'mqtt'
             ? checkMqtt(conn, config.bridges)
-            : checkStomp(conn, config.bridges, learnt),
+            : conn.type === 'amqp10'
+              ? checkAmqp10(conn, config.bridges)
+              : checkStomp(conn, config.bridges, learnt),
     ),
     checkRedis(config),
   ]);
@@ -104,6 +107,10 @@ function countConnections(bridges: readonly BridgeConfig[], learnt: ReadonlyMap<
           message: `its ${describeRole(p)} connection would carry ${p.channels} channels (${p.bridges.length} bridges), more than the broker allows (channel_max ${max}): the bridges past it cannot open their channels; ${pool === undefined ? 'split the bridges over several processes' : `set pool: ${pool} on connection '${conn.name}'`}`,
         });
       }
+    } else if (conn.type === 'amqp10') {
+      const count = mine.reduce((n, p) => n + p.endpoints, 0);
+      total += count;
+      parts.push(`${conn.name}: ${count} (one per endpoint: AMQP 1.0 endpoints do not share connections)`);
     } else {
       const shared = known?.shared === true;
       const count = shared ? mine.length : mine.reduce((n, p) => n + p.endpoints, 0);

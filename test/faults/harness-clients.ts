@@ -37,7 +37,7 @@ export interface Collector {
   stop(): Promise<void>;
 }
 
-function headersOf(m: Outgoing): Record<string, string> {
+export function headersOf(m: Outgoing): Record<string, string> {
   const h: Record<string, string> = {};
   if (m.type === 'normal') {
     h[ROUTE_HEADER] = ROUTE_VALUE;

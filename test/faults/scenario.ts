@@ -30,12 +30,15 @@ import amqp from 'amqplib';
 import { TcpProxy } from '../support/tcp-proxy.js';
 import { BridgeControl, FAULT_BRIDGE_SETTINGS, writeRunConfig } from './bridge-control.js';
 import { AmqpCollector, AmqpPublisher, StompCollector, StompPublisher, type Collector, type Publisher, type Received } from './harness-clients.js';
+import { Amqp10Collector, Amqp10Publisher } from './amqp10-clients.js';
+import { amqp10NodeAddress } from '../../src/config/amqp10-address.js';
 import { OwnRedis } from './own-redis.js';
 import { standaloneRedis, type SuiteRedis } from './suite-redis.js';
 import { addressKeys, stampKey } from '../../src/cache/keys.js';
 import { sourceAddress, targetAddress } from '../../src/config/amqp-address.js';
 import { stompAddress, stompDestination } from '../../src/config/stomp-address.js';
 import { STOMP_READ_LIMITS } from '../../src/config/schema.js';
+import { AMQP10_MAX_MESSAGE_SIZE } from '../../src/config/schema-connections.js';
 import { Prng } from './prng.js';
 import { HARNESS_CONNECTION_PREFIX, RabbitAdmin } from './rabbit-admin.js';
 import { analyse, type FaultRunReport, type Recovery, type SentRecord } from './report.js';
@@ -46,14 +49,19 @@ import { sleep } from '../support/wait.js';
 import { RELOAD_PREFETCHES, ReloadFault } from './reload-fault.js';
 import { Gate, withVhost } from './run-parts.js';
 
+/** An AMQP 1.0 connection of the run, for the cache addresses (its URL set where used). */
+const AMQP10_CONNECTION = { name: 'rabbit10', type: 'amqp10', urls: [], connectTimeout: 10_000, idleTimeout: 30_000, maxMessageSize: AMQP10_MAX_MESSAGE_SIZE } as const;
+
 /** The second bridge's prefetch: neither of RELOAD_PREFETCHES, which the reload fault toggles on the first bridge. */
 const SECOND_BRIDGE_PREFETCH = 400;
 
 const execFileP = promisify(execFile);
 const ACTIVEMQ_SCRIPT = resolve(import.meta.dirname, '../../scripts/activemq.sh');
 
-export type PathName = 'amqp-amqp' | 'amqp-stomp' | 'stomp-amqp' | 'stomp-rabbitmq-amqp' | 'amqp-stomp-rabbitmq';
-export const PATHS: readonly PathName[] = ['amqp-amqp', 'amqp-stomp', 'stomp-amqp', 'stomp-rabbitmq-amqp', 'amqp-stomp-rabbitmq'];
+export type PathName = 'amqp-amqp' | 'amqp-stomp' | 'stomp-amqp' | 'stomp-rabbitmq-amqp' | 'amqp-stomp-rabbitmq' | 'amqp10-amqp' | 'amqp-amqp10';
+export const PATHS: readonly PathName[] = ['amqp-amqp', 'amqp-stomp', 'stomp-amqp', 'stomp-rabbitmq-amqp', 'amqp-stomp-rabbitmq', 'amqp10-amqp', 'amqp-amqp10'];
+/** Paths through RabbitMQ's AMQP 1.0 plugin (on the AMQP port, beside 0-9-1). */
+export const AMQP10_PATHS: readonly PathName[] = ['amqp10-amqp', 'amqp-amqp10'];
 /** Paths through RabbitMQ's STOMP plugin (RABBITMQ_STOMP_URL). */
 export const RABBITMQ_STOMP_PATHS: readonly PathName[] = ['stomp-rabbitmq-amqp', 'amqp-stomp-rabbitmq'];
 /** Paths through ActiveMQ (STOMP_URL). */
@@ -161,6 +169,10 @@ export async function runScenario(o: ScenarioOptions): Promise<FaultRunReport> {
   const rabbitStomp = RABBITMQ_STOMP_PATHS.includes(o.path);
   const sourceIsStomp = o.path === 'stomp-amqp' || o.path === 'stomp-rabbitmq-amqp';
   const targetIsStomp = o.path === 'amqp-stomp' || o.path === 'amqp-stomp-rabbitmq';
+  // AMQP 1.0 through RabbitMQ's plugin: the harness publishes (amqp10-amqp) or collects (amqp-amqp10) over 1.0 too, so
+  // that the stream's headers pass as application properties (a 0-9-1 client sees them as one blob: docs/mapping.md).
+  const sourceIs10 = o.path === 'amqp10-amqp';
+  const targetIs10 = o.path === 'amqp-amqp10';
   // The STOMP side is ActiveMQ: it is restarted by the broker-restart fault, and its queues are read over STOMP.
   const needsStomp = (sourceIsStomp || targetIsStomp) && !rabbitStomp;
   if (needsStomp && !o.stompUrl) throw new Error(`path ${o.path} needs ActiveMQ: set STOMP_URL`);
@@ -189,6 +201,11 @@ export async function runScenario(o: ScenarioOptions): Promise<FaultRunReport> {
     notes.push(`unroutable poison left out: a STOMP target (${rabbitStomp ? "RabbitMQ's /queue/" : 'ActiveMQ'}) routes every destination`);
     faults['poison-unroutable'] = 0;
   }
+  if (targetIs10 && faults['poison-unroutable'] > 0) {
+    // The plugin hands a headers exchange the application properties as one blob, which no binding matches.
+    notes.push('unroutable poison left out: the AMQP 1.0 target sends to the queue (/amq/queue/tgt), which takes every message');
+    faults['poison-unroutable'] = 0;
+  }
   if (!targetIsStomp && !o.stompUrl && faults['poison-too-large'] > 0) {
     // A message too large for RabbitMQ is too large for every RabbitMQ channel, the dead-letter one included.
     notes.push('too-large poison left out: its dead letter needs ActiveMQ (STOMP_URL)');
@@ -202,6 +219,14 @@ export async function runScenario(o: ScenarioOptions): Promise<FaultRunReport> {
   const stompSideUrl = rabbitStomp ? o.rabbitStompUrl : o.stompUrl;
   const targetProxy = await TcpProxy.forUrl(targetIsStomp ? stompSideUrl! : o.amqpUrl).start();
   const rabbitTargetUrl = withVhost(targetProxy.rewrite(o.amqpUrl), vhost);
+  // RabbitMQ 3.x lists no AMQP 1.0 connection (neither the management API nor rabbitmqctl), so a connection close cannot
+  // pick one: the bridge's 1.0 connections go through a proxy of ours, whose cut() resets them as a broker close would
+  // (./amqp10-clients.ts). The target's is the target proxy already; the source's gets one.
+  const sourceProxy10 = sourceIs10 ? await TcpProxy.forUrl(o.amqpUrl).start() : undefined;
+  // The URL's path names the vhost (the endpoint sends it as `vhost:<name>` in the open frame, as RabbitMQ's plugin reads it).
+  const amqp10Url = (base: string) => `${base.replace(/\/+$/, '')}/${encodeURIComponent(vhost)}`;
+  const rabbit10SourceUrl = sourceProxy10 ? amqp10Url(sourceProxy10.rewrite(o.amqpUrl)) : undefined;
+  const rabbit10TargetUrl = amqp10Url(targetProxy.rewrite(o.amqpUrl));
   const stompTargetUrl = targetIsStomp ? targetProxy.rewrite(stompSideUrl!) : undefined;
 
   const srcQueue = sourceOnRabbit ? 'src' : `faults-src-${runId}`;
@@ -221,7 +246,9 @@ export async function runScenario(o: ScenarioOptions): Promise<FaultRunReport> {
     if (sourceOnRabbit) await ch.assertQueue(srcQueue2, { durable: true });
     // Durable and without arguments, as RabbitMQ's STOMP plugin declares a `/queue/` destination itself.
     if (targetIsStomp && rabbitStomp) await ch.assertQueue(tgtQueue, { durable: true });
-    if (!targetIsStomp) {
+    if (targetIs10) {
+      await ch.assertQueue(tgtQueue, { durable: true });
+    } else if (!targetIsStomp) {
       await ch.assertExchange(exchange, 'headers', { durable: true });
       await ch.assertQueue(tgtQueue, { durable: true });
       await ch.bindQueue(tgtQueue, exchange, '', { 'x-match': 'all', [ROUTE_HEADER]: ROUTE_VALUE });
@@ -230,10 +257,12 @@ export async function runScenario(o: ScenarioOptions): Promise<FaultRunReport> {
     await conn.close();
   }
 
-  const publisher: Publisher = sourceOnRabbit ? new AmqpPublisher(rabbitUrl, srcQueue) : new StompPublisher(o.stompUrl!, srcQueue);
-  const publisher2: Publisher = sourceOnRabbit ? new AmqpPublisher(rabbitUrl, srcQueue2) : new StompPublisher(o.stompUrl!, srcQueue2);
+  const publisherOf = (queue: string): Publisher =>
+    sourceIs10 ? new Amqp10Publisher(o.amqpUrl, vhost, queue) : sourceOnRabbit ? new AmqpPublisher(rabbitUrl, queue) : new StompPublisher(o.stompUrl!, queue);
+  const publisher = publisherOf(srcQueue);
+  const publisher2 = publisherOf(srcQueue2);
   const publishers = [publisher, publisher2];
-  const target: Collector = targetOnRabbit ? new AmqpCollector(rabbitUrl, tgtQueue) : new StompCollector(o.stompUrl!, tgtQueue);
+  const target: Collector = targetIs10 ? new Amqp10Collector(o.amqpUrl, vhost, tgtQueue) : targetOnRabbit ? new AmqpCollector(rabbitUrl, tgtQueue) : new StompCollector(o.stompUrl!, tgtQueue);
   const deadLetter: Collector = dlOnStomp ? new StompCollector(o.stompUrl!, dlQueue) : new AmqpCollector(rabbitUrl, dlQueue);
   const tooLargeBytes = o.tooLargeBytes ?? 3 * 1024 * 1024;
   const maxMessageSize = o.maxMessageSize ?? 2 * 1024 * 1024;
@@ -282,20 +311,26 @@ export async function runScenario(o: ScenarioOptions): Promise<FaultRunReport> {
   const cacheKeys = [
     addressKeys(
       keyPrefix,
-      targetIsStomp
+      targetIs10
+        ? amqp10NodeAddress({ ...AMQP10_CONNECTION, urls: [rabbit10TargetUrl] }, `/amq/queue/${tgtQueue}`)
+        : targetIsStomp
         ? stompAddress({ name: 'stomp-target', type: 'stomp', urls: [stompTargetUrl!], heartBeat: [10_000, 10_000], connectTimeout: 10_000, ...STOMP_READ_LIMITS, ...(rabbitStomp ? { host: vhost } : {}) }, stompDestination(tgtQueue))
         : targetAddress({ name: 'rabbit-target', type: 'amqp', urls: [rabbitTargetUrl], heartbeat: 10, connectTimeout: 10_000 }, { exchange, routingKey: '' }),
     ).ids,
     stampKey(
       keyPrefix,
-      sourceIsStomp
+      sourceIs10
+        ? amqp10NodeAddress({ ...AMQP10_CONNECTION, urls: [rabbit10SourceUrl!] }, `/amq/queue/${srcQueue}`)
+        : sourceIsStomp
         ? stompAddress({ name: 'stomp-source', type: 'stomp', urls: [stompSideUrl!], heartBeat: [10_000, 10_000], connectTimeout: 10_000, ...STOMP_READ_LIMITS, ...(rabbitStomp ? { host: vhost } : {}) }, stompDestination(srcQueue))
         : sourceAddress({ name: 'rabbit', type: 'amqp', urls: [rabbitUrl], heartbeat: 10, connectTimeout: 10_000 }, srcQueue),
       'fingerprint',
     ),
     stampKey(
       keyPrefix,
-      sourceIsStomp
+      sourceIs10
+        ? amqp10NodeAddress({ ...AMQP10_CONNECTION, urls: [rabbit10SourceUrl!] }, `/amq/queue/${srcQueue2}`)
+        : sourceIsStomp
         ? stompAddress({ name: 'stomp-source', type: 'stomp', urls: [stompSideUrl!], heartBeat: [10_000, 10_000], connectTimeout: 10_000, ...STOMP_READ_LIMITS, ...(rabbitStomp ? { host: vhost } : {}) }, stompDestination(srcQueue2))
         : sourceAddress({ name: 'rabbit', type: 'amqp', urls: [rabbitUrl], heartbeat: 10, connectTimeout: 10_000 }, srcQueue2),
       'fingerprint',
@@ -305,17 +340,27 @@ export async function runScenario(o: ScenarioOptions): Promise<FaultRunReport> {
   // The bridge's configuration.
   const conns: string[] = [];
   const connUsed = new Set<string>();
-  const srcConn = !sourceIsStomp ? 'rabbit' : rabbitStomp ? 'rabbitstomp' : 'activemq';
-  const src = `{ connection: ${srcConn}, queue: "${srcQueue}" }`;
-  const src2 = `{ connection: ${srcConn}, queue: "${srcQueue2}" }`;
+  const srcConn = sourceIs10 ? 'rabbit10' : !sourceIsStomp ? 'rabbit' : rabbitStomp ? 'rabbitstomp' : 'activemq';
+  const srcOf = (queue: string) => (sourceIs10 ? `{ connection: ${srcConn}, address: "/amq/queue/${queue}" }` : `{ connection: ${srcConn}, queue: "${queue}" }`);
+  const src = srcOf(srcQueue);
+  const src2 = srcOf(srcQueue2);
   connUsed.add(srcConn);
-  const tgtConn = !targetIsStomp ? 'rabbit-target' : rabbitStomp ? 'rabbitstomp-target' : 'activemq-target';
-  const tgt = targetIsStomp ? `{ connection: ${tgtConn}, queue: "${tgtQueue}" }` : `{ connection: ${tgtConn}, exchange: "${exchange}", routing-key: "" }`;
+  const tgtConn = targetIs10 ? 'rabbit10-target' : !targetIsStomp ? 'rabbit-target' : rabbitStomp ? 'rabbitstomp-target' : 'activemq-target';
+  const tgt = targetIs10
+    ? `{ connection: ${tgtConn}, address: "/amq/queue/${tgtQueue}" }`
+    : targetIsStomp
+      ? `{ connection: ${tgtConn}, queue: "${tgtQueue}" }`
+      : `{ connection: ${tgtConn}, exchange: "${exchange}", routing-key: "" }`;
   connUsed.add(tgtConn);
   const dl = dlOnStomp ? `{ connection: activemq, queue: "${dlQueue}" }` : `{ connection: rabbit, queue: "${dlQueue}" }`;
   connUsed.add(dlOnStomp ? 'activemq' : 'rabbit');
   if (connUsed.has('rabbit')) conns.push(`  rabbit: { type: amqp, url: "${rabbitUrl}" }`);
   if (connUsed.has('rabbit-target')) conns.push(`  rabbit-target: { type: amqp, url: "${rabbitTargetUrl}" }`);
+  if (connUsed.has('rabbit10')) conns.push(`  rabbit10: { type: amqp10, url: "${rabbit10SourceUrl}" }`);
+  // RabbitMQ's plugin ends the session for a message over max_message_size, without an outcome: the bridge is told the
+  // lowered limit, as an operator would set it, and refuses the too-large poison itself.
+  const maxSize10 = faults['poison-too-large'] > 0 ? `, max-message-size: ${maxMessageSize}` : '';
+  if (connUsed.has('rabbit10-target')) conns.push(`  rabbit10-target: { type: amqp10, url: "${rabbit10TargetUrl}"${maxSize10} }`);
   if (connUsed.has('activemq')) conns.push(`  activemq: { type: stomp, url: "${o.stompUrl}" }`);
   if (connUsed.has('activemq-target')) conns.push(`  activemq-target: { type: stomp, url: "${stompTargetUrl}" }`);
   // RabbitMQ's STOMP plugin reads the `host` header as the vhost: the run's own.
@@ -401,7 +446,7 @@ export async function runScenario(o: ScenarioOptions): Promise<FaultRunReport> {
         // The harness's publisher channel must not have the lowered limit: open one while the limit is the original.
         await gate.hold(async () => {
           await admin.setMaxMessageSize(originalMaxSize);
-          const big = new AmqpPublisher(rabbitUrl, srcQueue);
+          const big = sourceIs10 ? new Amqp10Publisher(o.amqpUrl, vhost, srcQueue) : new AmqpPublisher(rabbitUrl, srcQueue);
           try {
             await big.open();
             await lowerLimit();
@@ -437,6 +482,17 @@ export async function runScenario(o: ScenarioOptions): Promise<FaultRunReport> {
           return true;
         }
         case 'connection-close': {
+          // An AMQP 1.0 side: one time in two (or always, with no 0-9-1 connection to pick) its proxy resets its
+          // connections, since RabbitMQ lists none of them.
+          const proxy10 = sourceProxy10 ?? (targetIs10 ? targetProxy : undefined);
+          if (proxy10 !== undefined && prng.next() < 0.5) {
+            // Reset what is open, then take new connections again (a broker's close, not an outage).
+            proxy10.cut();
+            proxy10.resume();
+            fired();
+            log(`reset the bridge's AMQP 1.0 ${sourceIs10 ? 'source' : 'target'} connections (their proxy)`);
+            return true;
+          }
           const deadline = Date.now() + 20_000;
           for (;;) {
             const list = await admin.bridgeConnections(vhost, bridge.pid).catch(() => []);
@@ -551,6 +607,7 @@ export async function runScenario(o: ScenarioOptions): Promise<FaultRunReport> {
     await bridge.stop().catch(() => undefined);
     await Promise.allSettled([publisher.close(), publisher2.close(), target.stop(), deadLetter.stop()]);
     await targetProxy.stop().catch(() => undefined);
+    await sourceProxy10?.stop().catch(() => undefined);
     if (lowered) {
       process.off('SIGINT', restoreOnSignal);
       process.off('SIGTERM', restoreOnSignal);

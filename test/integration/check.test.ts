@@ -295,6 +295,38 @@ describe('broker-bridge check', () => {
     expect(r.findings).toContainEqual(expect.objectContaining({ level: 'warning', subject: 'config', message: expect.stringContaining("its target is MQTT 3.1.1 (connection 'rabbitmqtt')") as string }));
   });
 
+  it('reports each AMQP 1.0 connection (reachable, the login) and each node: one that answers an attach, one that does not, a template not checked', () => {
+    const amqp10 = services.amqpUrl.replace(/\/+$/, '');
+    const missing = uniqueName('check-none');
+    const yaml = [
+      'connections:',
+      `  rabbit: { type: amqp, url: "${services.amqpUrl}" }`,
+      `  one: { type: amqp10, url: "${amqp10}" }`,
+      'id-cache:',
+      `  redis-url: "redis://127.0.0.1:${redisPort}"`,
+      'bridges:',
+      '  - name: from-one',
+      `    source: { connection: one, address: "/amq/queue/${source}" }`,
+      `    target: { connection: one, address: "/amq/queue/${missing}" }`,
+      `    dead-letter: { connection: rabbit, queue: "${deadLetter}" }`,
+      '  - name: to-one',
+      `    source: { connection: rabbit, queue: "${source}" }`,
+      '    target: { connection: one, address: "/exchange/amq.topic/${header.region}" }',
+      `    dead-letter: { connection: rabbit, queue: "${deadLetter}" }`,
+      '',
+    ].join('\n');
+    const r = checkJson(yaml);
+    expect(r.exitCode).toBe(1);
+    const about = (subject: string) => r.findings.filter((f) => f.subject === subject).map((f) => `${f.level} ${f.message}`);
+    expect(about('connection one')).toEqual([expect.stringMatching(/^ok reachable: one \(127\.0\.0\.1:5672\), AMQP 1\.0, logged in as guest$/)]);
+    expect(about('bridge from-one')).toEqual([
+      `ok source node '/amq/queue/${source}' on one answers an attach`,
+      expect.stringMatching(new RegExp(`^error target node '/amq/queue/${missing}' on one refused an attach \\(amqp:not-found\\)`)),
+      expect.stringMatching(/^ok dead-letter queue .* exists on rabbit/),
+    ]);
+    expect(about('bridge to-one')).toContainEqual("info target node '/exchange/amq.topic/${header.region}' on one: an address template, not checkable (its nodes are named per message)");
+  });
+
   it('reports an invalid file as an error with its location (exit 1), connecting to nothing', () => {
     const r = check('connections: {}\nbridges:\n  - name: x\n    source: { connection: nowhere, queue: q }\n    target: { connection: nowhere, queue: q }\n');
     expect(r.code).toBe(1);

@@ -259,13 +259,39 @@ async function useLocalManagement(): Promise<void> {
  * port 5672) and one of those is missing, scripts/rabbitmq-plugins.sh enables what is missing through rabbitmqctl and
  * prints one line saying what it did. A remote RabbitMQ is never changed: the errors below name what is missing.
  */
+/**
+ * Whether the broker answers the AMQP 1.0 SASL protocol header with its own (rabbitmq_amqp1_0 enabled), rather than
+ * with 0-9-1's: read from the first 8 bytes it sends back, within 3 s.
+ */
+function speaksAmqp10(host: string, port: number): Promise<boolean> {
+  const header = Buffer.from([0x41, 0x4d, 0x51, 0x50, 3, 1, 0, 0]);
+  return new Promise((done) => {
+    const socket = connect({ host, port });
+    let got = Buffer.alloc(0);
+    const finish = (ok: boolean) => {
+      clearTimeout(timer);
+      socket.destroy();
+      done(ok);
+    };
+    const timer = setTimeout(() => finish(false), 3000);
+    socket.once('connect', () => socket.write(header));
+    socket.on('data', (chunk: Buffer) => {
+      got = Buffer.concat([got, chunk]);
+      if (got.length >= header.length) finish(got.subarray(0, header.length).equals(header));
+    });
+    socket.once('error', () => finish(false));
+    socket.once('close', () => finish(got.subarray(0, header.length).equals(header)));
+  });
+}
+
 async function enableLocalRabbitPlugins(): Promise<void> {
   const amqp = process.env.AMQP_URL;
   if (!amqp || !isLocalRabbit(amqp)) return;
   const needManagement = !process.env.RABBITMQ_MANAGEMENT_URL && (await probeTcp('127.0.0.1', LOCAL_MANAGEMENT.port)) !== undefined;
   const needStomp = !process.env.RABBITMQ_STOMP_URL && (await probeTcp('127.0.0.1', LOCAL_RABBITMQ_STOMP.port)) !== undefined;
   const needMqtt = !process.env.RABBITMQ_MQTT_URL && (await probeTcp('127.0.0.1', LOCAL_RABBITMQ_MQTT_PORT)) !== undefined;
-  if (!needManagement && !needStomp && !needMqtt) return;
+  const needAmqp10 = !(await speaksAmqp10(new URL(amqp).hostname, Number(new URL(amqp).port || 5672)));
+  if (!needManagement && !needStomp && !needMqtt && !needAmqp10) return;
   const { failed, stdout } = await runScriptOutput(RABBITMQ_PLUGINS_SCRIPT, 'enable', 240_000);
   if (failed === undefined) {
     console.log(`test services: ${stdout.trim().split('\n').pop() ?? ''}`);

@@ -15,7 +15,7 @@ import { Amqp10Target } from '../../src/endpoints/amqp10/amqp10-target.js';
 import { silentLogger as log } from '../../src/shared/log.js';
 import { endpointContract } from '../support/endpoint-contract.js';
 import { AmqpTestClient, deleteQueues } from '../support/amqp.js';
-import { amqp10Missing, amqp10Url, publish10, take10 } from '../support/amqp10.js';
+import { amqp10Missing, amqp10Url, nestedValueMessage, publish10, take10 } from '../support/amqp10.js';
 import { RabbitAdmin } from '../faults/rabbit-admin.js';
 import { uniqueName } from '../support/services.js';
 import { sleep, until } from '../support/wait.js';
@@ -146,6 +146,30 @@ function amqp10Specifics(): void {
       for (const d of again.deliveries) b.ack(d);
       await b.ackBarrier();
       await b.close();
+      expect(await take10(q, 0)).toEqual([]);
+    });
+
+    it('a message nested too deep to decode is handed on alone as unreadable (its bytes the body); the connection stays and the next message flows', async () => {
+      const q = await queue();
+      const deep = nestedValueMessage(20_000);
+      await publish10(q, [{ body: '', headers: {}, raw: deep }, { body: 'after', headers: {} }]);
+      // Decodable by rhea, yet deeper than any header a real application sends: the mapping must not throw on it.
+      await publish10(q, [{ body: '', headers: {}, raw: nestedValueMessage(1_000) }]);
+      const s = source(q);
+      const c = await collect(s);
+      await until('3 deliveries', () => c.deliveries.length === 3);
+      const [bad, after, deepButDecodable] = c.deliveries;
+      // The body is the message as delivered: the broker's sections (a header, annotations) and then the publisher's.
+      expect(bad?.unreadable).toMatchObject({ reason: 'malformed-headers', dropped: 'headers', size: bad?.message.body.length });
+      expect(bad?.unreadable?.detail).toMatch(/nested too deep to decode/);
+      expect(bad?.message.body.subarray(-deep.length)).toEqual(deep);
+      expect(after?.unreadable).toBeUndefined();
+      expect(after?.message.body.toString()).toBe('after');
+      expect(deepButDecodable?.unreadable).toBeUndefined();
+      for (const d of c.deliveries) s.ack(d);
+      await s.ackBarrier();
+      expect(c.lost).toEqual([]);
+      await s.close();
       expect(await take10(q, 0)).toEqual([]);
     });
 

@@ -11,6 +11,24 @@ export interface Amqp10TestMessage {
   body: string;
   headers: Record<string, string>;
   messageId?: string;
+  /** publish10 only: the message's encoded sections as they go on the wire, instead of body and headers. */
+  raw?: Buffer;
+}
+
+/**
+ * The encoded sections of a message whose amqp-value body is a list nested `depth` deep (list32 in list32 …, the
+ * innermost empty): what a publisher can send and RabbitMQ's plugin passes on to a 1.0 consumer unchanged.
+ */
+export function nestedValueMessage(depth: number): Buffer {
+  let inner = Buffer.from([0x45]);
+  for (let i = 0; i < depth; i++) {
+    const head = Buffer.alloc(9);
+    head[0] = 0xd0;
+    head.writeUInt32BE(4 + inner.length, 1);
+    head.writeUInt32BE(1, 5);
+    inner = Buffer.concat([head, inner]);
+  }
+  return Buffer.concat([Buffer.from([0x00, 0x53, 0x77]), inner]);
 }
 
 /** The AMQP 1.0 URL of the broker the tests use: the 0-9-1 one (the plugin answers on the same port). */
@@ -69,6 +87,11 @@ export async function publish10(queue: string, messages: readonly Amqp10TestMess
       for (const e of ['rejected', 'released', 'modified']) sender.on(e, () => reject(new Error(`a test message was ${e}`)));
     });
     for (const m of messages) {
+      if (m.raw !== undefined) {
+        // rhea's send(bytes, tag, format): the bytes go as they are (format 0: an AMQP message).
+        (sender.send as (msg: Buffer, tag: undefined, format: number) => unknown)(m.raw, undefined, 0);
+        continue;
+      }
       sender.send({
         body: rhea.message.data_section(Buffer.from(m.body)) as unknown,
         durable: true,

@@ -29,6 +29,7 @@ import { Amqp10Endpoint } from './amqp10-endpoint.js';
 import { conditionOf, describeError } from './amqp10-connect.js';
 import { CreditFlow } from './amqp10-credit.js';
 import { firstEvent } from './amqp10-events.js';
+import { rheaGuardMissing } from './rhea-guard.js';
 
 export class Amqp10Source extends Amqp10Endpoint implements SourceEndpoint {
   readonly acksInOrder = false;
@@ -56,6 +57,8 @@ export class Amqp10Source extends Amqp10Endpoint implements SourceEndpoint {
   }
 
   async open(handlers: SourceHandlers): Promise<void> {
+    const unguarded = rheaGuardMissing();
+    if (unguarded !== undefined) this.log.error(unguarded);
     const session = await this.connect((error) => handlers.onLost(error));
     const receiver = session.attach_receiver({ source: { address: this.node }, credit_window: 0, autoaccept: false });
     const attached = await firstEvent(
@@ -94,13 +97,36 @@ export class Amqp10Source extends Amqp10Endpoint implements SourceEndpoint {
   private onMessage(ctx: EventContext): void {
     const d = ctx.delivery;
     const m = ctx.message;
-    if (this.closed || d === undefined || m === undefined) return;
+    if (this.closed || d === undefined) return;
+    if (m === undefined) {
+      this.onUndecodable(ctx, d);
+      return;
+    }
     const stableId = idText(m.message_id);
     const delivery: SourceDelivery = {
       message: fromAmqp10(m, { duplicateIdHeader: this.duplicateIdHeader, log: this.log }),
       redelivered: m.first_acquirer === false || (typeof m.delivery_count === 'number' && m.delivery_count > 0),
       seq: ++this.seq,
       ...(stableId !== undefined ? { stableId } : {}),
+    };
+    this.unsettled.set(delivery, d);
+    deliver(this.handlers, delivery, this.log);
+  }
+
+  /**
+   * A transfer rhea could not decode (patches/rhea+3.0.5.patch: its recursive decoder overflowed the stack on a message
+   * nested a few thousand deep, which used to end the connection, and the broker redelivered it forever): handed on
+   * as unreadable, its bytes as the body, to be dead-lettered alone and accepted.
+   */
+  private onUndecodable(ctx: EventContext, d: Delivery): void {
+    const bad = (ctx as EventContext & { undecodable?: { error?: unknown; data?: unknown } }).undecodable;
+    const data = Buffer.isBuffer(bad?.data) ? bad.data : Buffer.alloc(0);
+    const why = bad?.error instanceof RangeError ? 'nested too deep to decode' : `not decodable (${describeError(bad?.error)})`;
+    const delivery: SourceDelivery = {
+      message: { body: data, properties: { persistent: true }, headers: {} },
+      redelivered: false,
+      seq: ++this.seq,
+      unreadable: { reason: 'malformed-headers', detail: `an AMQP 1.0 message from ${this.where} is ${why}; its encoded sections are the body`, dropped: 'headers', size: data.length },
     };
     this.unsettled.set(delivery, d);
     deliver(this.handlers, delivery, this.log);

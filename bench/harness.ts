@@ -64,10 +64,15 @@ export async function prefillAmqp(queue: string, n: number, withIds: boolean, ..
 
 /** The same with the headers `headersOf(i)` gives the i-th message. */
 export async function prefillAmqpWith(queue: string, n: number, headersOf: (i: number) => Record<string, unknown>, ...others: string[]): Promise<void> {
+  await prefillAmqpOptions(queue, n, (i) => ({ headers: headersOf(i) }), ...others);
+}
+
+/** The same with the publish options (headers, message-id, …) `optionsOf(i)` gives the i-th message. */
+export async function prefillAmqpOptions(queue: string, n: number, optionsOf: (i: number) => amqp.Options.Publish, ...others: string[]): Promise<void> {
   await withAmqp(async (ch) => {
     for (const q of [queue, ...others]) await ch.assertQueue(q, { durable: true });
     for (let i = 0; i < n; i++) {
-      if (!ch.sendToQueue(queue, BODY, { persistent: true, headers: headersOf(i), ...stamp() })) await new Promise((r) => ch.once('drain', r));
+      if (!ch.sendToQueue(queue, BODY, { persistent: true, ...optionsOf(i), ...stamp() })) await new Promise((r) => ch.once('drain', r));
       if (i % 1000 === 999) await ch.waitForConfirms();
     }
     await ch.waitForConfirms();

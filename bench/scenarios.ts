@@ -11,6 +11,7 @@ import { pinnedScenarios } from './pinned-scenarios.js';
 import { moveScenarios } from './move-scenarios.js';
 import { natsScenarios } from './nats-scenarios.js';
 import { mqttScenarios } from './mqtt-scenarios.js';
+import { amqp10Scenarios } from './amqp10-scenarios.js';
 
 export type { Scenario } from './harness.js';
 
@@ -23,5 +24,6 @@ export const scenarios: Scenario[] = [
   ...pinnedScenarios,
   ...moveScenarios,
   ...natsScenarios,
+  ...amqp10Scenarios,
   ...minReplicasScenarios,
 ];

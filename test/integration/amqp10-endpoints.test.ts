@@ -5,6 +5,7 @@
  * message, a connection closed by the broker. Every queue is unique to its test and deleted after the file.
  */
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
+import rhea from 'rhea';
 import type { Amqp10ConnectionConfig } from '../../src/config/types.js';
 import { AMQP10_MAX_MESSAGE_SIZE } from '../../src/config/schema-connections.js';
 import type { BridgeMessage, SourceDelivery } from '../../src/core/message.js';
@@ -221,6 +222,31 @@ function amqp10Specifics(): void {
       await until('onLost', () => lost.length > 0);
       expect(lost).toHaveLength(1);
       expect((await take10(q, 1)).map((m) => m.body)).toEqual(['fits']);
+    });
+
+    it("pinned plugin behaviour, the reason AMQP 1.0 endpoints do not share a connection: the full queue's crash resets the whole connection, another session's sender with it", async () => {
+      const full = await queue({ 'x-max-length': 1, 'x-overflow': 'reject-publish' });
+      const other = await queue();
+      const u = new URL(amqp10Url());
+      const c = rhea.create_container({ id: uniqueName('bb10-share') }).connect({
+        host: u.hostname, port: Number(u.port || 5672), username: 'guest', password: 'guest', reconnect: false,
+      });
+      c.on('error', () => undefined);
+      const gone = new Promise<void>((resolve) => c.once('disconnected', () => resolve()));
+      await new Promise<void>((resolve) => c.once('connection_open', () => resolve()));
+      const senderOn = (q: string) => {
+        const session = c.create_session();
+        session.begin();
+        return session.attach_sender({ target: { address: node(q) } });
+      };
+      const a = senderOn(full);
+      const b = senderOn(other);
+      await Promise.all([a, b].map((x) => new Promise<void>((resolve) => x.once('sendable', () => resolve()))));
+      a.send({ body: 'fits' });
+      a.send({ body: 'does not fit' });
+      await gone;
+      expect((await take10(other, 0)).length).toBe(0);
+      expect((await take10(full, 1)).map((m) => m.body)).toEqual(['fits']);
     });
 
     it('a message over max-message-size is refused (too-large) before it is written; the next one goes, on the same session', async () => {

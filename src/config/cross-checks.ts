@@ -1,7 +1,8 @@
 /**
- * Rules that span fields: references to connections, unique bridge names, target shape per protocol, a bridge
+ * Rules that span fields: references to connections, unique bridge names, an endpoint's shape on its protocol, a bridge
  * that would consume its own output. They run on the plain data even when some field failed the schema, so that
- * one run reports every problem; each rule skips what it cannot read (the schema reports that).
+ * one run reports every problem; each rule skips what it cannot read (the schema reports that). What is a protocol's
+ * own is in its record (./protocol.ts, ./protocols/): this loops over them.
  */
 import { compileSelector, SelectorSyntaxError } from '../routing/selector.js';
 import type { ProblemCollector } from './problems.js';

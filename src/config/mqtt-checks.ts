@@ -20,6 +20,9 @@ const SOURCE_ONLY = ['shared-group', 'forward-retained', 'topic-separator'];
 const TARGET_ONLY = ['retain', 'no-subscribers'];
 const BOTH = ['topic', 'qos', 'client-id'];
 
+/** The other protocols' keys an MQTT endpoint refuses in its own words (use topic): its record's `refuses`. */
+export const MQTT_REFUSES = { source: ['queue'], target: ['queue', 'exchange', 'exchange-type', 'routing-key'] } as const;
+
 interface MqttConnection {
   version: number;
   clientIdPrefix?: string;
@@ -56,7 +59,7 @@ export function refuseMqttKeys({ path, ep, role, connection, out }: EndpointChec
 
 /** The keys of an MQTT endpoint: `topic` (a filter on a source, a name or a template's literal text on a target), no queue. */
 export function checkMqttEndpoint({ path, ep, role, connection, out }: EndpointCheck): void {
-  for (const key of role === 'source' ? ['queue'] : ['queue', 'exchange', 'exchange-type', 'routing-key']) {
+  for (const key of role === 'source' ? MQTT_REFUSES.source : MQTT_REFUSES.target) {
     if (ep[key] !== undefined) out.atKey([...path, key], `not valid on an MQTT ${role} (connection '${connection}' is mqtt); use topic`);
   }
   const topic = asString(ep.topic);

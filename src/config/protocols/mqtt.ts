@@ -6,13 +6,13 @@
 import { ADDRESS_SEPARATORS } from '../../routing/address-values.js';
 import { camelKeys } from '../camel-keys.js';
 import { defaultClientId, describeMqttServer, mqttTopicAddress, parseMqttUrl } from '../mqtt-address.js';
-import { checkMqttBridges, checkMqttEndpoint, refuseMqttKeys } from '../mqtt-checks.js';
+import { checkMqttBridges, checkMqttEndpoint, MQTT_REFUSES, refuseMqttKeys } from '../mqtt-checks.js';
 import { CONNECTION_KEYS_RESOLVED, type ConfigProtocol } from '../protocol.js';
 
 export const mqttConfigProtocol: ConfigProtocol<'mqtt'> = {
   type: 'mqtt',
   refuseElsewhere: refuseMqttKeys,
-  refuses: { source: ['queue'], target: ['queue', 'exchange', 'exchange-type', 'routing-key'] },
+  refuses: MQTT_REFUSES,
   takes: { source: 'its source takes topic', target: 'its target takes topic', useSource: 'topic', useTarget: 'topic' },
   checkSource(check) {
     checkMqttEndpoint(check);

@@ -1,7 +1,7 @@
 /**
  * The name of the broker a connection reaches, as a bridge's loop path records it (src/routing/bridge-path.ts,
  * docs/design.md §11 "No loops"): scheme, host and port of the connection's first URL, plus the virtual host where the
- * protocol has one — exactly the prefix of the credential-free addresses that `x-bridge-source` and the caches use
+ * protocol has one (each protocol's record, ./protocols/, says how) — exactly the prefix of the credential-free addresses that `x-bridge-source` and the caches use
  * (./amqp-address.ts, ./stomp-address.ts, ./nats-address.ts, ./mqtt-address.ts, ./amqp10-address.ts). So two vhosts of one RabbitMQ are two
  * brokers, and two bridges that reach one broker through the same first URL name it alike.
  *
@@ -10,34 +10,13 @@
  */
 import { createHash } from 'node:crypto';
 import type { ConnectionConfig } from './types.js';
-import { parseBroker } from './amqp-address.js';
-import { describeServer, parseStompUrl } from './stomp-address.js';
-import { parseNatsUrl } from './nats-address.js';
-import { describeMqttServer, parseMqttUrl } from './mqtt-address.js';
-import { amqp10Broker } from './amqp10-address.js';
+import { configProtocolOf } from './protocols.js';
 import { BROKER_NAME_MAX_BYTES } from '../routing/bridge-path.js';
 
 export function brokerName(conn: ConnectionConfig): string {
   const first = conn.urls[0];
   if (first === undefined) throw new TypeError(`connection '${conn.name}' has no URL`);
-  return bounded(rawName(conn, first));
-}
-
-function rawName(conn: ConnectionConfig, url: string): string {
-  if (conn.type === 'stomp') {
-    const server = parseStompUrl(url);
-    const vhost = conn.host !== undefined && conn.host !== server.host ? `?host=${encodeURIComponent(conn.host)}` : '';
-    return `stomp://${describeServer(server)}${vhost}`;
-  }
-  if (conn.type === 'nats') return `nats://${parseNatsUrl(url).hostPort}`;
-  if (conn.type === 'amqp10') return amqp10Broker({ ...conn, urls: [url] });
-  if (conn.type === 'mqtt') {
-    const server = parseMqttUrl(url);
-    return `${server.tls ? 'mqtts' : 'mqtt'}://${describeMqttServer(server)}`;
-  }
-  const b = parseBroker(url);
-  const host = b.host.includes(':') ? `[${b.host}]` : b.host;
-  return `${b.scheme}://${host}:${b.port}/${encodeURIComponent(b.vhost)}`;
+  return bounded(configProtocolOf(conn.type).brokerName(conn, first));
 }
 
 function bounded(name: string): string {

@@ -12,6 +12,7 @@
 import { readFileSync } from 'node:fs';
 import { parse as parseYaml, type Document, type Scalar } from 'yaml';
 import { forEachStringValue, type KeyPath } from './yaml-tree.js';
+import { CONFIG_PROTOCOLS } from './protocols.js';
 
 export type Env = Readonly<Record<string, string | undefined>>;
 
@@ -40,10 +41,11 @@ const REFERENCE = /^([A-Za-z_][A-Za-z0-9_]*)(?::-([\s\S]*))?$/;
 const TEMPLATE_REFERENCE = /^(header|property)\./;
 
 /**
- * The keys of a bridge's target that take address templates: its routing key (AMQP), queue (STOMP destination), subject
- * (NATS), topic (MQTT) and address (AMQP 1.0). The one list: the template checks (./template-checks.ts) read it too.
+ * The keys of a bridge's target that take address templates, whatever its protocol: the union of the records' template
+ * keys (./protocols/: routing-key and queue on AMQP, queue on STOMP, subject, topic, address), in the records' order.
+ * The one list: the template checks (./template-checks.ts) read it too.
  */
-export const TEMPLATE_KEYS: readonly string[] = ['routing-key', 'queue', 'subject', 'topic', 'address'];
+export const TEMPLATE_KEYS: readonly string[] = [...new Set(CONFIG_PROTOCOLS.flatMap((p) => p.templateKeys))];
 
 export function isTemplateKey(path: KeyPath): boolean {
   return path.length === 4 && path[0] === 'bridges' && path[2] === 'target' && typeof path[3] === 'string' && TEMPLATE_KEYS.includes(path[3]);

@@ -4,7 +4,6 @@
  * passphrase or a key that does not belong to its certificate is a configuration error with file, line and key, and
  * never a surprise at the first reconnect. What they hold is secret: no message here quotes a file's content.
  */
-import { readFileSync } from 'node:fs';
 import { isAbsolute, resolve as resolvePath } from 'node:path';
 import { createSecureContext } from 'node:tls';
 import { encodeUserInfo } from '../shared/errors.js';
@@ -12,51 +11,12 @@ import { camelKeys } from './camel-keys.js';
 import type { ProblemCollector } from './problems.js';
 import { DEFAULT_REDIS_URL, type ConfigFile, type ConfigFileTls } from './schema.js';
 import type { TlsConfig } from './types.js';
-
-/** What the files of one connection (or of the cache) held. */
-export interface ConnectionFiles {
-  /** From `password-file`, one trailing newline trimmed. */
-  password?: string;
-  tls?: TlsConfig;
-  /** From a NATS connection's `credentials-file` (secret). */
-  credentials?: string;
-}
+import { readReferencedFile, urlHasUser, type ConnectionFiles, type Path } from './referenced-file.js';
+import { configProtocolOf } from './protocols.js';
 
 export interface ConfigFiles {
   connections: Record<string, ConnectionFiles>;
   idCache: ConnectionFiles;
-}
-
-type Path = readonly (string | number)[];
-
-/** Why a file cannot be read, as a few words. */
-function readFailure(err: unknown): string {
-  const code = (err as NodeJS.ErrnoException).code;
-  switch (code) {
-    case 'ENOENT':
-      return 'no such file';
-    case 'EACCES':
-    case 'EPERM':
-      return 'permission denied';
-    case 'EISDIR':
-      return 'it is a directory';
-    default:
-      return code ?? (err instanceof Error ? err.message : String(err));
-  }
-}
-
-/**
- * Reads a file named in the configuration (relative paths from the configuration file's folder). Reports a problem at
- * `path` and returns undefined when it cannot be read.
- */
-export function readReferencedFile(name: string, baseDir: string, path: Path, out: ProblemCollector, what: string): string | undefined {
-  const full = isAbsolute(name) ? name : resolvePath(baseDir, name);
-  try {
-    return readFileSync(full, 'utf8');
-  } catch (err) {
-    out.atValue(path, `cannot read ${what} ${full}: ${readFailure(err)}`);
-    return undefined;
-  }
 }
 
 /** A password file's content: one trailing newline (LF or CRLF) trimmed, as `echo secret > file` leaves it. */
@@ -77,10 +37,6 @@ export function urlWithPassword(url: string, password: string | undefined): stri
 
 function urlHasPassword(url: string): boolean {
   return URL.canParse(url) && new URL(url).password !== '';
-}
-
-function urlHasUser(url: string): boolean {
-  return URL.canParse(url) && new URL(url).username !== '';
 }
 
 function schemeOf(url: string): string {
@@ -229,26 +185,6 @@ function keyPairProblem(tls: TlsConfig): { key: 'key' | 'passphrase' | 'cert'; m
   }
 }
 
-const TLS_SCHEME = { amqp: 'amqps', stomp: 'stomp+ssl', nats: 'tls', mqtt: 'mqtts', amqp10: 'amqps' } as const;
-const USER_EXAMPLE = { amqp: 'amqp://USER@host', stomp: 'stomp://USER@host', nats: 'nats://USER@host', mqtt: 'mqtt://USER@host', amqp10: 'amqp://USER@host' } as const;
-
-/** A NATS `credentials-file`: read now, and only where the URLs carry no user of their own (one way to log in). */
-function readCredentials(file: string | undefined, urls: readonly string[], path: Path, baseDir: string, out: ProblemCollector): string | undefined {
-  if (file === undefined) return undefined;
-  const key = [...path, 'credentials-file'];
-  if (urls.some(urlHasUser)) {
-    out.atKey(key, 'give credentials-file or a user in the URL, not both (remove the user and password from the URL)');
-    return undefined;
-  }
-  const content = readReferencedFile(file, baseDir, key, out, 'credentials-file');
-  if (content === undefined) return undefined;
-  if (!/-----BEGIN NATS USER JWT-----/.test(content) || !/-----BEGIN USER NKEY SEED-----/.test(content)) {
-    out.atValue(key, `${isAbsolute(file) ? file : resolvePath(baseDir, file)} is not a NATS credentials file; expected a user JWT and an NKey seed block (as nsc writes them)`);
-    return undefined;
-  }
-  return content;
-}
-
 /** Reads every file the (schema-valid) configuration names; problems go to `out`. */
 export function readConfigFiles(data: ConfigFile, baseDir: string, out: ProblemCollector): ConfigFiles {
   const files: ConfigFiles = { connections: {}, idCache: {} };
@@ -256,15 +192,13 @@ export function readConfigFiles(data: ConfigFile, baseDir: string, out: ProblemC
     const urls = c.urls ?? (c.url !== undefined ? [c.url] : []);
     const path = ['connections', name];
     const got: ConnectionFiles = {};
-    const password = readPassword(c['password-file'], urls, path, USER_EXAMPLE[c.type], baseDir, out);
+    const protocol = configProtocolOf(c.type);
+    const password = readPassword(c['password-file'], urls, path, protocol.userExample, baseDir, out);
     if (password !== undefined) got.password = password;
-    const tls = readTls(c.tls, urls, TLS_SCHEME[c.type], path, baseDir, out);
+    const tls = readTls(c.tls, urls, protocol.tlsScheme, path, baseDir, out);
     if (tls !== undefined) got.tls = tls;
-    if (c.type === 'nats') {
-      const credentials = readCredentials(c['credentials-file'], urls, path, baseDir, out);
-      if (credentials !== undefined) got.credentials = credentials;
-    }
-    files.connections[name] = got;
+    // Its own keys' files (NATS: credentials-file), after the files every protocol has.
+    files.connections[name] = { ...got, ...protocol.readFiles?.(c, urls, path, baseDir, out) };
   }
   const ic = data['id-cache'];
   // The URLs of the Redis in use (the cross-checks allow one topology): standalone (default), Cluster or Sentinel.

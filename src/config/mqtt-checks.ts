@@ -1,10 +1,11 @@
 /**
- * Cross-field rules of MQTT endpoints (and of MQTT keys elsewhere), run on the plain data like ./cross-checks.ts:
+ * Cross-field rules of MQTT endpoints (and of MQTT keys elsewhere), run on the plain data like ./cross-checks.ts, for
+ * MQTT's record (./protocols/mqtt.ts):
  * - an MQTT source takes `topic` (a valid topic filter), not `queue`; an MQTT target or dead-letter takes `topic` (a
  *   topic name: no wildcard; a bridge's target may be an address template, whose literal text is checked here and
  *   whose values are checked per message, ../routing/address-template.ts), not `queue`, `exchange` or `routing-key`;
  * - the MQTT keys (`topic`, `qos`, `client-id`, `shared-group`, `forward-retained`, `topic-separator`, `retain`,
- *   `no-subscribers`) are refused on an AMQP, STOMP or NATS endpoint (./cross-checks.ts requires their own keys);
+ *   `no-subscribers`) are refused on another protocol's endpoint, saying what its record (./protocol.ts `takes`) takes;
  * - `shared-group` needs MQTT 5 (`protocol-version: 4` is refused: 3.1.1 has no shared subscriptions);
  * - no two endpoints connect to one broker with one client id (the broker would hand the session back and forth);
  * - a target topic the source's own filter matches, on the same connection, would feed the bridge its own output.
@@ -13,20 +14,14 @@ import { parseAddressTemplate } from '../routing/address-template.js';
 import type { ProblemCollector } from './problems.js';
 import { asRecord, asString, type Data } from './raw-data.js';
 import { defaultClientId, topicFilterProblem, topicMatches, topicNameProblem } from './mqtt-address.js';
+import type { ConfigProtocol, EndpointCheck, Role } from './protocol.js';
 
 const SOURCE_ONLY = ['shared-group', 'forward-retained', 'topic-separator'];
 const TARGET_ONLY = ['retain', 'no-subscribers'];
 const BOTH = ['topic', 'qos', 'client-id'];
 
-export type Role = 'source' | 'target' | 'dead-letter';
-
-/** What an endpoint of the other protocols takes instead, for the sentence refusing an MQTT key there. */
-const TAKES = {
-  amqp: { source: 'its source takes queue', target: 'its target takes queue or exchange' },
-  stomp: { source: 'its source takes queue', target: 'its target takes queue' },
-  nats: { source: 'its source takes stream and consumer', target: 'its target takes subject' },
-  amqp10: { source: 'its source takes address', target: 'its target takes address' },
-} as const;
+/** The other protocols' keys an MQTT endpoint refuses in its own words (use topic): its record's `refuses`. */
+export const MQTT_REFUSES = { source: ['queue'], target: ['queue', 'exchange', 'exchange-type', 'routing-key'] } as const;
 
 interface MqttConnection {
   version: number;
@@ -54,16 +49,17 @@ export function mqttConnections(raw: Data): Map<string, MqttConnection> {
   return out;
 }
 
-/** Keys of one endpoint against its connection's protocol; `type` undefined = unknown protocol (the schema says). */
-export function checkEndpointKeys(path: readonly PropertyKey[], ep: Data, role: Role, connection: string, type: 'amqp' | 'stomp' | 'nats' | 'mqtt' | 'amqp10', out: ProblemCollector): void {
-  if (type !== 'mqtt') {
-    const own = role === 'source' ? [...BOTH, ...SOURCE_ONLY] : [...BOTH, ...TARGET_ONLY];
-    for (const key of own) {
-      if (ep[key] !== undefined) out.atKey([...path, key], `MQTT only; connection '${connection}' is ${type} (${TAKES[type][role === 'source' ? 'source' : 'target']})`);
-    }
-    return;
+/** MQTT's own keys on another protocol's endpoint (`host`), refused with what that endpoint takes instead. */
+export function refuseMqttKeys({ path, ep, role, connection, out }: EndpointCheck, host: ConfigProtocol): void {
+  const own = role === 'source' ? [...BOTH, ...SOURCE_ONLY] : [...BOTH, ...TARGET_ONLY];
+  for (const key of own) {
+    if (ep[key] !== undefined) out.atKey([...path, key], `MQTT only; connection '${connection}' is ${host.type} (${role === 'source' ? host.takes.source : host.takes.target})`);
   }
-  for (const key of role === 'source' ? ['queue'] : ['queue', 'exchange', 'exchange-type', 'routing-key']) {
+}
+
+/** The keys of an MQTT endpoint: `topic` (a filter on a source, a name or a template's literal text on a target), no queue. */
+export function checkMqttEndpoint({ path, ep, role, connection, out }: EndpointCheck): void {
+  for (const key of role === 'source' ? MQTT_REFUSES.source : MQTT_REFUSES.target) {
     if (ep[key] !== undefined) out.atKey([...path, key], `not valid on an MQTT ${role} (connection '${connection}' is mqtt); use topic`);
   }
   const topic = asString(ep.topic);

@@ -12,3 +12,8 @@ export function asRecord(v: unknown): Data | undefined {
 export function asString(v: unknown): string | undefined {
   return typeof v === 'string' ? v : undefined;
 }
+
+/** The key is given (with any value: the schema judges the value). */
+export function has(obj: Data, key: string): boolean {
+  return obj[key] !== undefined;
+}

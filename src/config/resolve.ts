@@ -8,7 +8,7 @@ import { isTemplated, parseAddressTemplate } from '../routing/address-template.j
 import { hasHeaderRules, type HeaderRules } from '../routing/header-rules.js';
 import { compileSelector } from '../routing/selector.js';
 import { camelKeys } from './camel-keys.js';
-import type { BridgeConfig, Config, ConnectionConfig, ConnectionKeysResolved, RedisTopology, SourceConfig, TargetConfig } from './types.js';
+import type { BridgeConfig, Config, ConnectionConfig, RedisTopology, SourceConfig, TargetConfig } from './types.js';
 import {
   bridgeSettingDefaults,
   DEFAULT_REDIS_URL,
@@ -18,8 +18,10 @@ import {
   type ConfigFileConnection,
   type ConfigFileTarget,
 } from './schema.js';
-import { urlWithPassword, type ConfigFiles, type ConnectionFiles } from './files.js';
-import { defaultClientId } from './mqtt-address.js';
+import { urlWithPassword, type ConfigFiles } from './files.js';
+import type { ConnectionFiles } from './referenced-file.js';
+import type { Role } from './protocol.js';
+import { configProtocolOf } from './protocols.js';
 
 /** The bridge settings a layer sets, and only those, so that spreading it over a lower layer never writes `undefined`. */
 function settingsSetIn(layer: Partial<BridgeSettingValues> | undefined): Partial<BridgeSettingValues> {
@@ -30,14 +32,6 @@ function settingsSetIn(layer: Partial<BridgeSettingValues> | undefined): Partial
   );
 }
 
-function parseHeartBeat(value: string | [number, number]): [number, number] {
-  if (Array.isArray(value)) return [value[0], value[1]];
-  const [out = 0, inc = 0] = value.split(',').map((s) => Number.parseInt(s.trim(), 10));
-  return [out, inc];
-}
-
-const CONNECTION_KEYS_RESOLVED: readonly ConnectionKeysResolved[] = ['url', 'urls', 'password-file', 'tls'];
-
 function resolveConnection(name: string, c: ConfigFileConnection, files: ConnectionFiles): ConnectionConfig {
   // The cross-checks guarantee exactly one of url / urls.
   const given = c.urls !== undefined ? [...c.urls] : c.url !== undefined ? [c.url] : [];
@@ -47,17 +41,7 @@ function resolveConnection(name: string, c: ConfigFileConnection, files: Connect
     urls: given.map((u) => encodedUserInfo(urlWithPassword(u, files.password))),
     ...(files.tls !== undefined ? { tls: files.tls } : {}),
   };
-  if (c.type === 'amqp') return { ...camelKeys(c, CONNECTION_KEYS_RESOLVED), ...resolved };
-  if (c.type === 'nats') {
-    return { ...camelKeys(c, [...CONNECTION_KEYS_RESOLVED, 'credentials-file']), ...resolved, ...(files.credentials !== undefined ? { credentials: files.credentials } : {}) };
-  }
-  if (c.type === 'mqtt') return { ...camelKeys(c, CONNECTION_KEYS_RESOLVED), ...resolved };
-  if (c.type === 'amqp10') return { ...camelKeys(c, CONNECTION_KEYS_RESOLVED), ...resolved };
-  return {
-    ...camelKeys(c, [...CONNECTION_KEYS_RESOLVED, 'heart-beat']),
-    heartBeat: parseHeartBeat(c['heart-beat']),
-    ...resolved,
-  };
+  return configProtocolOf(c.type).resolveConnection(c, resolved, files);
 }
 
 function lookup(connections: Record<string, ConnectionConfig>, name: string): ConnectionConfig {
@@ -67,22 +51,14 @@ function lookup(connections: Record<string, ConnectionConfig>, name: string): Co
   return c;
 }
 
-type Role = 'source' | 'target' | 'dead-letter';
-
 function resolveTarget(connections: Record<string, ConnectionConfig>, t: ConfigFileTarget, bridge: string, role: Role): TargetConfig {
   const connection = lookup(connections, t.connection);
-  const target: TargetConfig = { ...camelKeys(t, ['connection']), connection };
-  if (connection.type === 'amqp') target.routingKey = t['routing-key'] ?? t.queue ?? '';
-  if (connection.type === 'mqtt') {
-    target.qos = t.qos ?? 1;
-    target.retain = t.retain ?? false;
-    target.noSubscribers = t['no-subscribers'] ?? 'refuse';
-    target.clientId = t['client-id'] ?? defaultClientId(connection, bridge, role);
-  }
+  const protocol = configProtocolOf(connection.type);
+  const target: TargetConfig = { ...camelKeys(t, ['connection']), connection, ...protocol.targetDefaults?.(t, connection, bridge, role) };
   // A target's routing-key, queue, subject and topic reach here as templates (./env.ts leaves `$${` to them): one
   // without a reference is its literal text, `$${` unescaped, so that a fixed address means what it did before templates.
   if (role === 'target') {
-    const text = templateText(target);
+    const text = protocol.templateText(target);
     const parsed = text === undefined ? undefined : parseAddressTemplate(text);
     if (parsed !== undefined && !('error' in parsed) && isTemplated(parsed.template)) target.template = parsed.template.source;
     if (target.routingKey !== undefined) target.routingKey = literalOf(target.routingKey);
@@ -94,42 +70,9 @@ function resolveTarget(connections: Record<string, ConnectionConfig>, t: ConfigF
   return target;
 }
 
-/** The key of a target that may be an address template: the routing key (AMQP), subject, topic, node address or queue. */
-function templateText(target: TargetConfig): string | undefined {
-  switch (target.connection.type) {
-    case 'amqp':
-      return target.routingKey;
-    case 'nats':
-      return target.subject;
-    case 'mqtt':
-      return target.topic;
-    case 'amqp10':
-      return target.address;
-    case 'stomp':
-      return target.queue;
-  }
-}
-
 function resolveSource(connections: Record<string, ConnectionConfig>, b: ConfigFileBridge): SourceConfig {
   const connection = lookup(connections, b.source.connection);
-  const s = b.source;
-  const exclusive = s.exclusive ?? false;
-  if (connection.type === 'nats') return { connection, queue: s.stream ?? '', consumer: s.consumer ?? '', exclusive };
-  // The node address doubles as `queue`, so that messages and checks can name what is read, as for NATS's stream.
-  if (connection.type === 'amqp10') return { connection, queue: s.address ?? '', address: s.address ?? '', exclusive };
-  if (connection.type === 'mqtt') {
-    return {
-      ...camelKeys(s, ['connection', 'queue', 'consumer', 'exclusive']),
-      connection,
-      queue: '',
-      exclusive,
-      qos: s.qos ?? 1,
-      forwardRetained: s['forward-retained'] ?? false,
-      topicSeparator: s['topic-separator'] ?? '/',
-      clientId: s['client-id'] ?? defaultClientId(connection, b.name, 'source'),
-    };
-  }
-  return { connection, queue: s.queue ?? '', exclusive };
+  return configProtocolOf(connection.type).resolveSource(b.source, connection, b.name);
 }
 
 /** A fixed address as its literal text (`$${` unescaped); a template stays as written. */
@@ -162,7 +105,6 @@ function resolveBridge(
   };
 }
 
-/** The cross-checks guarantee a queue (AMQP, STOMP) or a stream and a consumer (NATS). */
 /** The bridge's header rules, in the file's order; nothing when it has none. */
 function headerRulesOf(b: ConfigFileBridge): { headerRules?: HeaderRules } {
   const rules: HeaderRules = {

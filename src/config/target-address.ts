@@ -1,26 +1,19 @@
 /**
- * The address that keys a target's duplicate-ID cache, from a bridge's resolved target: the very functions the
- * endpoints use for their `address` (amqp-address.ts targetAddress, stomp-address.ts stompAddress, mqtt-address.ts
- * mqttTopicAddress: broker from the connection's first URL, then the destination or topic). The start-up in-flight warning groups bridges by it, and the service
+ * The address that keys a target's duplicate-ID cache, from a bridge's resolved target, as its protocol's record
+ * (./protocols/) computes it with the very functions the endpoints use for their `address` (amqp-address.ts
+ * targetAddress, stomp-address.ts stompAddress, mqtt-address.ts mqttTopicAddress: broker from the connection's first
+ * URL, then the destination or topic). The start-up in-flight warning groups bridges by it, and the service
  * matches the cache's reports of a lost cache to bridges by it, so both see the bridges that really share a cache,
  * whatever their connections are called.
  */
-import { targetAddress } from './amqp-address.js';
-import { stompAddress, stompDestination } from './stomp-address.js';
-import { natsSubjectAddress } from './nats-address.js';
-import { mqttTopicAddress } from './mqtt-address.js';
-import { amqp10NodeAddress } from './amqp10-address.js';
 import type { BridgeConfig, TargetConfig } from './types.js';
 import { parseAddressTemplate, type AddressTemplate, type TemplateRules } from '../routing/address-template.js';
-import { ADDRESS_SEPARATORS, valueRule } from '../routing/address-values.js';
+import { valueRule } from '../routing/address-values.js';
+import type { ResolvedRoute } from './protocol.js';
+import { configProtocolOf } from './protocols.js';
 
 export function cacheAddress(target: TargetConfig): string {
-  const c = target.connection;
-  if (c.type === 'stomp') return stompAddress(c, stompDestination(target.queue ?? ''));
-  if (c.type === 'nats') return natsSubjectAddress(c, target.subject ?? '');
-  if (c.type === 'mqtt') return mqttTopicAddress(c, target.topic ?? '');
-  if (c.type === 'amqp10') return amqp10NodeAddress(c, target.address ?? '');
-  return targetAddress(c, target);
+  return configProtocolOf(target.connection.type).cacheAddress(target);
 }
 
 /**
@@ -36,24 +29,8 @@ export function targetTemplate(target: TargetConfig): AddressTemplate | undefine
   return parsed.template;
 }
 
-/** Where one message goes, for a templated target: what the endpoint is given, and the cache address it is keyed by. */
-export interface ResolvedRoute {
-  /** AMQP: the routing key (on the target's exchange); STOMP: the destination; NATS: the subject; MQTT: the topic; AMQP 1.0: the node address. */
-  route: string;
-  /** The duplicate-ID cache's address: exactly cacheAddress() of a fixed target with this routing key or queue. */
-  address: string;
-}
-
 export function resolvedRoute(target: TargetConfig, resolved: string): ResolvedRoute {
-  const c = target.connection;
-  if (c.type === 'stomp') {
-    const destination = stompDestination(resolved);
-    return { route: destination, address: stompAddress(c, destination) };
-  }
-  if (c.type === 'nats') return { route: resolved, address: natsSubjectAddress(c, resolved) };
-  if (c.type === 'mqtt') return { route: resolved, address: mqttTopicAddress(c, resolved) };
-  if (c.type === 'amqp10') return { route: resolved, address: amqp10NodeAddress(c, resolved) };
-  return { route: resolved, address: targetAddress(c, { exchange: target.exchange, routingKey: resolved }) };
+  return configProtocolOf(target.connection.type).resolvedRoute(target, resolved);
 }
 
 /**
@@ -63,9 +40,8 @@ export function resolvedRoute(target: TargetConfig, resolved: string): ResolvedR
  * routing key as one name, and the bridge cannot ask the broker an exchange's type.
  */
 export function targetSplitsTokens(target: TargetConfig): boolean {
-  const c = target.connection;
-  if (c.type !== 'amqp') return ADDRESS_SEPARATORS[c.type].tokensAlways;
-  return target.exchangeType === 'topic' || target.exchange === 'amq.topic';
+  const protocol = configProtocolOf(target.connection.type);
+  return protocol.splitsTokens?.(target) ?? protocol.separators.tokensAlways;
 }
 
 /**
@@ -78,6 +54,6 @@ export function templateRules(bridge: BridgeConfig): TemplateRules {
   const protocol = bridge.target.connection.type;
   const splitsTokens = targetSplitsTokens(bridge.target);
   const value = valueRule(bridge.templateValues, protocol, { splitsTokens, valuesSpanTokens: bridge.templateValueTokens });
-  if (bridge.source.connection.type !== 'mqtt' || bridge.source.topicSeparator !== '.') return { value };
+  if (configProtocolOf(bridge.source.connection.type).topicSpansTokens?.(bridge.source) !== true) return { value };
   return { value, topic: valueRule(bridge.templateValues, protocol, { splitsTokens, valuesSpanTokens: true }) };
 }

@@ -5,10 +5,11 @@
  * leaves template references alone in these keys: ./env.ts isTemplateKey).
  */
 import { isTemplated, parseAddressTemplate } from '../routing/address-template.js';
-import { ADDRESS_SEPARATORS, DEFAULT_TEMPLATE_VALUES, compileValuePattern, refusedCharacters, showCharacter, type AddressProtocol } from '../routing/address-values.js';
+import { DEFAULT_TEMPLATE_VALUES, compileValuePattern, refusedCharacters, showCharacter } from '../routing/address-values.js';
 import type { ProblemCollector } from './problems.js';
 import { TEMPLATE_KEYS } from './env.js';
 import { asRecord, asString } from './raw-data.js';
+import { findConfigProtocol } from './protocols.js';
 
 export function checkTemplates(rawInput: unknown, source: string, out: ProblemCollector): void {
   const raw = asRecord(rawInput);
@@ -61,25 +62,21 @@ function checkTemplateValues(raw: Record<string, unknown>, out: ProblemCollector
       return;
     }
     const target = asRecord(bridge?.target);
-    const protocol = asString(asRecord(connections?.[asString(target?.connection) ?? ''])?.type);
-    if (target === undefined || !isAddressProtocol(protocol) || !hasTemplate(target)) return;
-    const admitted = refusedCharacters(protocol).filter((c) => compiled.regex.test(c));
+    const protocol = findConfigProtocol(asRecord(connections?.[asString(target?.connection) ?? ''])?.type);
+    if (target === undefined || protocol === undefined || !hasTemplate(target)) return;
+    const admitted = refusedCharacters(protocol.type).filter((c) => compiled.regex.test(c));
     if (admitted.length === 0) return;
     const name = asString(bridge?.name) ?? `#${i + 1}`;
     const whose = own !== undefined ? '' : ` (for bridge '${name}')`;
     out.atValue(
       path,
-      `template-values ${pattern} admits ${admitted.slice(0, 5).map(showCharacter).join(', ')}${admitted.length > 5 ? ` and ${admitted.length - 5} more` : ''}${whose}: a value with it could steer a message on this ${protocol.toUpperCase()} target elsewhere; expected a pattern that admits none of ${[...ADDRESS_SEPARATORS[protocol].chars].join(' ')} and no control or white-space character, e.g. the default ${DEFAULT_TEMPLATE_VALUES}`,
+      `template-values ${pattern} admits ${admitted.slice(0, 5).map(showCharacter).join(', ')}${admitted.length > 5 ? ` and ${admitted.length - 5} more` : ''}${whose}: a value with it could steer a message on this ${protocol.type.toUpperCase()} target elsewhere; expected a pattern that admits none of ${[...protocol.separators.chars].join(' ')} and no control or white-space character, e.g. the default ${DEFAULT_TEMPLATE_VALUES}`,
     );
   });
 }
 
 function invalidPattern(pattern: string, error: string): string {
   return `template-values '${pattern}' is not a valid regular expression (${error}); expected one that a single character of a template value must match, e.g. ${DEFAULT_TEMPLATE_VALUES}`;
-}
-
-function isAddressProtocol(p: string | undefined): p is AddressProtocol {
-  return p !== undefined && Object.hasOwn(ADDRESS_SEPARATORS, p);
 }
 
 /** A template key of the target (TEMPLATE_KEYS) has a template reference. */

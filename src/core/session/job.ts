@@ -14,7 +14,7 @@
  * session ended first) stays unacked, and teardown gives back what its stage says it holds (./teardown.ts).
  */
 import type { BridgeMessage, SourceDelivery, Unreadable } from '../message.js';
-import type { ResolvedRoute } from '../../config/target-address.js';
+import type { ResolvedRoute } from '../../config/protocol.js';
 
 /** Just received: prepare() is resolving its duplicate ID and reserving it. */
 export interface Received {

@@ -1,0 +1,80 @@
+/**
+ * AMQP 0-9-1 as the configuration sees it (../protocol.ts): a source reads a queue; a target publishes to a queue through
+ * the default exchange, or to an exchange with a routing key (its address template). Addresses: ../amqp-address.ts.
+ */
+import { ADDRESS_SEPARATORS } from '../../routing/address-values.js';
+import { camelKeys } from '../camel-keys.js';
+import { parseBroker, resolveTarget, targetAddress } from '../amqp-address.js';
+import { CONNECTION_KEYS_RESOLVED, type ConfigProtocol, type EndpointCheck } from '../protocol.js';
+import { asString, has, type Data } from '../raw-data.js';
+
+/** A source that reads a queue (AMQP, STOMP) names it. */
+export function checkQueueSource({ path, ep, out }: EndpointCheck): void {
+  // Worded as the schema worded it when queue was required of every source.
+  if (!has(ep, 'queue')) out.atValue([...path, 'queue'], 'missing; expected a queue name (a non-empty string)');
+}
+
+/** The queue an AMQP target publishes to (resolveTarget, as the endpoint does), when it goes through the default exchange; else undefined. */
+function amqpTargetQueue(target: Data): string | undefined {
+  const queue = asString(target.queue);
+  const routingKey = asString(target['routing-key']);
+  if (queue === undefined && routingKey === undefined) return undefined;
+  const resolved = resolveTarget({ exchange: asString(target.exchange), queue, routingKey });
+  return resolved.exchange === '' ? resolved.routingKey : undefined;
+}
+
+export const amqpConfigProtocol: ConfigProtocol<'amqp'> = {
+  type: 'amqp',
+  refuses: { source: [], target: [] },
+  takes: { source: 'its source takes queue', target: 'its target takes queue or exchange', useSource: 'queue', useTarget: 'queue or exchange with routing-key' },
+  checkSource: checkQueueSource,
+  checkTarget({ path, ep: target, out }) {
+    const hasQueue = has(target, 'queue');
+    const hasExchange = has(target, 'exchange');
+    if (hasQueue && hasExchange) {
+      out.atValue(
+        path,
+        'has both queue and exchange; an AMQP target takes queue (published through the default exchange) or exchange (with routing-key), not both',
+      );
+    } else if (!hasQueue && !hasExchange) {
+      out.atValue(path, 'missing queue; an AMQP target takes queue (default exchange) or exchange (with routing-key)');
+    } else if (hasQueue && has(target, 'routing-key')) {
+      out.atKey([...path, 'routing-key'], 'applies only with exchange; through the default exchange the routing key is the queue name');
+    }
+    if (hasQueue && has(target, 'exchange-type')) {
+      out.atKey([...path, 'exchange-type'], 'applies only with exchange; the default exchange is a direct exchange');
+    }
+  },
+  loop: {
+    what: 'queue',
+    source: (ep) => {
+      const queue = asString(ep.queue);
+      return queue === undefined ? undefined : { node: queue, shown: queue };
+    },
+    target: (ep) => {
+      const queue = amqpTargetQueue(ep);
+      return queue === undefined ? undefined : { node: queue, key: has(ep, 'queue') ? 'queue' : 'routing-key' };
+    },
+  },
+
+  tlsScheme: 'amqps',
+  userExample: 'amqp://USER@host',
+
+  resolveConnection: (c, resolved) => ({ ...camelKeys(c, CONNECTION_KEYS_RESOLVED), ...resolved }),
+  resolveSource: (s, connection) => ({ connection, queue: s.queue ?? '', exclusive: s.exclusive ?? false }),
+  targetDefaults: (t) => ({ routingKey: t['routing-key'] ?? t.queue ?? '' }),
+  // The routing key, which is the queue's name through the default exchange.
+  templateKeys: ['routing-key', 'queue'],
+  templateText: (target) => target.routingKey,
+
+  separators: ADDRESS_SEPARATORS.amqp,
+  // Only a topic exchange splits a routing key into words; the bridge cannot ask the broker an exchange's type.
+  splitsTokens: (target) => target.exchangeType === 'topic' || target.exchange === 'amq.topic',
+  cacheAddress: (target) => targetAddress(target.connection, target),
+  resolvedRoute: (target, resolved) => ({ route: resolved, address: targetAddress(target.connection, { exchange: target.exchange, routingKey: resolved }) }),
+  brokerName(_connection, url) {
+    const b = parseBroker(url);
+    const host = b.host.includes(':') ? `[${b.host}]` : b.host;
+    return `${b.scheme}://${host}:${b.port}/${encodeURIComponent(b.vhost)}`;
+  },
+};

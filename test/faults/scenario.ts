@@ -201,6 +201,14 @@ export async function runScenario(o: ScenarioOptions): Promise<FaultRunReport> {
     notes.push(`unroutable poison left out: a STOMP target (${rabbitStomp ? "RabbitMQ's /queue/" : 'ActiveMQ'}) routes every destination`);
     faults['poison-unroutable'] = 0;
   }
+  if (sourceIs10 && faults['poison-too-large'] > 0) {
+    // Tried: the plugin reads max_message_size at each 1.0 transfer (over it, it ends the session), so the poison must
+    // go in while the limit is raised, and the bridge reads it within milliseconds, before rabbitmqctl has lowered the
+    // limit again (about a second): its target's reopened channel then takes the poison. A too-large message to an
+    // AMQP 1.0 target is amqp-amqp10's; one to an AMQP target, amqp-amqp's.
+    notes.push("too-large poison left out: over AMQP 1.0 the harness cannot put a message over RabbitMQ's limit into the source without the bridge's target seeing the limit raised");
+    faults['poison-too-large'] = 0;
+  }
   if (targetIs10 && faults['poison-unroutable'] > 0) {
     // The plugin hands a headers exchange the application properties as one blob, which no binding matches.
     notes.push('unroutable poison left out: the AMQP 1.0 target sends to the queue (/amq/queue/tgt), which takes every message');
@@ -446,7 +454,7 @@ export async function runScenario(o: ScenarioOptions): Promise<FaultRunReport> {
         // The harness's publisher channel must not have the lowered limit: open one while the limit is the original.
         await gate.hold(async () => {
           await admin.setMaxMessageSize(originalMaxSize);
-          const big = sourceIs10 ? new Amqp10Publisher(o.amqpUrl, vhost, srcQueue) : new AmqpPublisher(rabbitUrl, srcQueue);
+          const big = new AmqpPublisher(rabbitUrl, srcQueue);
           try {
             await big.open();
             await lowerLimit();

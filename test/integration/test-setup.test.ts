@@ -24,9 +24,9 @@ function localNode(): boolean {
 }
 
 describe.skipIf(!localNode())('scripts/rabbitmq-plugins.sh on the local RabbitMQ', () => {
-  it('finds management, the shovel, STOMP on 127.0.0.1:61614 and MQTT on 127.0.0.1:1884 answering after the global setup', async () => {
+  it('finds management, the shovel, STOMP on 127.0.0.1:61614, MQTT on 127.0.0.1:1884 and AMQP 1.0 answering after the global setup', async () => {
     const { stdout } = await run('bash', [SCRIPT, 'status']);
-    expect(stdout.trim()).toBe('rabbitmq-plugins: management, shovel, STOMP (127.0.0.1:61614) and MQTT (127.0.0.1:1884) enabled');
+    expect(stdout.trim()).toBe('rabbitmq-plugins: management, shovel, STOMP (127.0.0.1:61614), MQTT (127.0.0.1:1884) and AMQP 1.0 enabled');
     const overview = await fetch('http://127.0.0.1:15672/api/overview', { headers: { authorization: `Basic ${Buffer.from('guest:guest').toString('base64')}` } });
     expect(overview.status).toBe(200);
     const listeners = ((await overview.json()) as { listeners: { protocol: string; port: number }[] }).listeners;
@@ -52,7 +52,7 @@ describe.skipIf(!localNode())('scripts/rabbitmq-plugins.sh on the local RabbitMQ
     expect(first.stdout.trim()).toBe(`rabbitmq-plugins: added the STOMP and MQTT listeners to ${conf} ${WHERE}`);
     expect(readFileSync(conf, 'utf8')).toBe(`listeners.tcp.local = 127.0.0.1:5672\n${LINES}`);
     const second = await run('bash', [SCRIPT, 'enable'], { env });
-    expect(second.stdout.trim()).toBe(`rabbitmq-plugins: management, shovel, STOMP and MQTT already enabled ${WHERE}`);
+    expect(second.stdout.trim()).toBe(`rabbitmq-plugins: management, shovel, STOMP, MQTT and AMQP 1.0 already enabled ${WHERE}`);
     expect(readFileSync(conf, 'utf8')).toBe(`listeners.tcp.local = 127.0.0.1:5672\n${LINES}`);
   });
 

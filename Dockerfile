@@ -10,8 +10,9 @@ FROM ${NODE_IMAGE} AS build
 WORKDIR /app
 # Manifests first, so that the dependency layer is reused while only sources change.
 COPY package.json package-lock.json ./
-# patches/: amqplib's header-table decoder made iterative and bounded (patches/README.md says why). --ignore-scripts
-# skips the package's own postinstall, so the patch is applied here; `npm prune` below keeps the patched files.
+# patches/: amqplib's header-table decoder made iterative and bounded, rhea's decode failures kept to the one message
+# (patches/README.md says why). --ignore-scripts skips the package's own postinstall, so the patches are applied here;
+# `npm prune` below keeps the patched files.
 COPY patches ./patches
 # --ignore-scripts: no runtime dependency has an install script, and the dev tool chain (testcontainers' optional
 # native ssh2/cpu-features) would otherwise try to compile without a compiler in the slim image.

@@ -227,9 +227,9 @@ export async function runScenario(o: ScenarioOptions): Promise<FaultRunReport> {
   const stompSideUrl = rabbitStomp ? o.rabbitStompUrl : o.stompUrl;
   const targetProxy = await TcpProxy.forUrl(targetIsStomp ? stompSideUrl! : o.amqpUrl).start();
   const rabbitTargetUrl = withVhost(targetProxy.rewrite(o.amqpUrl), vhost);
-  // RabbitMQ 3.x lists no AMQP 1.0 connection (neither the management API nor rabbitmqctl), so a connection close cannot
-  // pick one: the bridge's 1.0 connections go through a proxy of ours, whose cut() resets them as a broker close would
-  // (./amqp10-clients.ts). The target's is the target proxy already; the source's gets one.
+  // The broker-side close finds the bridge's connections by the name each gives itself (rabbit-admin.ts); RabbitMQ 3.10
+  // showed the bridge's AMQP 1.0 connections with no such name in a first try here, so they go through a proxy of ours,
+  // whose cut() resets them as a broker close would. The target's is the target proxy already; the source's gets one.
   const sourceProxy10 = sourceIs10 ? await TcpProxy.forUrl(o.amqpUrl).start() : undefined;
   // The URL's path names the vhost (the endpoint sends it as `vhost:<name>` in the open frame, as RabbitMQ's plugin reads it).
   const amqp10Url = (base: string) => `${base.replace(/\/+$/, '')}/${encodeURIComponent(vhost)}`;
@@ -490,8 +490,7 @@ export async function runScenario(o: ScenarioOptions): Promise<FaultRunReport> {
           return true;
         }
         case 'connection-close': {
-          // An AMQP 1.0 side: one time in two (or always, with no 0-9-1 connection to pick) its proxy resets its
-          // connections, since RabbitMQ lists none of them.
+          // An AMQP 1.0 side: one time in two its proxy resets its connections (the broker's list does not name them).
           const proxy10 = sourceProxy10 ?? (targetIs10 ? targetProxy : undefined);
           if (proxy10 !== undefined && prng.next() < 0.5) {
             // Reset what is open, then take new connections again (a broker's close, not an outage).

@@ -6,7 +6,7 @@
  * baselines are drained the same way, so the comparison stays fair.
  */
 import amqp from 'amqplib';
-import type { StompConnectionConfig } from '../src/config/types.js';
+import type { StompConnectionConfig } from '../src/config/protocols/stomp-schema.js';
 import { STOMP_READ_LIMITS } from '../src/config/schema.js';
 import { connectStomp, type StompSession } from '../src/endpoints/stomp/stomp-client.js';
 import { silentLogger } from '../src/shared/log.js';

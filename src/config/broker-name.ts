@@ -1,9 +1,9 @@
 /**
  * The name of the broker a connection reaches, as a bridge's loop path records it (src/routing/bridge-path.ts,
  * docs/design.md §11 "No loops"): scheme, host and port of the connection's first URL, plus the virtual host where the
- * protocol has one (each protocol's record, ./protocols/, says how) — exactly the prefix of the credential-free addresses that `x-bridge-source` and the caches use
- * (./amqp-address.ts, ./stomp-address.ts, ./nats-address.ts, ./mqtt-address.ts, ./amqp10-address.ts). So two vhosts of one RabbitMQ are two
- * brokers, and two bridges that reach one broker through the same first URL name it alike.
+ * protocol has one (each protocol's record, ./protocols/, says how) — exactly the prefix of the credential-free
+ * addresses that `x-bridge-source` and the caches use (each protocol's ./<protocol>-address.ts). So two vhosts of one
+ * RabbitMQ are two brokers, and two bridges that reach one broker through the same first URL name it alike.
  *
  * A name is at most BROKER_NAME_MAX_BYTES of printable ASCII without a comma (the path's separator): a longer one (a
  * long host or vhost) keeps its start and ends in a hash of the whole, so it stays one name per broker.

@@ -6,7 +6,7 @@
  * (./schema-connections.ts, ./schema.ts): the static types come from there. How to add one: docs/development.md,
  * "Adding a protocol".
  */
-import type { ADDRESS_SEPARATORS } from '../routing/address-values.js';
+import type { AddressSyntax } from '../routing/address-values.js';
 import type { ProblemCollector } from './problems.js';
 import type { Data } from './raw-data.js';
 import type { ConnectionFiles } from './referenced-file.js';
@@ -111,9 +111,9 @@ export interface ConfigProtocol<T extends ConnectionType = ConnectionType> {
   templateText(target: TargetConfig): string | undefined;
 
   // Addresses (./target-address.ts, ./broker-name.ts).
-  /** Its entry of ADDRESS_SEPARATORS (../routing/address-values.ts), which routing reads by protocol name. */
-  readonly separators: (typeof ADDRESS_SEPARATORS)[T];
-  /** Whether a target splits its address into tokens; absent: its separators' tokensAlways. */
+  /** What its brokers read as structure in an address: what a template value may not hold (../routing/address-values.ts). */
+  readonly addressSyntax: AddressSyntax;
+  /** Whether a target splits its address into tokens; absent: its syntax's tokensAlways. */
   splitsTokens?(target: TargetConfig & { connection: ConnectionOf<T> }): boolean;
   /**
    * Whether a `${property.topic}` its source hands on may hold the target's token separator as the topic's own

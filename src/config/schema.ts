@@ -7,11 +7,12 @@
  * because they must run even when an unrelated field is wrong, and zod skips refinements after a failed field.
  */
 import { z } from 'zod';
-import { connectionSchema, passwordFile, tlsSchema } from './schema-connections.js';
+import { connectionSchema } from './schema-connections.js';
+import { passwordFile, tlsSchema } from './schema-connection-parts.js';
 import { BRIDGE_NAME_PATTERN, FILTER_MISS_POLICIES, LOG_LEVELS, bool, clientId, intAtLeast, intRange, millis, text, urlList, urlOf } from './schema-leaves.js';
 import { DEFAULT_TEMPLATE_VALUES, MAX_VALUE_BYTES } from '../routing/address-values.js';
 
-export { STOMP_READ_LIMITS } from './schema-connections.js';
+export { STOMP_READ_LIMITS } from './protocols/stomp-schema.js';
 
 /** The states a bridge may be declared in (`state:`); the runtime states (stopped, failed, …) are not set in a file. */
 export const BRIDGE_DECLARED_STATES = ['running', 'paused'] as const;

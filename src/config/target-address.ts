@@ -34,14 +34,14 @@ export function resolvedRoute(target: TargetConfig, resolved: string): ResolvedR
 }
 
 /**
- * Whether the target splits its resolved address into tokens at its protocol's token separator (ADDRESS_SEPARATORS
+ * Whether the target splits its resolved address into tokens at its protocol's token separator (its addressSyntax
  * `tokens`): always on NATS and STOMP; on AMQP only where the configuration says the exchange is a topic exchange
  * (`exchange-type: topic`, or amq.topic, which every broker declares so) — a direct or the default exchange reads a
  * routing key as one name, and the bridge cannot ask the broker an exchange's type.
  */
 export function targetSplitsTokens(target: TargetConfig): boolean {
   const protocol = configProtocolOf(target.connection.type);
-  return protocol.splitsTokens?.(target) ?? protocol.separators.tokensAlways;
+  return protocol.splitsTokens?.(target) ?? protocol.addressSyntax.tokensAlways;
 }
 
 /**
@@ -51,9 +51,9 @@ export function targetSplitsTokens(target: TargetConfig): boolean {
  * own structure (docs/security.md#addresses-built-from-message-data).
  */
 export function templateRules(bridge: BridgeConfig): TemplateRules {
-  const protocol = bridge.target.connection.type;
+  const syntax = configProtocolOf(bridge.target.connection.type).addressSyntax;
   const splitsTokens = targetSplitsTokens(bridge.target);
-  const value = valueRule(bridge.templateValues, protocol, { splitsTokens, valuesSpanTokens: bridge.templateValueTokens });
+  const value = valueRule(bridge.templateValues, syntax, { splitsTokens, valuesSpanTokens: bridge.templateValueTokens });
   if (configProtocolOf(bridge.source.connection.type).topicSpansTokens?.(bridge.source) !== true) return { value };
-  return { value, topic: valueRule(bridge.templateValues, protocol, { splitsTokens, valuesSpanTokens: true }) };
+  return { value, topic: valueRule(bridge.templateValues, syntax, { splitsTokens, valuesSpanTokens: true }) };
 }

@@ -64,13 +64,13 @@ function checkTemplateValues(raw: Record<string, unknown>, out: ProblemCollector
     const target = asRecord(bridge?.target);
     const protocol = findConfigProtocol(asRecord(connections?.[asString(target?.connection) ?? ''])?.type);
     if (target === undefined || protocol === undefined || !hasTemplate(target)) return;
-    const admitted = refusedCharacters(protocol.type).filter((c) => compiled.regex.test(c));
+    const admitted = refusedCharacters(protocol.addressSyntax).filter((c) => compiled.regex.test(c));
     if (admitted.length === 0) return;
     const name = asString(bridge?.name) ?? `#${i + 1}`;
     const whose = own !== undefined ? '' : ` (for bridge '${name}')`;
     out.atValue(
       path,
-      `template-values ${pattern} admits ${admitted.slice(0, 5).map(showCharacter).join(', ')}${admitted.length > 5 ? ` and ${admitted.length - 5} more` : ''}${whose}: a value with it could steer a message on this ${protocol.type.toUpperCase()} target elsewhere; expected a pattern that admits none of ${[...protocol.separators.chars].join(' ')} and no control or white-space character, e.g. the default ${DEFAULT_TEMPLATE_VALUES}`,
+      `template-values ${pattern} admits ${admitted.slice(0, 5).map(showCharacter).join(', ')}${admitted.length > 5 ? ` and ${admitted.length - 5} more` : ''}${whose}: a value with it could steer a message on this ${protocol.type.toUpperCase()} target elsewhere; expected a pattern that admits none of ${[...protocol.addressSyntax.chars].join(' ')} and no control or white-space character, e.g. the default ${DEFAULT_TEMPLATE_VALUES}`,
     );
   });
 }

@@ -10,66 +10,19 @@
 import type { HeaderRules } from '../routing/header-rules.js';
 import type { Selector } from '../routing/selector.js';
 import type { CamelKeys } from './camel-keys.js';
-import type { BridgeSettingValues, ConfigFile, ConfigFileBridge, ConfigFileConnection, ConfigFileSource, ConfigFileTarget, ConfigFileTls } from './schema.js';
+import type { BridgeSettingValues, ConfigFile, ConfigFileBridge, ConfigFileSource, ConfigFileTarget } from './schema.js';
+import type { ConnectionConfigs } from './connection-types.js';
 
-/**
- * A `tls:` block with its files read (at load time). Key material and the passphrase are secrets: they go to the TLS
- * socket and nowhere else (never into a log line or an error message). Turned into Node's tls.ConnectionOptions by
- * tlsConnectionOptions() in ./tls.ts.
- */
-export type TlsConfig = CamelKeys<Omit<ConfigFileTls, 'ca' | 'cert' | 'key'>> & {
-  /** PEM text of the CA certificate(s) from `ca`, and the path it came from (for messages); default: the system's CAs. */
-  ca?: string;
-  caFile?: string;
-  /** PEM client certificate (chain) from `cert`. */
-  cert?: string;
-  certFile?: string;
-  /** PEM private key from `key` (secret). */
-  key?: string;
-  keyFile?: string;
-};
+import type { TlsConfig } from './connection-types.js';
+export type { ConnectionKeysResolved, TlsConfig } from './connection-types.js';
 
-/** The file's keys of a connection that resolving replaces. */
-export type ConnectionKeysResolved = 'url' | 'urls' | 'password-file' | 'tls';
-
-interface ResolvedConnection {
-  /** Its key under `connections:`. */
-  name: string;
-  /** `url` or `urls`, with the password of `password-file` in them; a reconnect tries the next one (failover). */
-  urls: string[];
-  /** The `tls:` block, files read; undefined = Node's defaults (system CAs, name from the URL). */
-  tls?: TlsConfig;
-}
-
-export type AmqpConnectionConfig = CamelKeys<Omit<Extract<ConfigFileConnection, { type: 'amqp' }>, ConnectionKeysResolved>> &
-  ResolvedConnection;
-
-export type StompConnectionConfig = CamelKeys<
-  Omit<Extract<ConfigFileConnection, { type: 'stomp' }>, ConnectionKeysResolved | 'heart-beat'>
-> &
-  ResolvedConnection & {
-    /** `heart-beat` as [outgoing, incoming] ms. */
-    heartBeat: [number, number];
-  };
-
-export type NatsConnectionConfig = CamelKeys<Omit<Extract<ConfigFileConnection, { type: 'nats' }>, ConnectionKeysResolved | 'credentials-file'>> &
-  ResolvedConnection & {
-    /** The content of `credentials-file` (secret: a user JWT and its NKey seed); undefined = none. */
-    credentials?: string;
-  };
-
-export type MqttConnectionConfig = CamelKeys<Omit<Extract<ConfigFileConnection, { type: 'mqtt' }>, ConnectionKeysResolved>> &
-  ResolvedConnection;
-
-export type Amqp10ConnectionConfig = CamelKeys<Omit<Extract<ConfigFileConnection, { type: 'amqp10' }>, ConnectionKeysResolved>> &
-  ResolvedConnection;
-
-export type ConnectionConfig = AmqpConnectionConfig | StompConnectionConfig | NatsConnectionConfig | MqttConnectionConfig | Amqp10ConnectionConfig;
+/** A resolved connection, of any protocol: the union of every protocol's (./connection-types.ts ConnectionConfigs). */
+export type ConnectionConfig = ConnectionConfigs[keyof ConnectionConfigs];
 
 /**
  * `queue` on AMQP and STOMP (and the stream on NATS, '' on MQTT); `topic` and the other MQTT keys on MQTT, where
  * resolving applies their defaults and sets `clientId` to the one the endpoint connects with
- * (../config/mqtt-address.ts defaultClientId, unless the file sets it).
+ * (../config/protocols/mqtt-address.ts defaultClientId, unless the file sets it).
  */
 export type SourceConfig = CamelKeys<Omit<ConfigFileSource, 'connection' | 'queue' | 'consumer' | 'exclusive'>> & {
   connection: ConnectionConfig;

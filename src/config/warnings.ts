@@ -4,7 +4,7 @@
 import { cacheAddress, targetSplitsTokens, targetTemplate } from './target-address.js';
 import { channelBudgetProblems } from './connection-plan.js';
 import type { BridgeConfig, Config } from './types.js';
-import { defaultClientId } from './mqtt-address.js';
+import { defaultClientId } from './protocols/mqtt-address.js';
 import { loopWarnings } from './loop-warnings.js';
 
 export function warnings(config: Config): string[] {

@@ -5,7 +5,9 @@
  * endpoint that needs it and closed when the last one let go; a changed connection setting (after a reload) is another
  * connection, used by the bridges started with it, while the old one closes when its last bridge drained.
  */
-import type { AmqpConnectionConfig, ConnectionConfig, StompConnectionConfig } from '../config/types.js';
+import type { ConnectionConfig } from '../config/types.js';
+import type { AmqpConnectionConfig } from '../config/protocols/amqp-schema.js';
+import type { StompConnectionConfig } from '../config/protocols/stomp-schema.js';
 import { poolOf, poolSlot, type ConnectionRole } from '../config/connection-plan.js';
 import type { OpenConnection } from '../core/metrics.js';
 import type { Logger } from '../shared/log.js';

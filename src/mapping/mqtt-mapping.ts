@@ -20,7 +20,7 @@ import type { BridgeMessage, HeaderValue, Headers, MessageProperties } from '../
 import type { Logger } from '../shared/log.js';
 import { STOMP_PROPERTY_HEADERS } from '../shared/stomp-header-names.js';
 import { encodeHeaderValue } from './stomp-mapping.js';
-import { swapTopicSeparators } from '../config/mqtt-address.js';
+import { swapTopicSeparators } from '../config/protocols/mqtt-address.js';
 import { dataRecord } from '../shared/data-record.js';
 
 /** Correlation data that is not UTF-8 text: carried as hex in this header, and made bytes again on an MQTT 5 target. */

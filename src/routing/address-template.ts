@@ -19,7 +19,7 @@
  * `template-values` characters, never a separator of the target's protocol, at most 255 bytes), and so is an AMQP
  * routing key over 255 bytes.
  */
-import { valueRule, type AddressProtocol, type ValueRule } from './address-values.js';
+import { valueRule, type AddressSyntax, type ValueRule } from './address-values.js';
 
 export const TEMPLATE_NAMESPACES = ['header', 'property'] as const;
 export type TemplateNamespace = (typeof TEMPLATE_NAMESPACES)[number];
@@ -150,8 +150,8 @@ export interface TemplateRules {
 export function resolveAddress(
   template: AddressTemplate,
   message: TemplateInput,
-  protocol: AddressProtocol,
-  rules: ValueRule | TemplateRules = valueRule(undefined, protocol),
+  syntax: AddressSyntax,
+  rules: ValueRule | TemplateRules = valueRule(undefined, syntax),
 ): Resolved {
   const { value: rule, topic: topicRule = rule } = 'refuse' in rules ? { value: rules } : rules;
   let out = '';
@@ -167,9 +167,10 @@ export function resolveAddress(
     if (fromMessage !== undefined) {
       const refused = (part.namespace === 'property' && part.name === 'topic' ? topicRule : rule).refuse(fromMessage);
       if (refused !== undefined) return { ok: false, kind: 'unsafe', reason: `the value of ${part.text} ${refused}`, value: fromMessage };
-      // Topics that start with `$` are the broker's own ($SYS/…): a value may not make one.
-      if (protocol === 'mqtt' && out === '' && fromMessage.startsWith('$')) {
-        return { ok: false, kind: 'unsafe', reason: `the value of ${part.text} starts the topic with '$', which MQTT brokers keep for themselves`, value: fromMessage };
+      // An address that starts with a reserved character is the broker's own (MQTT's $SYS/…): a value may not make one.
+      const reserved = syntax.reservedStart;
+      if (reserved !== undefined && out === '' && fromMessage.startsWith(reserved.char)) {
+        return { ok: false, kind: 'unsafe', reason: `the value of ${part.text} starts the ${reserved.why}`, value: fromMessage };
       }
       out += fromMessage;
       continue;
@@ -180,11 +181,9 @@ export function resolveAddress(
     out += part.fallback;
   }
   if (out === '') return { ok: false, kind: 'unresolved', reason: `${template.source} resolves to an empty address` };
-  if (protocol === 'amqp' && Buffer.byteLength(out, 'utf8') > 255) {
-    return { ok: false, kind: 'unsafe', reason: `${template.source} resolves to a routing key over 255 bytes`, value: out };
-  }
-  if (protocol === 'mqtt' && Buffer.byteLength(out, 'utf8') > 65_535) {
-    return { ok: false, kind: 'unsafe', reason: `${template.source} resolves to a topic over 65,535 bytes`, value: out };
+  const max = syntax.maxBytes;
+  if (max !== undefined && Buffer.byteLength(out, 'utf8') > max.bytes) {
+    return { ok: false, kind: 'unsafe', reason: `${template.source} resolves to ${max.what} over ${max.bytes.toLocaleString('en-US')} bytes`, value: out };
   }
   return { ok: true, value: out };
 }

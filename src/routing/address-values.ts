@@ -6,16 +6,17 @@
  * with reason `unsafe-address` (src/core/session/route.ts), never sent anywhere else.
  *
  * The configuration refuses a `template-values` pattern that admits a character the target's broker reads as
- * structure (ADDRESS_SEPARATORS below, plus every control and white-space character on every protocol); the token
+ * structure (its AddressSyntax below, plus every control and white-space character on every protocol); the token
  * separator (`.` on NATS, STOMP and AMQP topic exchanges) is refused per value instead, unless the bridge sets
  * `template-value-tokens: true` (docs/security.md#addresses-built-from-message-data): see
- * src/config/template-checks.ts. A new endpoint declares its protocol's separators here, in one line of
- * ADDRESS_SEPARATORS (docs/development.md says so).
+ * src/config/template-checks.ts. A protocol declares its syntax in its configuration record
+ * (src/config/protocols/<protocol>.ts `addressSyntax`); routing knows no protocol by name.
  */
 
 /**
- * The characters each protocol's brokers read as structure in an address. `chars` no template value may contain
- * whatever `template-values` says (a pattern that admits one is refused at load); control characters and white space
+ * What a protocol's brokers read as structure in an address, declared by the protocol's record
+ * (src/config/protocols/<protocol>.ts `addressSyntax`). `chars` no template value may contain whatever
+ * `template-values` says (a pattern that admits one is refused at load); control characters and white space
  * (ALWAYS_REFUSED) are refused on every protocol on top of these. `tokens` is the token separator where the target
  * splits its address into tokens that subscriptions, bindings and permissions match (`orders.>`, `#.admin.#`): a value
  * holding one would add tokens, so it is refused per value — not by refusing the pattern, since the default
@@ -23,39 +24,21 @@
  * (`template-value-tokens: true`, ValueRuleOptions). `tokensAlways` false: only where the configuration says the
  * target splits (an AMQP topic exchange, src/config/target-address.ts targetSplitsTokens).
  */
-export const ADDRESS_SEPARATORS = {
-  // Topic exchanges: `*` and `#` are wildcards of bindings; a routing key holding one would look like a pattern. `.`
-  // separates the words of a topic exchange's routing key only: a direct or the default exchange reads it as text.
-  amqp: { chars: '*#', what: 'an AMQP topic-exchange wildcard', tokens: '.', tokensAlways: false, tokenWhat: "an AMQP topic exchange's word separator" },
-  // ActiveMQ: `,` sends to several destinations at once (composite destinations), `*` `>` are wildcards, `?` starts the
-  // destination options (`/queue/a?consumer.exclusive=true` is queue `a`); `/` starts another destination path
-  // (/queue/…, /topic/…, RabbitMQ's /exchange/…); `#` is a wildcard of RabbitMQ and Artemis. `.` separates the tokens
-  // that ActiveMQ's and Artemis's wildcards and authorization entries match, and the words of RabbitMQ's /topic/.
-  stomp: { chars: ',/*>#?', what: 'a STOMP destination separator or wildcard', tokens: '.', tokensAlways: true, tokenWhat: 'the token separator of STOMP destinations (ActiveMQ, Artemis and RabbitMQ topics)' },
-  // NATS subjects: `*` and `>` are wildcards (a publish to one is refused, a subscription would match many); `.`
-  // separates tokens, which subscriptions, stream subjects and permissions match.
-  nats: { chars: '*>', what: 'a NATS subject wildcard', tokens: '.', tokensAlways: true, tokenWhat: "NATS's subject token separator" },
-  // MQTT topics: `/` separates levels (a value would add one: another topic), `+` and `#` are wildcards (a PUBLISH
-  // to one is a protocol error that closes the connection). NUL, refused by MQTT, is a control character. A level
-  // separator is always refused: MQTT has no token separator that a bridge may let values span.
-  mqtt: { chars: '/+#', what: 'an MQTT topic level separator or wildcard', tokens: '', tokensAlways: false, tokenWhat: '' },
-  // AMQP 1.0 node addresses: `/` separates the parts of RabbitMQ's (/exchange/<name>/<key>, /amq/queue/<name>: a value
-  // would pick another exchange or queue); `*` `#` are Artemis's (and RabbitMQ topic bindings') wildcards, `>` and `,`
-  // ActiveMQ's, `?` starts options; `.` separates the words Artemis's wildcards and security settings match, and those
-  // of a topic exchange's routing key. `::` (Artemis's address::queue, a fully qualified queue name) is refused as a
-  // pair: `:` alone is in the default template-values (doubled, below).
-  amqp10: {
-    chars: '/*#>?,',
-    what: 'an AMQP 1.0 node address separator or wildcard',
-    tokens: '.',
-    tokensAlways: true,
-    tokenWhat: "the word separator of AMQP 1.0 addresses (Artemis's wildcards, RabbitMQ topic keys)",
-    doubled: ':',
-    doubledWhat: "Artemis's address::queue separator",
-  },
-} as const satisfies Record<string, { chars: string; what: string; tokens: string; tokensAlways: boolean; tokenWhat: string; doubled?: string; doubledWhat?: string }>;
-
-export type AddressProtocol = keyof typeof ADDRESS_SEPARATORS;
+export interface AddressSyntax {
+  readonly chars: string;
+  /** What `chars` are, after "contains 'x' (U+…), ": `a NATS subject wildcard`. */
+  readonly what: string;
+  readonly tokens: string;
+  readonly tokensAlways: boolean;
+  readonly tokenWhat: string;
+  /** A character allowed alone that the broker reads as structure doubled (Artemis's `::`), and what it is. */
+  readonly doubled?: string;
+  readonly doubledWhat?: string;
+  /** A first character the broker keeps for itself (MQTT's `$SYS/…`): a value may not start the address with it. */
+  readonly reservedStart?: { readonly char: string; readonly why: string };
+  /** The longest address the broker takes, in UTF-8 bytes, and its word (`a routing key`). */
+  readonly maxBytes?: { readonly bytes: number; readonly what: string };
+}
 
 /** The default `template-values`: letters, digits, '.', '_', ':' and '-'. */
 export const DEFAULT_TEMPLATE_VALUES = '[A-Za-z0-9._:-]';
@@ -74,8 +57,8 @@ const UNSAFE_VALUE_SHOWN_BYTES = MAX_VALUE_BYTES;
 const ALWAYS_REFUSED = /[\u0000-\u0020\u007f-\u00a0\u1680\u180e\u2000-\u200f\u2028-\u202f\u205f-\u2064\u3000\ufeff]/u;
 
 /** The characters a `template-values` pattern is tried against at load: every separator, control and space. */
-export function refusedCharacters(protocol: AddressProtocol): string[] {
-  const out: string[] = [...ADDRESS_SEPARATORS[protocol].chars];
+export function refusedCharacters(syntax: AddressSyntax): string[] {
+  const out: string[] = [...syntax.chars];
   for (let c = 0; c <= 0x20; c++) out.push(String.fromCharCode(c));
   for (let c = 0x7f; c <= 0xa0; c++) out.push(String.fromCharCode(c));
   for (const c of ['\u1680', '\u180e', '\u2028', '\u2029', '\u202f', '\u205f', '\u3000', '\ufeff']) out.push(c);
@@ -93,6 +76,8 @@ export function showCharacter(c: string): string {
 /** A compiled `template-values` for one protocol: why a value is refused, or undefined when it may be used. */
 export interface ValueRule {
   refuse(value: string): string | undefined;
+  /** The target's address syntax the rule was built for (its reserved start and longest address). */
+  readonly syntax: AddressSyntax;
 }
 
 /**
@@ -113,27 +98,32 @@ const ONLY_DOTS = /^\.+$/;
 
 /** Where the target's address is split into tokens, and whether the bridge lets a value span them. */
 export interface ValueRuleOptions {
-  /** The target splits at its protocol's token separator; default: the protocol's tokensAlways (ADDRESS_SEPARATORS). */
+  /** The target splits at its protocol's token separator; default: the syntax's tokensAlways. */
   splitsTokens?: boolean;
   /** `template-value-tokens: true`: a value may hold the token separator (never an empty token). Default false. */
   valuesSpanTokens?: boolean;
 }
 
-/** Compiled rules by protocol, pattern and token mode: a bridge asks for its rule per message. */
-const rules = new Map<string, ValueRule>();
+/** Compiled rules by syntax, then by pattern and token mode: a bridge asks for its rule per message. */
+const rules = new WeakMap<AddressSyntax, Map<string, ValueRule>>();
 
 /**
- * The rule of `template-values` `pattern` (default DEFAULT_TEMPLATE_VALUES) on `protocol`. The configuration checked
- * the pattern; one that does not compile here is a programmer error.
+ * The rule of `template-values` `pattern` (default DEFAULT_TEMPLATE_VALUES) on a target of `syntax`. The configuration
+ * checked the pattern; one that does not compile here is a programmer error.
  */
-export function valueRule(pattern: string = DEFAULT_TEMPLATE_VALUES, protocol: AddressProtocol, options: ValueRuleOptions = {}): ValueRule {
-  const separator = (options.splitsTokens ?? ADDRESS_SEPARATORS[protocol].tokensAlways) ? ADDRESS_SEPARATORS[protocol].tokens : '';
+export function valueRule(pattern: string = DEFAULT_TEMPLATE_VALUES, syntax: AddressSyntax, options: ValueRuleOptions = {}): ValueRule {
+  const separator = (options.splitsTokens ?? syntax.tokensAlways) ? syntax.tokens : '';
   const mode: TokenMode = separator === '' ? 'none' : options.valuesSpanTokens === true ? 'span' : 'refuse';
-  const key = `${protocol}\u0000${mode}\u0000${pattern}`;
-  let rule = rules.get(key);
+  const key = `${mode}\u0000${pattern}`;
+  let bySyntax = rules.get(syntax);
+  if (bySyntax === undefined) {
+    bySyntax = new Map();
+    rules.set(syntax, bySyntax);
+  }
+  let rule = bySyntax.get(key);
   if (rule === undefined) {
-    rule = buildRule(pattern, protocol, mode);
-    rules.set(key, rule);
+    rule = buildRule(pattern, syntax, mode);
+    bySyntax.set(key, rule);
   }
   return rule;
 }
@@ -141,14 +131,14 @@ export function valueRule(pattern: string = DEFAULT_TEMPLATE_VALUES, protocol: A
 /** none: the target has no token separator; refuse: a value may not hold it; span: it may, between two tokens. */
 type TokenMode = 'none' | 'refuse' | 'span';
 
-function buildRule(pattern: string, protocol: AddressProtocol, mode: TokenMode): ValueRule {
+function buildRule(pattern: string, syntax: AddressSyntax, mode: TokenMode): ValueRule {
   const compiled = compileValuePattern(pattern);
   if (!compiled.ok) throw new TypeError(`template-values '${pattern}' was not checked: ${compiled.error}`);
   const one = compiled.regex;
-  const entry: { chars: string; what: string; tokens: string; tokenWhat: string; doubled?: string; doubledWhat?: string } = ADDRESS_SEPARATORS[protocol];
-  const { chars: separators, what, tokens, tokenWhat, doubled = '', doubledWhat = '' } = entry;
+  const { chars: separators, what, tokens, tokenWhat, doubled = '', doubledWhat = '' } = syntax;
   const fast = pattern === DEFAULT_TEMPLATE_VALUES ? (mode === 'refuse' ? DEFAULT_ONE_TOKEN : DEFAULT_WHOLE) : undefined;
   return {
+    syntax,
     refuse(value: string): string | undefined {
       if (Buffer.byteLength(value, 'utf8') > MAX_VALUE_BYTES) return `is longer than ${MAX_VALUE_BYTES} bytes`;
       if (ONLY_DOTS.test(value)) return 'is only dots';

@@ -4,7 +4,8 @@
  * on an existing-queue node, whose sender attach would prove nothing on RabbitMQ; a sender elsewhere), on a session of
  * the probe's own. Nothing is sent or received.
  */
-import type { Amqp10ConnectionConfig, BridgeConfig } from '../config/types.js';
+import type { BridgeConfig } from '../config/types.js';
+import type { Amqp10ConnectionConfig } from '../config/protocols/amqp10-schema.js';
 import { silentLogger } from '../shared/log.js';
 import { connectAmqp10, type Amqp10Session } from '../endpoints/amqp10/amqp10-connect.js';
 import { probeNode } from '../endpoints/amqp10/amqp10-probe.js';

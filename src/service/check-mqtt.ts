@@ -3,11 +3,12 @@
  * be known without subscribing or publishing.
  */
 import { randomBytes } from 'node:crypto';
-import type { BridgeConfig, ConnectionConfig, MqttConnectionConfig } from '../config/types.js';
+import type { BridgeConfig, ConnectionConfig } from '../config/types.js';
+import type { MqttConnectionConfig } from '../config/protocols/mqtt-schema.js';
 import { silentLogger } from '../shared/log.js';
 import { connectMqtt } from '../endpoints/mqtt/mqtt-connect.js';
 import type { MqttSession } from '../endpoints/mqtt/mqtt-session.js';
-import { subscriptionFilter } from '../config/mqtt-address.js';
+import { subscriptionFilter } from '../config/protocols/mqtt-address.js';
 import type { Finding } from './finding.js';
 
 /**

@@ -7,7 +7,8 @@
  * Reads only: stream and consumer info, never a publish.
  */
 import { AckPolicy, type JetStreamManager } from 'nats';
-import type { BridgeConfig, Config, NatsConnectionConfig, TargetConfig } from '../config/types.js';
+import type { BridgeConfig, Config, TargetConfig } from '../config/types.js';
+import type { NatsConnectionConfig } from '../config/protocols/nats-schema.js';
 import { silentLogger } from '../shared/log.js';
 import { connectNats } from '../endpoints/nats/nats-connect.js';
 import { apiErrorCode } from '../endpoints/nats/nats-source.js';

@@ -18,7 +18,9 @@
  * Exit status (see exitStatus): 1 when a finding is an error, 2 when the worst is a warning, 0 otherwise.
  */
 import type { Channel } from 'amqplib';
-import type { AmqpConnectionConfig, BridgeConfig, Config, ConnectionConfig, StompConnectionConfig, TargetConfig } from '../config/types.js';
+import type { BridgeConfig, Config, ConnectionConfig, TargetConfig } from '../config/types.js';
+import type { AmqpConnectionConfig } from '../config/protocols/amqp-schema.js';
+import type { StompConnectionConfig } from '../config/protocols/stomp-schema.js';
 import { warnings } from '../config/load.js';
 import { silentLogger } from '../shared/log.js';
 import { closeModel, connectAmqp, replyCode, replyText, NOT_FOUND, type AmqpSession } from '../endpoints/amqp/connect.js';

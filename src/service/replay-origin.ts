@@ -6,7 +6,8 @@
  */
 import { randomBytes } from 'node:crypto';
 import { AckPolicy, DeliverPolicy, nanos } from 'nats';
-import type { BridgeConfig, NatsConnectionConfig, SourceConfig, TargetConfig } from '../config/types.js';
+import type { BridgeConfig, SourceConfig, TargetConfig } from '../config/types.js';
+import type { NatsConnectionConfig } from '../config/protocols/nats-schema.js';
 import type { BridgeEndpoints } from '../core/supervisor.js';
 import type { Logger } from '../shared/log.js';
 import { ConfigError } from '../shared/errors.js';

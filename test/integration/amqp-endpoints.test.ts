@@ -8,7 +8,7 @@ import { execFile } from 'node:child_process';
 import { promisify } from 'node:util';
 import type { Options } from 'amqplib';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import type { AmqpConnectionConfig } from '../../src/config/types.js';
+import type { AmqpConnectionConfig } from '../../src/config/protocols/amqp-schema.js';
 import { ConfigError, MessageRejectedError, TransientError } from '../../src/shared/errors.js';
 import type { BridgeMessage, SourceDelivery } from '../../src/core/message.js';
 import type { TargetEndpoint } from '../../src/core/ports.js';

@@ -6,8 +6,8 @@
  */
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
 import rhea from 'rhea';
-import type { Amqp10ConnectionConfig } from '../../src/config/types.js';
-import { AMQP10_MAX_MESSAGE_SIZE } from '../../src/config/schema-connections.js';
+import type { Amqp10ConnectionConfig } from '../../src/config/protocols/amqp10-schema.js';
+import { AMQP10_MAX_MESSAGE_SIZE } from '../../src/config/protocols/amqp10-schema.js';
 import type { BridgeMessage, SourceDelivery } from '../../src/core/message.js';
 import type { TargetEndpoint } from '../../src/core/ports.js';
 import { ConfigError, MessageRejectedError, TransientError } from '../../src/shared/errors.js';

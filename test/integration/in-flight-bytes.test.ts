@@ -20,7 +20,7 @@ import { randomBytes } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { afterAll, describe, expect, it } from 'vitest';
 import type { ConsumeMessage } from 'amqplib';
-import type { AmqpConnectionConfig } from '../../src/config/types.js';
+import type { AmqpConnectionConfig } from '../../src/config/protocols/amqp-schema.js';
 import type { SourceDelivery } from '../../src/core/message.js';
 import { AmqpSource } from '../../src/endpoints/amqp/amqp-source.js';
 import { silentLogger } from '../../src/shared/log.js';

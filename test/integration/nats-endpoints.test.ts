@@ -7,7 +7,7 @@
  */
 import { afterAll, describe, expect, it } from 'vitest';
 import { AckPolicy, DeliverPolicy, nanos } from 'nats';
-import type { NatsConnectionConfig } from '../../src/config/types.js';
+import type { NatsConnectionConfig } from '../../src/config/protocols/nats-schema.js';
 import { ConfigError, MessageRejectedError, TransientError } from '../../src/shared/errors.js';
 import type { BridgeMessage, SourceDelivery } from '../../src/core/message.js';
 import { NatsSource } from '../../src/endpoints/nats/nats-source.js';

@@ -13,7 +13,7 @@ import path from 'node:path';
 import { promisify } from 'node:util';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import amqplib from 'amqplib';
-import type { StompConnectionConfig } from '../../src/config/types.js';
+import type { StompConnectionConfig } from '../../src/config/protocols/stomp-schema.js';
 import { STOMP_READ_LIMITS } from '../../src/config/schema.js';
 import { ConfigError, MessageRejectedError, PeerProtocolError, TransientError } from '../../src/shared/errors.js';
 import type { BridgeMessage, SourceDelivery } from '../../src/core/message.js';

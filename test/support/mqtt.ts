@@ -11,7 +11,7 @@
  * max_queued_messages) beside 20 in flight: a test that queues more must read while it publishes.
  */
 import mqtt, { type IClientOptions, type IClientPublishOptions, type MqttClient } from 'mqtt';
-import type { MqttConnectionConfig } from '../../src/config/types.js';
+import type { MqttConnectionConfig } from '../../src/config/protocols/mqtt-schema.js';
 import { services, uniqueName } from './services.js';
 import { sleep } from './wait.js';
 

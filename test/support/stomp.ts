@@ -5,7 +5,7 @@
  *
  * ActiveMQ queues cannot be deleted over STOMP: every test uses its own queue names and reads what it sent.
  */
-import type { StompConnectionConfig } from '../../src/config/types.js';
+import type { StompConnectionConfig } from '../../src/config/protocols/stomp-schema.js';
 import { STOMP_READ_LIMITS } from '../../src/config/schema.js';
 import { connectStomp, type StompHeaders, type StompMessage, type StompSession } from '../../src/endpoints/stomp/stomp-client.js';
 import { silentLogger } from '../../src/shared/log.js';

@@ -4,7 +4,7 @@
  * supervisor would retry forever.
  */
 import { describe, expect, it } from 'vitest';
-import type { AmqpConnectionConfig } from '../../src/config/types.js';
+import type { AmqpConnectionConfig } from '../../src/config/protocols/amqp-schema.js';
 import { connectAmqp } from '../../src/endpoints/amqp/connect.js';
 import { TransientError } from '../../src/shared/errors.js';
 import { silentLogger } from '../../src/shared/log.js';

@@ -1,16 +1,21 @@
 /**
  * AMQP 1.0 in bridges.yaml (`type: amqp10`): the connection and its defaults, `address` on a source and a target, the
  * rules that span fields (src/config/cross-checks.ts), each a located problem that says what would be valid; the cache
- * address and the broker's name (src/config/amqp10-address.ts); the value rule of a templated node address
+ * address and the broker's name (src/config/protocols/amqp10-address.ts); the value rule of a templated node address
  * (src/routing/address-values.ts, AMQP 1.0's separators).
  */
 import { describe, expect, it } from 'vitest';
+import { configProtocolOf } from '../../src/config/protocols.js';
+import type { ConnectionType } from '../../src/config/protocol.js';
 import { parseConfig } from '../../src/config/load.js';
 import { ConfigError } from '../../src/shared/errors.js';
 import type { Config } from '../../src/config/types.js';
 import { cacheAddress } from '../../src/config/target-address.js';
 import { brokerName } from '../../src/config/broker-name.js';
 import { valueRule } from '../../src/routing/address-values.js';
+
+/** The target's address syntax, as its protocol's record declares it. */
+const syntax = (type: ConnectionType) => configProtocolOf(type).addressSyntax;
 
 const CONNECTIONS = [
   'connections:',
@@ -80,7 +85,7 @@ describe('AMQP 1.0 configuration', () => {
 });
 
 describe("AMQP 1.0's address separators in template values", () => {
-  const rule = valueRule(undefined, 'amqp10');
+  const rule = valueRule(undefined, syntax('amqp10'));
   it.each([
     ['eu-west', undefined],
     ['a/b', /contains '\/' .*AMQP 1\.0 node address separator/],

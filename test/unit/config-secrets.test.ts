@@ -11,7 +11,8 @@ import { ConfigFileError, loadConfig, parseConfig, warnings } from '../../src/co
 import { substituteEnv } from '../../src/config/env.js';
 import { tlsConnectionOptions } from '../../src/config/tls.js';
 import { tlsFailure } from '../../src/shared/error-sentences.js';
-import type { AmqpConnectionConfig, StompConnectionConfig } from '../../src/config/types.js';
+import type { AmqpConnectionConfig } from '../../src/config/protocols/amqp-schema.js';
+import type { StompConnectionConfig } from '../../src/config/protocols/stomp-schema.js';
 import { makeTlsFiles, removeTlsFiles, type TlsFiles } from '../support/tls-fixtures.js';
 
 const fixtures = resolve(import.meta.dirname, '../fixtures/config');

@@ -4,7 +4,9 @@
  * warning, and `check` against the broker's own value).
  */
 import { describe, expect, it } from 'vitest';
-import type { AmqpConnectionConfig, BridgeConfig, StompConnectionConfig } from '../../src/config/types.js';
+import type { BridgeConfig } from '../../src/config/types.js';
+import type { AmqpConnectionConfig } from '../../src/config/protocols/amqp-schema.js';
+import type { StompConnectionConfig } from '../../src/config/protocols/stomp-schema.js';
 import { channelBudgetProblems, connectionPlan, poolNeeded, poolSlot, RABBITMQ_DEFAULT_CHANNEL_MAX } from '../../src/config/connection-plan.js';
 import { warnings } from '../../src/config/load.js';
 import { STOMP_READ_LIMITS } from '../../src/config/schema.js';

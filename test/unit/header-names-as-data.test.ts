@@ -5,6 +5,8 @@
  * a selector sees NULL), and nothing inherits from a value a publisher sent.
  */
 import { describe, expect, it } from 'vitest';
+import { configProtocolOf } from '../../src/config/protocols.js';
+import type { ConnectionType } from '../../src/config/protocol.js';
 import type { BridgeMessage, Headers } from '../../src/core/message.js';
 import { readDuplicateId } from '../../src/core/duplicate-id.js';
 import { shortenHeaders } from '../../src/core/shortened-headers.js';
@@ -16,6 +18,9 @@ import { fromStomp, toStomp } from '../../src/mapping/stomp-mapping.js';
 import { parseAddressTemplate, resolveAddress, type AddressTemplate } from '../../src/routing/address-template.js';
 import { applyHeaderRules } from '../../src/routing/header-rules.js';
 import { compileSelector } from '../../src/routing/selector.js';
+
+/** The target's address syntax, as its protocol's record declares it. */
+const syntax = (type: ConnectionType) => configProtocolOf(type).addressSyntax;
 
 const NAMES = ['__proto__', 'constructor', 'prototype'] as const;
 
@@ -82,8 +87,8 @@ describe('header names with a meaning in JavaScript are carried as data, on ever
 
   it("a message without them reads as without them: a template's fallback, a selector's NULL", () => {
     const template = (parseAddressTemplate('x.${header.constructor:-none}') as { template: AddressTemplate }).template;
-    expect(resolveAddress(template, { headers: {}, properties: {} }, 'amqp')).toEqual({ ok: true, value: 'x.none' });
-    expect(resolveAddress(template, { headers: PEER, properties: {} }, 'amqp')).toEqual({ ok: true, value: 'x.c' });
+    expect(resolveAddress(template, { headers: {}, properties: {} }, syntax('amqp'))).toEqual({ ok: true, value: 'x.none' });
+    expect(resolveAddress(template, { headers: PEER, properties: {} }, syntax('amqp'))).toEqual({ ok: true, value: 'x.c' });
     const isNull = compileSelector('constructor IS NULL AND prototype IS NULL');
     expect(isNull.matches({ properties: { persistent: true }, headers: {} })).toBe(true);
     expect(isNull.matches({ properties: { persistent: true }, headers: PEER })).toBe(false);

@@ -7,7 +7,8 @@
  */
 import { describe, expect, it } from 'vitest';
 import { MemoryIdCache } from '../../src/cache/memory-id-cache.js';
-import type { AmqpConnectionConfig, BridgeConfig, ConnectionConfig } from '../../src/config/types.js';
+import type { BridgeConfig, ConnectionConfig } from '../../src/config/types.js';
+import type { AmqpConnectionConfig } from '../../src/config/protocols/amqp-schema.js';
 import { brokerName } from '../../src/config/broker-name.js';
 import { parseConfig, warnings } from '../../src/config/load.js';
 import type { IdCache } from '../../src/core/id-cache.js';

@@ -1,6 +1,6 @@
 /**
  * MQTT in bridges.yaml: the connection type, the source's and target's MQTT keys, their defaults, and every rule that
- * spans fields (src/config/mqtt-checks.ts), each a located problem that says what would be valid; the warnings of
+ * spans fields (src/config/protocols/mqtt-checks.ts), each a located problem that says what would be valid; the warnings of
  * MQTT 3.1.1 and replicas.
  */
 import { describe, expect, it } from 'vitest';

@@ -2,14 +2,14 @@
  * MQTT PUBLISH ↔ neutral message (src/mapping/mqtt-mapping.ts; the table is docs/mapping.md#mqtt): MQTT 5 properties
  * and user properties both ways, the neutral properties MQTT has no field for carried as user properties, what an MQTT
  * string cannot carry left out, MQTT 3.1.1 carrying the payload alone; and the topic helpers of
- * src/config/mqtt-address.ts.
+ * src/config/protocols/mqtt-address.ts.
  */
 import { describe, expect, it } from 'vitest';
 import { fromMqtt, toMqtt } from '../../src/mapping/mqtt-mapping.js';
 import { fromAmqp, toAmqp } from '../../src/mapping/amqp-mapping.js';
 import type { BridgeMessage } from '../../src/core/message.js';
 import { fingerprint } from '../../src/core/duplicate-id.js';
-import { swapTopicSeparators, topicFilterProblem, topicMatches, topicNameProblem } from '../../src/config/mqtt-address.js';
+import { swapTopicSeparators, topicFilterProblem, topicMatches, topicNameProblem } from '../../src/config/protocols/mqtt-address.js';
 
 const NOW = 1_800_000_000_000;
 const now = () => NOW;

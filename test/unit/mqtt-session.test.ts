@@ -9,7 +9,7 @@ import mqttPacket, { type Packet } from 'mqtt-packet';
 import { afterEach, describe, expect, it } from 'vitest';
 import { MqttTarget } from '../../src/endpoints/mqtt/mqtt-target.js';
 import { connectMqtt } from '../../src/endpoints/mqtt/mqtt-connect.js';
-import type { MqttConnectionConfig } from '../../src/config/types.js';
+import type { MqttConnectionConfig } from '../../src/config/protocols/mqtt-schema.js';
 import { ConfigError, MessageRejectedError, TransientError } from '../../src/shared/errors.js';
 import { MqttSource } from '../../src/endpoints/mqtt/mqtt-source.js';
 import { silentLogger as log } from '../../src/shared/log.js';

@@ -7,7 +7,7 @@
 import net from 'node:net';
 import mqttPacket, { type Packet } from 'mqtt-packet';
 import { afterEach, describe, expect, it } from 'vitest';
-import type { MqttConnectionConfig } from '../../src/config/types.js';
+import type { MqttConnectionConfig } from '../../src/config/protocols/mqtt-schema.js';
 import type { SourceDelivery } from '../../src/core/message.js';
 import type { DropReason } from '../../src/core/ports.js';
 import { MqttSource } from '../../src/endpoints/mqtt/mqtt-source.js';

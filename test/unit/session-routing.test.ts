@@ -7,7 +7,8 @@
  */
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { MemoryIdCache } from '../../src/cache/memory-id-cache.js';
-import type { BridgeConfig, StompConnectionConfig } from '../../src/config/types.js';
+import type { BridgeConfig } from '../../src/config/types.js';
+import type { StompConnectionConfig } from '../../src/config/protocols/stomp-schema.js';
 import { STOMP_READ_LIMITS } from '../../src/config/schema.js';
 import type { IdCache } from '../../src/core/id-cache.js';
 import type { BridgeMessage } from '../../src/core/message.js';

@@ -7,8 +7,8 @@
 import { EventEmitter } from 'node:events';
 import type { ChannelModel } from 'amqplib';
 import { describe, expect, it } from 'vitest';
-import type { AmqpConnectionConfig } from '../../src/config/types.js';
-import { parseBroker } from '../../src/config/amqp-address.js';
+import type { AmqpConnectionConfig } from '../../src/config/protocols/amqp-schema.js';
+import { parseBroker } from '../../src/config/protocols/amqp-address.js';
 import type { AmqpSession } from '../../src/endpoints/amqp/connect.js';
 import { SharedAmqpConnection, type AmqpLeaseEvents } from '../../src/endpoints/amqp/shared-connection.js';
 import { TransientError } from '../../src/shared/errors.js';

@@ -1,8 +1,8 @@
 import { describe, expect, it } from 'vitest';
 import type { BridgeMessage } from '../../src/core/message.js';
 import { fromStomp, isTextContentType, sendAsText, toStomp } from '../../src/mapping/stomp-mapping.js';
-import { parseStompUrl, stompAddress, stompDestination } from '../../src/config/stomp-address.js';
-import type { StompConnectionConfig } from '../../src/config/types.js';
+import { parseStompUrl, stompAddress, stompDestination } from '../../src/config/protocols/stomp-address.js';
+import type { StompConnectionConfig } from '../../src/config/protocols/stomp-schema.js';
 import { STOMP_READ_LIMITS } from '../../src/config/schema.js';
 
 const NOW = 1_700_000_000_000;

@@ -1,10 +1,10 @@
 /**
  * AMQP 0-9-1 as the configuration sees it (../protocol.ts): a source reads a queue; a target publishes to a queue through
- * the default exchange, or to an exchange with a routing key (its address template). Addresses: ../amqp-address.ts.
+ * the default exchange, or to an exchange with a routing key (its address template). Addresses: ./amqp-address.ts.
  */
-import { ADDRESS_SEPARATORS } from '../../routing/address-values.js';
+import type { AddressSyntax } from '../../routing/address-values.js';
 import { camelKeys } from '../camel-keys.js';
-import { parseBroker, resolveTarget, targetAddress } from '../amqp-address.js';
+import { parseBroker, resolveTarget, targetAddress } from './amqp-address.js';
 import { CONNECTION_KEYS_RESOLVED, type ConfigProtocol, type EndpointCheck } from '../protocol.js';
 import { asString, has, type Data } from '../raw-data.js';
 
@@ -22,6 +22,18 @@ function amqpTargetQueue(target: Data): string | undefined {
   const resolved = resolveTarget({ exchange: asString(target.exchange), queue, routingKey });
   return resolved.exchange === '' ? resolved.routingKey : undefined;
 }
+
+// Topic exchanges: `*` and `#` are wildcards of bindings; a routing key holding one would look like a pattern. `.`
+// separates the words of a topic exchange's routing key only: a direct or the default exchange reads it as text. A
+// routing key holds 255 bytes at most.
+const AMQP_SYNTAX: AddressSyntax = {
+  chars: '*#',
+  what: 'an AMQP topic-exchange wildcard',
+  tokens: '.',
+  tokensAlways: false,
+  tokenWhat: "an AMQP topic exchange's word separator",
+  maxBytes: { bytes: 255, what: 'a routing key' },
+};
 
 export const amqpConfigProtocol: ConfigProtocol<'amqp'> = {
   type: 'amqp',
@@ -67,7 +79,7 @@ export const amqpConfigProtocol: ConfigProtocol<'amqp'> = {
   templateKeys: ['routing-key', 'queue'],
   templateText: (target) => target.routingKey,
 
-  separators: ADDRESS_SEPARATORS.amqp,
+  addressSyntax: AMQP_SYNTAX,
   // Only a topic exchange splits a routing key into words; the bridge cannot ask the broker an exchange's type.
   splitsTokens: (target) => target.exchangeType === 'topic' || target.exchange === 'amq.topic',
   cacheAddress: (target) => targetAddress(target.connection, target),

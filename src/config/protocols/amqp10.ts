@@ -1,10 +1,10 @@
 /**
  * AMQP 1.0 as the configuration sees it (../protocol.ts): a source and a target name a node by `address` (a target's is
- * its address template), and take none of the other protocols' keys. Addresses: ../amqp10-address.ts.
+ * its address template), and take none of the other protocols' keys. Addresses: ./amqp10-address.ts.
  */
-import { ADDRESS_SEPARATORS } from '../../routing/address-values.js';
+import type { AddressSyntax } from '../../routing/address-values.js';
 import { camelKeys } from '../camel-keys.js';
-import { amqp10Broker, amqp10NodeAddress } from '../amqp10-address.js';
+import { amqp10Broker, amqp10NodeAddress } from './amqp10-address.js';
 import { CONNECTION_KEYS_RESOLVED, type ConfigProtocol, type EndpointCheck } from '../protocol.js';
 import { asString, has } from '../raw-data.js';
 
@@ -19,6 +19,21 @@ function checkAmqp10Endpoint({ path, ep, connection, out }: EndpointCheck, refus
   }
   if (!has(ep, 'address')) out.atValue(path, "missing address; an AMQP 1.0 endpoint takes address, a node address (RabbitMQ's plugin: /amq/queue/<queue> or /exchange/<exchange>/<key>; Artemis: the address's name)");
 }
+
+// AMQP 1.0 node addresses: `/` separates the parts of RabbitMQ's (/exchange/<name>/<key>, /amq/queue/<name>: a value
+// would pick another exchange or queue); `*` `#` are Artemis's (and RabbitMQ topic bindings') wildcards, `>` and `,`
+// ActiveMQ's, `?` starts options; `.` separates the words Artemis's wildcards and security settings match, and those
+// of a topic exchange's routing key. `::` (Artemis's address::queue, a fully qualified queue name) is refused as a
+// pair: `:` alone is in the default template-values (doubled).
+const AMQP10_SYNTAX: AddressSyntax = {
+  chars: '/*#>?,',
+  what: 'an AMQP 1.0 node address separator or wildcard',
+  tokens: '.',
+  tokensAlways: true,
+  tokenWhat: "the word separator of AMQP 1.0 addresses (Artemis's wildcards, RabbitMQ topic keys)",
+  doubled: ':',
+  doubledWhat: "Artemis's address::queue separator",
+};
 
 export const amqp10ConfigProtocol: ConfigProtocol<'amqp10'> = {
   type: 'amqp10',
@@ -52,7 +67,7 @@ export const amqp10ConfigProtocol: ConfigProtocol<'amqp10'> = {
   templateKeys: ['address'],
   templateText: (target) => target.address,
 
-  separators: ADDRESS_SEPARATORS.amqp10,
+  addressSyntax: AMQP10_SYNTAX,
   cacheAddress: (target) => amqp10NodeAddress(target.connection, target.address ?? ''),
   resolvedRoute: (target, resolved) => ({ route: resolved, address: amqp10NodeAddress(target.connection, resolved) }),
   brokerName: (connection, url) => amqp10Broker({ ...connection, urls: [url] }),

@@ -1,13 +1,27 @@
 /**
  * MQTT as the configuration sees it (../protocol.ts): a source subscribes to a topic filter, a target publishes to a
  * topic (its address template); the rules of its keys and across bridges (client ids, topic loops) are
- * ../mqtt-checks.ts, its addresses ../mqtt-address.ts.
+ * ./mqtt-checks.ts, its addresses ./mqtt-address.ts.
  */
-import { ADDRESS_SEPARATORS } from '../../routing/address-values.js';
+import type { AddressSyntax } from '../../routing/address-values.js';
 import { camelKeys } from '../camel-keys.js';
-import { defaultClientId, describeMqttServer, mqttTopicAddress, parseMqttUrl } from '../mqtt-address.js';
-import { checkMqttBridges, checkMqttEndpoint, MQTT_REFUSES, refuseMqttKeys } from '../mqtt-checks.js';
+import { defaultClientId, describeMqttServer, mqttTopicAddress, parseMqttUrl } from './mqtt-address.js';
+import { checkMqttBridges, checkMqttEndpoint, MQTT_REFUSES, refuseMqttKeys } from './mqtt-checks.js';
 import { CONNECTION_KEYS_RESOLVED, type ConfigProtocol } from '../protocol.js';
+
+// MQTT topics: `/` separates levels (a value would add one: another topic), `+` and `#` are wildcards (a PUBLISH
+// to one is a protocol error that closes the connection). NUL, refused by MQTT, is a control character. A level
+// separator is always refused: MQTT has no token separator that a bridge may let values span. Topics that start with
+// `$` are the broker's own ($SYS/…); a topic holds 65,535 bytes at most.
+const MQTT_SYNTAX: AddressSyntax = {
+  chars: '/+#',
+  what: 'an MQTT topic level separator or wildcard',
+  tokens: '',
+  tokensAlways: false,
+  tokenWhat: '',
+  reservedStart: { char: '$', why: "topic with '$', which MQTT brokers keep for themselves" },
+  maxBytes: { bytes: 65_535, what: 'a topic' },
+};
 
 export const mqttConfigProtocol: ConfigProtocol<'mqtt'> = {
   type: 'mqtt',
@@ -48,7 +62,7 @@ export const mqttConfigProtocol: ConfigProtocol<'mqtt'> = {
   templateKeys: ['topic'],
   templateText: (target) => target.topic,
 
-  separators: ADDRESS_SEPARATORS.mqtt,
+  addressSyntax: MQTT_SYNTAX,
   // A `${property.topic}` read with `topic-separator: "."` may hold dots: its levels are the topic's own structure.
   topicSpansTokens: (source) => source.topicSeparator === '.',
   cacheAddress: (target) => mqttTopicAddress(target.connection, target.topic ?? ''),

@@ -1,11 +1,11 @@
 /**
  * NATS JetStream as the configuration sees it (../protocol.ts): a source names a stream and a durable consumer, a target
- * a subject (its address template); a connection may log in with a `credentials-file`. Addresses: ../nats-address.ts.
+ * a subject (its address template); a connection may log in with a `credentials-file`. Addresses: ./nats-address.ts.
  */
 import { isAbsolute, resolve as resolvePath } from 'node:path';
-import { ADDRESS_SEPARATORS } from '../../routing/address-values.js';
+import type { AddressSyntax } from '../../routing/address-values.js';
 import { camelKeys } from '../camel-keys.js';
-import { natsSubjectAddress, parseNatsUrl } from '../nats-address.js';
+import { natsSubjectAddress, parseNatsUrl } from './nats-address.js';
 import type { ProblemCollector } from '../problems.js';
 import { CONNECTION_KEYS_RESOLVED, type ConfigProtocol } from '../protocol.js';
 import { has } from '../raw-data.js';
@@ -27,6 +27,10 @@ function readCredentials(file: string | undefined, urls: readonly string[], path
   }
   return content;
 }
+
+// NATS subjects: `*` and `>` are wildcards (a publish to one is refused, a subscription would match many); `.`
+// separates tokens, which subscriptions, stream subjects and permissions match.
+const NATS_SYNTAX: AddressSyntax = { chars: '*>', what: 'a NATS subject wildcard', tokens: '.', tokensAlways: true, tokenWhat: "NATS's subject token separator" };
 
 export const natsConfigProtocol: ConfigProtocol<'nats'> = {
   type: 'nats',
@@ -78,7 +82,7 @@ export const natsConfigProtocol: ConfigProtocol<'nats'> = {
   templateKeys: ['subject'],
   templateText: (target) => target.subject,
 
-  separators: ADDRESS_SEPARATORS.nats,
+  addressSyntax: NATS_SYNTAX,
   cacheAddress: (target) => natsSubjectAddress(target.connection, target.subject ?? ''),
   resolvedRoute: (target, resolved) => ({ route: resolved, address: natsSubjectAddress(target.connection, resolved) }),
   brokerName: (_connection, url) => `nats://${parseNatsUrl(url).hostPort}`,

@@ -1,10 +1,10 @@
 /**
  * STOMP as the configuration sees it (../protocol.ts): a source and a target name a queue, a name or a raw destination
- * (`/topic/x`), compared and addressed as the endpoints do (../stomp-address.ts stompDestination).
+ * (`/topic/x`), compared and addressed as the endpoints do (./stomp-address.ts stompDestination).
  */
-import { ADDRESS_SEPARATORS } from '../../routing/address-values.js';
+import type { AddressSyntax } from '../../routing/address-values.js';
 import { camelKeys } from '../camel-keys.js';
-import { describeServer, parseStompUrl, stompAddress, stompDestination } from '../stomp-address.js';
+import { describeServer, parseStompUrl, stompAddress, stompDestination } from './stomp-address.js';
 import { CONNECTION_KEYS_RESOLVED, type ConfigProtocol } from '../protocol.js';
 import { asString, has } from '../raw-data.js';
 import { checkQueueSource } from './amqp.js';
@@ -19,6 +19,18 @@ function parseHeartBeat(value: string | [number, number]): [number, number] {
 function queueAddress(queue: string): string {
   return queue !== '' ? stompDestination(queue) : queue;
 }
+
+// ActiveMQ: `,` sends to several destinations at once (composite destinations), `*` `>` are wildcards, `?` starts the
+// destination options (`/queue/a?consumer.exclusive=true` is queue `a`); `/` starts another destination path
+// (/queue/…, /topic/…, RabbitMQ's /exchange/…); `#` is a wildcard of RabbitMQ and Artemis. `.` separates the tokens
+// that ActiveMQ's and Artemis's wildcards and authorization entries match, and the words of RabbitMQ's /topic/.
+const STOMP_SYNTAX: AddressSyntax = {
+  chars: ',/*>#?',
+  what: 'a STOMP destination separator or wildcard',
+  tokens: '.',
+  tokensAlways: true,
+  tokenWhat: 'the token separator of STOMP destinations (ActiveMQ, Artemis and RabbitMQ topics)',
+};
 
 export const stompConfigProtocol: ConfigProtocol<'stomp'> = {
   type: 'stomp',
@@ -62,7 +74,7 @@ export const stompConfigProtocol: ConfigProtocol<'stomp'> = {
   templateKeys: ['queue'],
   templateText: (target) => target.queue,
 
-  separators: ADDRESS_SEPARATORS.stomp,
+  addressSyntax: STOMP_SYNTAX,
   cacheAddress: (target) => stompAddress(target.connection, stompDestination(target.queue ?? '')),
   resolvedRoute(target, resolved) {
     const destination = stompDestination(resolved);

@@ -33,8 +33,7 @@ export function routeJob(ctx: SessionContext, job: Job): Unrouted | undefined {
   const template = ctx.template;
   if (template === undefined || job.route !== undefined) return undefined;
   const target = ctx.cfg.target;
-  const protocol = target.connection.type;
-  const resolved = resolveAddress(template, job.delivery.message, protocol, ctx.templateRules);
+  const resolved = resolveAddress(template, job.delivery.message, ctx.templateRules.value.syntax, ctx.templateRules);
   if (!resolved.ok) {
     if (resolved.kind === 'unresolved') return { reason: UNRESOLVED_ADDRESS, detail: resolved.reason };
     ctx.deps.metrics.unsafeAddresses.inc({ bridge: ctx.cfg.name });

@@ -10,7 +10,7 @@
  * connection, which goes on for the other bridges on it; a lost connection reaches every endpoint on it.
  */
 import type { Channel } from 'amqplib';
-import type { AmqpConnectionConfig } from '../../config/types.js';
+import type { AmqpConnectionConfig } from '../../config/protocols/amqp-schema.js';
 import type { ConnectionRole } from '../../config/connection-plan.js';
 import { ConfigError, isProgrammerError, TransientError, type BridgeError } from '../../shared/errors.js';
 import type { Logger } from '../../shared/log.js';

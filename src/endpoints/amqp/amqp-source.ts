@@ -11,14 +11,14 @@
  * the byte bound) would hand the queue to a standby, so a pause ends the session and a new one consumes again.
  */
 import type { Channel, ConsumeMessage } from 'amqplib';
-import type { AmqpConnectionConfig } from '../../config/types.js';
+import type { AmqpConnectionConfig } from '../../config/protocols/amqp-schema.js';
 import { ConfigError, StandbyError, TransientError, type BridgeError } from '../../shared/errors.js';
 import type { SourceDelivery } from '../../core/message.js';
 import type { SourceEndpoint, SourceHandlers } from '../../core/ports.js';
 import type { Logger } from '../../shared/log.js';
 import { fromAmqp } from '../../mapping/amqp-mapping.js';
 import { AckCoalescer, type OutstandingDelivery } from './ack-coalescer.js';
-import { describeSource, sourceAddress } from '../../config/amqp-address.js';
+import { describeSource, sourceAddress } from '../../config/protocols/amqp-address.js';
 import { deliver } from '../endpoint-handlers.js';
 import { AmqpEndpoint } from './amqp-endpoint.js';
 import { ACCESS_REFUSED, NOT_FOUND, replyCode, replyText } from './connect.js';

@@ -22,7 +22,7 @@
  * being reopened) waits in a FIFO, and later sends queue behind it.
  */
 import type { Channel, ConfirmChannel, Message, MessageProperties as AmqpProperties, Options } from 'amqplib';
-import type { AmqpConnectionConfig } from '../../config/types.js';
+import type { AmqpConnectionConfig } from '../../config/protocols/amqp-schema.js';
 import { MessageRejectedError, TransientError } from '../../shared/errors.js';
 import type { BridgeMessage } from '../../core/message.js';
 import type { TargetEndpoint, TargetHandlers } from '../../core/ports.js';
@@ -30,7 +30,7 @@ import { CONFIRMED, failedMember, type BatchMemberResult } from '../../core/batc
 import { TARGET_FULL } from '../../core/session/refusal-policy.js';
 import type { Logger } from '../../shared/log.js';
 import { isTypedValue, toAmqp, type AmqpPublish } from '../../mapping/amqp-mapping.js';
-import { describeTarget, resolveTarget, targetAddress, type AmqpTargetSpec } from '../../config/amqp-address.js';
+import { describeTarget, resolveTarget, targetAddress, type AmqpTargetSpec } from '../../config/protocols/amqp-address.js';
 import { publishConfirmed } from './publish-confirmed.js';
 import { ConfirmDeadline } from '../confirm-timeout.js';
 import { AmqpEndpoint } from './amqp-endpoint.js';

@@ -6,11 +6,11 @@
  * open connection or throws a classified error whose message is a sentence without credentials.
  */
 import { connect, type ChannelModel } from 'amqplib';
-import type { AmqpConnectionConfig } from '../../config/types.js';
+import type { AmqpConnectionConfig } from '../../config/protocols/amqp-schema.js';
 import { ConfigError, redactUrl, TransientError, type BridgeError } from '../../shared/errors.js';
 import { connectFirst } from '../failover.js';
 import type { Logger } from '../../shared/log.js';
-import { describeBroker, parseBroker, type AmqpBroker } from '../../config/amqp-address.js';
+import { describeBroker, parseBroker, type AmqpBroker } from '../../config/protocols/amqp-address.js';
 import { SOCKET_WRITE_BUFFER, coalesceWrites } from '../../shared/coalesce-writes.js';
 import { tlsConnectionOptions } from '../../config/tls.js';
 import { socketFailure, socketSentence, tlsFailure } from '../../shared/error-sentences.js';

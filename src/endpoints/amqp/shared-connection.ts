@@ -14,10 +14,10 @@
  *   it.
  */
 import type { Channel, ChannelModel, ConfirmChannel } from 'amqplib';
-import type { AmqpConnectionConfig } from '../../config/types.js';
+import type { AmqpConnectionConfig } from '../../config/protocols/amqp-schema.js';
 import type { ConnectionRole } from '../../config/connection-plan.js';
 import type { OpenConnection } from '../../core/metrics.js';
-import { describeBroker } from '../../config/amqp-address.js';
+import { describeBroker } from '../../config/protocols/amqp-address.js';
 import { TransientError } from '../../shared/errors.js';
 import type { Logger } from '../../shared/log.js';
 import { closeModel, connectAmqp, lostError, replyText, type AmqpSession } from './connect.js';

@@ -8,8 +8,8 @@
  * holds). connect-timeout bounds TCP, TLS, SASL and the open exchange together: rhea has no such bound of its own.
  */
 import rhea, { type Connection, type ConnectionOptions, type EventContext } from 'rhea';
-import type { Amqp10ConnectionConfig } from '../../config/types.js';
-import { describeAmqp10Server, parseAmqp10Url, type Amqp10Server } from '../../config/amqp10-address.js';
+import type { Amqp10ConnectionConfig } from '../../config/protocols/amqp10-schema.js';
+import { describeAmqp10Server, parseAmqp10Url, type Amqp10Server } from '../../config/protocols/amqp10-address.js';
 import { defaultServername, tlsConnectionOptions } from '../../config/tls.js';
 import { ConfigError, TransientError, type BridgeError } from '../../shared/errors.js';
 import { socketSentence, tlsFailure } from '../../shared/error-sentences.js';

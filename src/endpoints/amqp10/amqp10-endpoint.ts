@@ -8,7 +8,7 @@
  * take, and a session of ours ended means its unsettled deliveries are gone from under us.
  */
 import type { Connection, EventContext, Session } from 'rhea';
-import type { Amqp10ConnectionConfig } from '../../config/types.js';
+import type { Amqp10ConnectionConfig } from '../../config/protocols/amqp10-schema.js';
 import { TransientError, isProgrammerError, type BridgeError } from '../../shared/errors.js';
 import type { Logger } from '../../shared/log.js';
 import { connectionName } from '../connection-share.js';

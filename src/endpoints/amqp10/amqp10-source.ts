@@ -17,8 +17,8 @@
  * delivery-count above 0 (the plugin sets only first-acquirer: false after a release or a lost session).
  */
 import type { Delivery, EventContext, Receiver } from 'rhea';
-import type { Amqp10ConnectionConfig } from '../../config/types.js';
-import { amqp10NodeAddress } from '../../config/amqp10-address.js';
+import type { Amqp10ConnectionConfig } from '../../config/protocols/amqp10-schema.js';
+import { amqp10NodeAddress } from '../../config/protocols/amqp10-address.js';
 import { TransientError } from '../../shared/errors.js';
 import type { SourceDelivery } from '../../core/message.js';
 import type { SourceEndpoint, SourceHandlers } from '../../core/ports.js';

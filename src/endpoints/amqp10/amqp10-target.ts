@@ -17,8 +17,8 @@
  * A templated target keeps one sender per route node, the most recently used 64.
  */
 import rhea, { type Delivery, type EventContext, type Message, type Sender, type Session } from 'rhea';
-import type { Amqp10ConnectionConfig } from '../../config/types.js';
-import { amqp10NodeAddress } from '../../config/amqp10-address.js';
+import type { Amqp10ConnectionConfig } from '../../config/protocols/amqp10-schema.js';
+import { amqp10NodeAddress } from '../../config/protocols/amqp10-address.js';
 import { ConfigError, MessageRejectedError, TransientError } from '../../shared/errors.js';
 import type { BridgeMessage } from '../../core/message.js';
 import type { TargetEndpoint, TargetHandlers } from '../../core/ports.js';

@@ -1,9 +1,9 @@
 /** Opening an MQTT session: the failover over a connection's URLs, and the protocol version a broker speaks. */
 import { randomBytes } from 'node:crypto';
-import type { MqttConnectionConfig } from '../../config/types.js';
+import type { MqttConnectionConfig } from '../../config/protocols/mqtt-schema.js';
 import { ConfigError } from '../../shared/errors.js';
 import type { Logger } from '../../shared/log.js';
-import { describeMqttServer, parseMqttUrl, type MqttServer } from '../../config/mqtt-address.js';
+import { describeMqttServer, parseMqttUrl, type MqttServer } from '../../config/protocols/mqtt-address.js';
 import { connectFirst } from '../failover.js';
 import { VersionRefused } from './mqtt-handshake.js';
 import { MqttSession, type MqttSessionOptions } from './mqtt-session.js';

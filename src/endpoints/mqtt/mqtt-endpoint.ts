@@ -2,7 +2,7 @@
  * What the MQTT source and target share: one session (./mqtt-session.ts) per endpoint object, opened once, reported
  * lost once, closed with a DISCONNECT. The subclasses add what they do with it (SUBSCRIBE and PUBACK, or PUBLISH).
  */
-import type { MqttConnectionConfig } from '../../config/types.js';
+import type { MqttConnectionConfig } from '../../config/protocols/mqtt-schema.js';
 import { TransientError } from '../../shared/errors.js';
 import type { Logger } from '../../shared/log.js';
 import { tellLost } from '../endpoint-handlers.js';
@@ -17,7 +17,7 @@ export abstract class MqttEndpoint {
 
   protected constructor(
     protected readonly conn: MqttConnectionConfig,
-    /** The client id this endpoint connects with (resolved: ../../config/mqtt-address.ts defaultClientId). */
+    /** The client id this endpoint connects with (resolved: ../../config/protocols/mqtt-address.ts defaultClientId). */
     protected readonly clientId: string,
     readonly description: string,
     readonly address: string,

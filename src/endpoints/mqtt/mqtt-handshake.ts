@@ -1,7 +1,7 @@
 /** The MQTT handshake's two halves that need no socket: the CONNECT a session writes, and what its CONNACK means. */
 import type { IConnackPacket, Packet } from 'mqtt-packet';
-import type { MqttConnectionConfig } from '../../config/types.js';
-import type { MqttServer } from '../../config/mqtt-address.js';
+import type { MqttConnectionConfig } from '../../config/protocols/mqtt-schema.js';
+import type { MqttServer } from '../../config/protocols/mqtt-address.js';
 import { ConfigError, TransientError } from '../../shared/errors.js';
 import { connackSentence } from './mqtt-reasons.js';
 

@@ -23,10 +23,10 @@
 import net from 'node:net';
 import tls from 'node:tls';
 import mqttPacket, { type IConnackPacket, type IPublishPacket, type ISubackPacket, type Packet, type Parser } from 'mqtt-packet';
-import type { MqttConnectionConfig } from '../../config/types.js';
+import type { MqttConnectionConfig } from '../../config/protocols/mqtt-schema.js';
 import { ConfigError, TransientError } from '../../shared/errors.js';
 import type { Logger } from '../../shared/log.js';
-import { describeMqttServer, type MqttServer } from '../../config/mqtt-address.js';
+import { describeMqttServer, type MqttServer } from '../../config/protocols/mqtt-address.js';
 import { defaultServername, tlsConnectionOptions } from '../../config/tls.js';
 import { socketSentence, tlsFailure } from '../../shared/error-sentences.js';
 import { coalesceWrites } from '../../shared/coalesce-writes.js';

@@ -29,13 +29,13 @@
  * forward-retained only when the subscription is new (1); on 3.1.1 every SUBSCRIBE gets them, so with forward-retained
  * a resumed session does not subscribe again (its subscription is still there).
  */
-import type { MqttConnectionConfig } from '../../config/types.js';
+import type { MqttConnectionConfig } from '../../config/protocols/mqtt-schema.js';
 import { ConfigError, TransientError } from '../../shared/errors.js';
 import type { SourceDelivery } from '../../core/message.js';
 import type { SourceEndpoint, SourceHandlers } from '../../core/ports.js';
 import type { Logger } from '../../shared/log.js';
 import { fromMqtt } from '../../mapping/mqtt-mapping.js';
-import { mqttSubscriptionAddress, subscriptionFilter } from '../../config/mqtt-address.js';
+import { mqttSubscriptionAddress, subscriptionFilter } from '../../config/protocols/mqtt-address.js';
 import { deliver } from '../endpoint-handlers.js';
 import { MqttEndpoint } from './mqtt-endpoint.js';
 import type { MqttSession } from './mqtt-session.js';

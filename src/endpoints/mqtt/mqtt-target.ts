@@ -15,7 +15,7 @@
  * closes the connection on a packet over its limit, and 3.1.1 brokers cannot refuse one message any other way. There
  * are no transactions: a batch is its members sent together, each with its own outcome.
  */
-import type { MqttConnectionConfig } from '../../config/types.js';
+import type { MqttConnectionConfig } from '../../config/protocols/mqtt-schema.js';
 import { MessageRejectedError, TransientError } from '../../shared/errors.js';
 import type { BridgeMessage } from '../../core/message.js';
 import type { TargetEndpoint, TargetHandlers } from '../../core/ports.js';
@@ -23,7 +23,7 @@ import { CONFIRMED, failedMember, type BatchMemberResult } from '../../core/batc
 import { TARGET_FULL } from '../../core/session/refusal-policy.js';
 import type { Logger } from '../../shared/log.js';
 import { toMqtt } from '../../mapping/mqtt-mapping.js';
-import { mqttTopicAddress } from '../../config/mqtt-address.js';
+import { mqttTopicAddress } from '../../config/protocols/mqtt-address.js';
 import { MqttEndpoint } from './mqtt-endpoint.js';
 import { confirmWithin } from '../confirm-timeout.js';
 import type { MqttSession } from './mqtt-session.js';

@@ -9,8 +9,8 @@
  * unnoticed: two unanswered pings close the connection.
  */
 import { connect, credsAuthenticator, type ConnectionOptions, type NatsConnection } from 'nats';
-import type { NatsConnectionConfig } from '../../config/types.js';
-import { parseNatsUrl, type NatsServer } from '../../config/nats-address.js';
+import type { NatsConnectionConfig } from '../../config/protocols/nats-schema.js';
+import { parseNatsUrl, type NatsServer } from '../../config/protocols/nats-address.js';
 import { tlsConnectionOptions } from '../../config/tls.js';
 import { ConfigError, TransientError, type BridgeError } from '../../shared/errors.js';
 import type { Logger } from '../../shared/log.js';

@@ -4,7 +4,7 @@
  * endpoints. The subclasses add what they do with it (pull and ack, or publish).
  */
 import type { JetStreamManager, NatsConnection } from 'nats';
-import type { NatsConnectionConfig } from '../../config/types.js';
+import type { NatsConnectionConfig } from '../../config/protocols/nats-schema.js';
 import { TransientError, isProgrammerError, type BridgeError } from '../../shared/errors.js';
 import type { Logger } from '../../shared/log.js';
 import { connectionName } from '../connection-share.js';

@@ -22,8 +22,8 @@
  * the deletions.
  */
 import { AckPolicy, DeliverPolicy, nanos, type Consumer, type ConsumerInfo, type JetStreamManager, type JsMsg } from 'nats';
-import type { NatsConnectionConfig } from '../../config/types.js';
-import { natsConsumerAddress } from '../../config/nats-address.js';
+import type { NatsConnectionConfig } from '../../config/protocols/nats-schema.js';
+import { natsConsumerAddress } from '../../config/protocols/nats-address.js';
 import { ConfigError, TransientError } from '../../shared/errors.js';
 import type { SourceDelivery } from '../../core/message.js';
 import type { SourceEndpoint, SourceHandlers } from '../../core/ports.js';

@@ -32,8 +32,8 @@
  * not store it, and the replay would then delete the one copy left. The suffix (the pass's start) keeps it apart.
  */
 import { createInbox, headers as natsHeaders, type Msg, type Subscription } from 'nats';
-import type { NatsConnectionConfig } from '../../config/types.js';
-import { natsSubjectAddress } from '../../config/nats-address.js';
+import type { NatsConnectionConfig } from '../../config/protocols/nats-schema.js';
+import { natsSubjectAddress } from '../../config/protocols/nats-address.js';
 import { MessageRejectedError, TransientError } from '../../shared/errors.js';
 import type { BridgeMessage } from '../../core/message.js';
 import type { TargetEndpoint, TargetHandlers } from '../../core/ports.js';

@@ -16,7 +16,7 @@
  * refused SEND, SUBSCRIBE or COMMIT) stays with the request that asked; one that names none is put on the transactions
  * (or SENDs) in flight, whatever bridge they are of, and the connection stays (./stomp-session.ts).
  */
-import type { StompConnectionConfig } from '../../config/types.js';
+import type { StompConnectionConfig } from '../../config/protocols/stomp-schema.js';
 import type { ConnectionRole } from '../../config/connection-plan.js';
 import type { OpenConnection } from '../../core/metrics.js';
 import { TransientError } from '../../shared/errors.js';

@@ -8,10 +8,10 @@
  * writer on the socket; stompit keeps only the heart-beats, ./stompit.ts). It never reconnects: one StompSession is
  * one connection. The public types are in ./stomp-types.ts and re-exported here.
  */
-import type { StompConnectionConfig } from '../../config/types.js';
+import type { StompConnectionConfig } from '../../config/protocols/stomp-schema.js';
 import { ConfigError, PeerProtocolError, TransientError, isProgrammerError, redactUrl } from '../../shared/errors.js';
 import type { Logger } from '../../shared/log.js';
-import { describeServer, parseStompUrl, type StompServer } from '../../config/stomp-address.js';
+import { describeServer, parseStompUrl, type StompServer } from '../../config/protocols/stomp-address.js';
 import type { StompHeaders } from '../../mapping/stomp-mapping.js';
 import { connectFirst } from '../failover.js';
 import { defaultServername, tlsConnectionOptions } from '../../config/tls.js';

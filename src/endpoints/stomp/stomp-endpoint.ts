@@ -4,11 +4,11 @@
  * connection for its role where the peer takes many endpoints on one, else one of its own. The subclasses add what they
  * do there (SUBSCRIBE and ACK, or SEND and COMMIT).
  */
-import type { StompConnectionConfig } from '../../config/types.js';
+import type { StompConnectionConfig } from '../../config/protocols/stomp-schema.js';
 import type { ConnectionRole } from '../../config/connection-plan.js';
 import { TransientError } from '../../shared/errors.js';
 import type { Logger } from '../../shared/log.js';
-import { stompAddress, stompDestination } from '../../config/stomp-address.js';
+import { stompAddress, stompDestination } from '../../config/protocols/stomp-address.js';
 import type { StompSession } from './stomp-client.js';
 import { profileFields, stompPeerProfile, type StompPeerProfile } from './stomp-peer.js';
 import { tellLost } from '../endpoint-handlers.js';

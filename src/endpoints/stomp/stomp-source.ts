@@ -18,7 +18,7 @@
  * which still evaluates the filter on what arrives (src/core/session/filter.ts). Other peers (RabbitMQ's STOMP plugin
  * has no selectors; Artemis is not checked) get no `selector`: every message comes, and the session's filter-miss applies.
  */
-import type { StompConnectionConfig } from '../../config/types.js';
+import type { StompConnectionConfig } from '../../config/protocols/stomp-schema.js';
 import { ConfigError, TransientError, isProgrammerError } from '../../shared/errors.js';
 import type { SourceDelivery, Unreadable } from '../../core/message.js';
 import type { SourceEndpoint, SourceHandlers } from '../../core/ports.js';

@@ -7,7 +7,7 @@
  * defaults) is rejected before it is sent, so one bad message cannot make the bridge reconnect forever. An ERROR that
  * says the broker has no room (ActiveMQ's ResourceAllocationException) is a refusal as full (see fullRefusal).
  */
-import type { StompConnectionConfig } from '../../config/types.js';
+import type { StompConnectionConfig } from '../../config/protocols/stomp-schema.js';
 import { asError, MessageRejectedError, TransientError } from '../../shared/errors.js';
 import type { BridgeMessage } from '../../core/message.js';
 import type { TargetEndpoint, TargetHandlers } from '../../core/ports.js';

@@ -1,20 +1,20 @@
 /**
- * Cross-field rules of MQTT endpoints (and of MQTT keys elsewhere), run on the plain data like ./cross-checks.ts, for
- * MQTT's record (./protocols/mqtt.ts):
+ * Cross-field rules of MQTT endpoints (and of MQTT keys elsewhere), run on the plain data like ../cross-checks.ts, for
+ * MQTT's record (./mqtt.ts):
  * - an MQTT source takes `topic` (a valid topic filter), not `queue`; an MQTT target or dead-letter takes `topic` (a
  *   topic name: no wildcard; a bridge's target may be an address template, whose literal text is checked here and
- *   whose values are checked per message, ../routing/address-template.ts), not `queue`, `exchange` or `routing-key`;
+ *   whose values are checked per message, ../../routing/address-template.ts), not `queue`, `exchange` or `routing-key`;
  * - the MQTT keys (`topic`, `qos`, `client-id`, `shared-group`, `forward-retained`, `topic-separator`, `retain`,
- *   `no-subscribers`) are refused on another protocol's endpoint, saying what its record (./protocol.ts `takes`) takes;
+ *   `no-subscribers`) are refused on another protocol's endpoint, saying what its record (../protocol.ts `takes`) takes;
  * - `shared-group` needs MQTT 5 (`protocol-version: 4` is refused: 3.1.1 has no shared subscriptions);
  * - no two endpoints connect to one broker with one client id (the broker would hand the session back and forth);
  * - a target topic the source's own filter matches, on the same connection, would feed the bridge its own output.
  */
-import { parseAddressTemplate } from '../routing/address-template.js';
-import type { ProblemCollector } from './problems.js';
-import { asRecord, asString, type Data } from './raw-data.js';
+import { parseAddressTemplate } from '../../routing/address-template.js';
+import type { ProblemCollector } from '../problems.js';
+import { asRecord, asString, type Data } from '../raw-data.js';
 import { defaultClientId, topicFilterProblem, topicMatches, topicNameProblem } from './mqtt-address.js';
-import type { ConfigProtocol, EndpointCheck, Role } from './protocol.js';
+import type { ConfigProtocol, EndpointCheck, Role } from '../protocol.js';
 
 const SOURCE_ONLY = ['shared-group', 'forward-retained', 'topic-separator'];
 const TARGET_ONLY = ['retain', 'no-subscribers'];

@@ -1,7 +1,7 @@
 /**
  * STOMP URLs, destinations and the stable addresses that key the duplicate-ID cache and the stamp records.
  */
-import type { StompConnectionConfig } from './types.js';
+import type { StompConnectionConfig } from './stomp-schema.js';
 
 /** What a connect needs from one URL of a connection's failover list. */
 export interface StompServer {

@@ -6,8 +6,8 @@
  * reach through failover), with the port and vhost made explicit. Names are percent-encoded so that a `/` inside a
  * queue, exchange or routing key cannot make two different destinations look alike.
  */
-import type { AmqpConnectionConfig } from './types.js';
-import { redactUrl } from '../shared/errors.js';
+import type { AmqpConnectionConfig } from './amqp-schema.js';
+import { redactUrl } from '../../shared/errors.js';
 
 /** What a target publishes to: an exchange and routing key (a queue alone means the default exchange). */
 export interface AmqpTargetSpec {

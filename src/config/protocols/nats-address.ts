@@ -2,7 +2,7 @@
  * NATS URLs and the stable addresses that key the duplicate-ID cache (a target subject) and the stamp records (a
  * source stream's consumer).
  */
-import type { NatsConnectionConfig } from './types.js';
+import type { NatsConnectionConfig } from './nats-schema.js';
 
 /** What a connect needs from one URL of a connection's failover list. */
 export interface NatsServer {

@@ -3,7 +3,7 @@
  * source node). "Address" here is the cache's word; AMQP 1.0 calls what a link attaches to a node, named by its node
  * address (`/amq/queue/orders` on RabbitMQ's plugin, `orders` on Artemis).
  */
-import type { Amqp10ConnectionConfig } from './types.js';
+import type { Amqp10ConnectionConfig } from './amqp10-schema.js';
 
 /** What a connect needs from one URL of a connection's failover list. */
 export interface Amqp10Server {

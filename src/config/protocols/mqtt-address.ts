@@ -6,7 +6,7 @@
  * whole level and `#` for the rest as its last level. Both are UTF-8 without NUL, at most 65,535 bytes (MQTT 3.1.1 and
  * 5, section 4.7).
  */
-import type { MqttConnectionConfig } from './types.js';
+import type { MqttConnectionConfig } from './mqtt-schema.js';
 
 /** What a connect needs from one URL of a connection's failover list. */
 export interface MqttServer {

@@ -10,6 +10,7 @@
  * the publishing one.
  */
 import type { BridgeConfig, ConnectionConfig } from './types.js';
+import { configProtocolOf } from './protocols.js';
 
 export type ConnectionRole = 'consume' | 'publish';
 
@@ -63,11 +64,11 @@ export function connectionPlan(bridges: readonly BridgeConfig[]): PlannedConnect
     const key = `${conn.name}\u0000${role}\u0000${slot}`;
     let p = plan.get(key);
     if (p === undefined) {
-      p = { connection: conn, role, slot, pool, bridges: [], endpoints: 0, channels: conn.type === 'amqp' && role === 'consume' ? 1 : 0 };
+      p = { connection: conn, role, slot, pool, bridges: [], endpoints: 0, channels: role === 'consume' ? (configProtocolOf(conn.type).channels?.perConsumingConnection ?? 0) : 0 };
       plan.set(key, p);
     }
     p.endpoints += 1;
-    if (conn.type === 'amqp') p.channels += 1;
+    if (configProtocolOf(conn.type).channels !== undefined) p.channels += 1;
     if (p.bridges.at(-1) !== bridge) p.bridges.push(bridge);
   };
   for (const b of bridges) {
@@ -99,14 +100,14 @@ export function poolNeeded(conn: ConnectionConfig, bridges: readonly BridgeConfi
 }
 
 /**
- * AMQP connections of the plan that would carry more channels than `channelMax`, each as a sentence saying what to set.
+ * Connections of the plan whose protocol counts channels (AMQP) that would carry more than `channelMax`, each as a sentence saying what to set.
  * A bridge whose channel cannot be opened there retries, and logs why (src/endpoints/amqp/shared-connection.ts).
  */
 export function channelBudgetProblems(bridges: readonly BridgeConfig[], channelMax = RABBITMQ_DEFAULT_CHANNEL_MAX, where = "RabbitMQ's default channel_max"): string[] {
   const out: string[] = [];
   const said = new Set<string>();
   for (const p of connectionPlan(bridges)) {
-    if (p.connection.type !== 'amqp' || p.channels <= channelMax || said.has(p.connection.name)) continue;
+    if (configProtocolOf(p.connection.type).channels === undefined || p.channels <= channelMax || said.has(p.connection.name)) continue;
     said.add(p.connection.name);
     const pool = poolNeeded(p.connection, bridges, channelMax);
     const cure = pool === undefined ? 'split the bridges over several processes' : `set pool: ${pool} on connection '${p.connection.name}'`;

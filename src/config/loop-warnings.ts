@@ -6,9 +6,12 @@
  */
 import type { BridgeConfig, ConnectionConfig } from './types.js';
 import { brokerName } from './broker-name.js';
+import { configProtocolOf } from './protocols.js';
 
-function isMqtt311(c: ConnectionConfig): boolean {
-  return c.type === 'mqtt' && c.protocolVersion === 4;
+/** A connection that carries no loop path (MQTT 3.1.1), as its protocol's record says. */
+function headerless(c: ConnectionConfig): { connection: ConnectionConfig; what: string; instead: string } | undefined {
+  const why = configProtocolOf(c.type).headerless?.(c);
+  return why === undefined ? undefined : { connection: c, ...why };
 }
 
 export function loopWarnings(bridges: readonly BridgeConfig[]): string[] {
@@ -16,7 +19,7 @@ export function loopWarnings(bridges: readonly BridgeConfig[]): string[] {
   const named = bridges.map((b, i) => {
     const from = brokerName(b.source.connection);
     const to = brokerName(b.target.connection);
-    return { b, i, key: `${from}\n${to}`, back: `${to}\n${from}`, mqtt: [b.source.connection, b.target.connection].find(isMqtt311) };
+    return { b, i, key: `${from}\n${to}`, back: `${to}\n${from}`, mqtt: headerless(b.source.connection) ?? headerless(b.target.connection) };
   });
   // Pairs are looked up by their brokers, not tried two by two: a thousand bridges between the same two brokers are
   // half a million pairs, read at every start and reload. A pair warns only when one of its four connections is MQTT
@@ -35,7 +38,7 @@ export function loopWarnings(bridges: readonly BridgeConfig[]): string[] {
       if (y.i <= x.i) continue;
       const mqtt = x.mqtt ?? y.mqtt!;
       out.push(
-        `bridges '${x.b.name}' and '${y.b.name}' forward between the same two brokers in both directions through MQTT 3.1.1 (connection '${mqtt.name}'), which carries no headers: their x-bridge-path cannot travel, so a message that goes one way can come back and go round again; use MQTT 5 (protocol-version: 5), or make sure no message published by one bridge reaches the other's source`,
+        `bridges '${x.b.name}' and '${y.b.name}' forward between the same two brokers in both directions through ${mqtt.what} (connection '${mqtt.connection.name}'), which carries no headers: their x-bridge-path cannot travel, so a message that goes one way can come back and go round again; ${mqtt.instead}, or make sure no message published by one bridge reaches the other's source`,
       );
     }
   }

@@ -11,7 +11,7 @@ import type { ProblemCollector } from './problems.js';
 import type { Data } from './raw-data.js';
 import type { ConnectionFiles } from './referenced-file.js';
 import type { ConfigFileConnection, ConfigFileSource, ConfigFileTarget } from './schema.js';
-import type { ConnectionConfig, ConnectionKeysResolved, SourceConfig, TargetConfig } from './types.js';
+import type { BridgeConfig, ConnectionConfig, ConnectionKeysResolved, SourceConfig, TargetConfig } from './types.js';
 
 export type ConnectionType = ConnectionConfig['type'];
 
@@ -124,4 +124,22 @@ export interface ConfigProtocol<T extends ConnectionType = ConnectionType> {
   resolvedRoute(target: TargetConfig & { connection: ConnectionOf<T> }, resolved: string): ResolvedRoute;
   /** The broker `url` reaches (scheme, host, port, virtual host), before ./broker-name.ts bounds it. */
   brokerName(connection: ConnectionOf<T>, url: string): string;
+
+  // Warnings and the connection plan (./warnings.ts, ./loop-warnings.ts, ./connection-plan.ts).
+  /**
+   * What `validate` and the start say of a bridge with an end on this protocol (MQTT 3.1.1's missing headers, an AMQP
+   * template on an exchange of unknown type): called once per bridge that uses the protocol, in the order of its
+   * source, target and dead-letter connections.
+   */
+  bridgeWarnings?(bridge: BridgeConfig, replicas: number): string[];
+  /**
+   * A connection that carries no headers, so no loop path (MQTT 3.1.1): its name for the loop warning and what to use
+   * instead; undefined where it carries them.
+   */
+  headerless?(connection: ConnectionOf<T>): { what: string; instead: string } | undefined;
+  /**
+   * Where its endpoints are channels of a shared connection that the broker bounds (AMQP 0-9-1's channel_max): one per
+   * endpoint, and on a consuming connection this many more (the depth reads' channel).
+   */
+  readonly channels?: { readonly perConsumingConnection: number };
 }

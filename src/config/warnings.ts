@@ -1,10 +1,10 @@
 /**
  * Non-fatal findings about a valid configuration, printed by `validate` and logged by `run` at start.
  */
-import { cacheAddress, targetSplitsTokens, targetTemplate } from './target-address.js';
+import { cacheAddress, targetTemplate } from './target-address.js';
 import { channelBudgetProblems } from './connection-plan.js';
-import type { BridgeConfig, Config } from './types.js';
-import { defaultClientId } from './protocols/mqtt-address.js';
+import type { Config } from './types.js';
+import { configProtocolOf } from './protocols.js';
 import { loopWarnings } from './loop-warnings.js';
 
 export function warnings(config: Config): string[] {
@@ -70,53 +70,13 @@ export function warnings(config: Config): string[] {
         `bridge '${b.name}' has no dead-letter destination: a message the target keeps rejecting stops the bridge instead of being set aside`,
       );
     }
-    out.push(...mqttWarnings(b, ic.replicas));
-    const t = b.target;
-    if (t.template !== undefined && t.connection.type === 'amqp' && t.exchange !== undefined && t.exchange !== '' && t.exchangeType === undefined && !targetSplitsTokens(t)) {
-      out.push(
-        `bridge '${b.name}': the routing key is an address template on exchange '${t.exchange}', whose type the configuration does not say: a template value may hold '.', as on a direct exchange; if it is a topic exchange, set exchange-type: topic so that a value cannot add words to the routing key (docs/security.md#addresses-built-from-message-data)`,
-      );
-    }
+    const used = new Set([b.source.connection.type, b.target.connection.type, ...(b.deadLetter ? [b.deadLetter.connection.type] : [])]);
+    for (const type of used) out.push(...(configProtocolOf(type).bridgeWarnings?.(b, ic.replicas) ?? []));
   }
   // Channels are the bridges' and connections the process's (./connection-plan.ts): one connection carries at most the
   // broker's channel_max of them.
   out.push(...channelBudgetProblems(config.bridges));
   out.push(...loopWarnings(config.bridges));
-  return out;
-}
-
-/** MQTT 3.1.1 carries no headers; replicas need client ids of their own (docs/delivery.md#mqtt). */
-function mqttWarnings(b: BridgeConfig, replicas: number): string[] {
-  const out: string[] = [];
-  const src = b.source.connection;
-  if (src.type === 'mqtt' && src.protocolVersion === 4) {
-    out.push(
-      `bridge '${b.name}': its source is MQTT 3.1.1 (connection '${src.name}'), which carries no headers: every message is stamped with a duplicate ID by fingerprint (no publisher ID can come), and prefetch is not sent (the broker's own in-flight limit bounds what is unacknowledged)`,
-    );
-  }
-  for (const [role, t] of [['target', b.target], ['dead-letter', b.deadLetter]] as const) {
-    const c = t?.connection;
-    if (c?.type !== 'mqtt' || c.protocolVersion !== 4) continue;
-    out.push(
-      role === 'target'
-        ? `bridge '${b.name}': its target is MQTT 3.1.1 (connection '${c.name}'), which carries no headers: the duplicate ID and the possible-duplicate flag cannot travel, nor any other header; re-sent IDs are still dropped by the cache, but a copy sent again after a crash between confirm and commit arrives unflagged and cannot be told from the first`
-        : `bridge '${b.name}': its dead-letter destination is MQTT 3.1.1 (connection '${c.name}'): the headers saying why a message was dead-lettered cannot travel`,
-    );
-  }
-  if (replicas > 1) {
-    const derived = [
-      ['source', b.source.connection, b.source.clientId],
-      ['target', b.target.connection, b.target.clientId],
-      ['dead-letter', b.deadLetter?.connection, b.deadLetter?.clientId],
-    ] as const;
-    for (const [role, c, id] of derived) {
-      // Only the default ids: one derived from a client-id set in the file (say from ${HOSTNAME}) may well differ per replica.
-      if (c?.type !== 'mqtt' || id === undefined || c.clientId !== undefined || id !== defaultClientId(c, b.name, role)) continue;
-      out.push(
-        `bridge '${b.name}': id-cache.replicas is ${replicas}, and its MQTT ${role} connects as client id '${id}': each replica must use its own (e.g. client-id: "bb-\${HOSTNAME}" on connection '${c.name}'), or the broker hands the session from one to the other`,
-      );
-    }
-  }
   return out;
 }
 

@@ -89,4 +89,15 @@ export const amqpConfigProtocol: ConfigProtocol<'amqp'> = {
     const host = b.host.includes(':') ? `[${b.host}]` : b.host;
     return `${b.scheme}://${host}:${b.port}/${encodeURIComponent(b.vhost)}`;
   },
+
+  bridgeWarnings(b) {
+    const t = b.target;
+    if (t.template === undefined || t.connection.type !== 'amqp' || t.exchange === undefined || t.exchange === '' || t.exchangeType !== undefined) return [];
+    if (amqpConfigProtocol.splitsTokens?.({ ...t, connection: t.connection }) === true) return [];
+    return [
+      `bridge '${b.name}': the routing key is an address template on exchange '${t.exchange}', whose type the configuration does not say: a template value may hold '.', as on a direct exchange; if it is a topic exchange, set exchange-type: topic so that a value cannot add words to the routing key (docs/security.md#addresses-built-from-message-data)`,
+    ];
+  },
+  // Each endpoint is a channel of the process's shared connection; a consuming one has one more for depth reads.
+  channels: { perConsumingConnection: 1 },
 };

@@ -15,6 +15,7 @@ import type { ProblemCollector } from '../problems.js';
 import { asRecord, asString, type Data } from '../raw-data.js';
 import { defaultClientId, topicFilterProblem, topicMatches, topicNameProblem } from './mqtt-address.js';
 import type { ConfigProtocol, EndpointCheck, Role } from '../protocol.js';
+import type { BridgeConfig } from '../types.js';
 
 const SOURCE_ONLY = ['shared-group', 'forward-retained', 'topic-separator'];
 const TARGET_ONLY = ['retain', 'no-subscribers'];
@@ -129,4 +130,39 @@ export function checkMqttBridges(raw: Data, out: ProblemCollector): void {
       }
     }
   });
+}
+
+/** MQTT 3.1.1 carries no headers; replicas need client ids of their own (docs/delivery.md#mqtt). */
+export function mqttBridgeWarnings(b: BridgeConfig, replicas: number): string[] {
+  const out: string[] = [];
+  const src = b.source.connection;
+  if (src.type === 'mqtt' && src.protocolVersion === 4) {
+    out.push(
+      `bridge '${b.name}': its source is MQTT 3.1.1 (connection '${src.name}'), which carries no headers: every message is stamped with a duplicate ID by fingerprint (no publisher ID can come), and prefetch is not sent (the broker's own in-flight limit bounds what is unacknowledged)`,
+    );
+  }
+  for (const [role, t] of [['target', b.target], ['dead-letter', b.deadLetter]] as const) {
+    const c = t?.connection;
+    if (c?.type !== 'mqtt' || c.protocolVersion !== 4) continue;
+    out.push(
+      role === 'target'
+        ? `bridge '${b.name}': its target is MQTT 3.1.1 (connection '${c.name}'), which carries no headers: the duplicate ID and the possible-duplicate flag cannot travel, nor any other header; re-sent IDs are still dropped by the cache, but a copy sent again after a crash between confirm and commit arrives unflagged and cannot be told from the first`
+        : `bridge '${b.name}': its dead-letter destination is MQTT 3.1.1 (connection '${c.name}'): the headers saying why a message was dead-lettered cannot travel`,
+    );
+  }
+  if (replicas > 1) {
+    const derived = [
+      ['source', b.source.connection, b.source.clientId],
+      ['target', b.target.connection, b.target.clientId],
+      ['dead-letter', b.deadLetter?.connection, b.deadLetter?.clientId],
+    ] as const;
+    for (const [role, c, id] of derived) {
+      // Only the default ids: one derived from a client-id set in the file (say from ${HOSTNAME}) may well differ per replica.
+      if (c?.type !== 'mqtt' || id === undefined || c.clientId !== undefined || id !== defaultClientId(c, b.name, role)) continue;
+      out.push(
+        `bridge '${b.name}': id-cache.replicas is ${replicas}, and its MQTT ${role} connects as client id '${id}': each replica must use its own (e.g. client-id: "bb-\${HOSTNAME}" on connection '${c.name}'), or the broker hands the session from one to the other`,
+      );
+    }
+  }
+  return out;
 }

@@ -6,7 +6,7 @@
 import type { AddressSyntax } from '../../routing/address-values.js';
 import { camelKeys } from '../camel-keys.js';
 import { defaultClientId, describeMqttServer, mqttTopicAddress, parseMqttUrl } from './mqtt-address.js';
-import { checkMqttBridges, checkMqttEndpoint, MQTT_REFUSES, refuseMqttKeys } from './mqtt-checks.js';
+import { checkMqttBridges, checkMqttEndpoint, mqttBridgeWarnings, MQTT_REFUSES, refuseMqttKeys } from './mqtt-checks.js';
 import { CONNECTION_KEYS_RESOLVED, type ConfigProtocol } from '../protocol.js';
 
 // MQTT topics: `/` separates levels (a value would add one: another topic), `+` and `#` are wildcards (a PUBLISH
@@ -71,4 +71,8 @@ export const mqttConfigProtocol: ConfigProtocol<'mqtt'> = {
     const server = parseMqttUrl(url);
     return `${server.tls ? 'mqtts' : 'mqtt'}://${describeMqttServer(server)}`;
   },
+
+  bridgeWarnings: mqttBridgeWarnings,
+  // MQTT 3.1.1 has no user properties: the loop path (x-bridge-path) cannot travel.
+  headerless: (c) => (c.protocolVersion === 4 ? { what: 'MQTT 3.1.1', instead: 'use MQTT 5 (protocol-version: 5)' } : undefined),
 };

@@ -13,8 +13,8 @@ import { connectNats } from './nats-connect.js';
 import { NatsSource } from './nats-source.js';
 import { NatsTarget } from './nats-target.js';
 
-/** Opens the stream that captures the dead-letter subject (below); a ConfigError when the subject is empty. */
-export function openNatsReplay({ bridge, deadLetter, runStamp, hold, log }: ReplayOpenOptions<NatsConnectionConfig>): Promise<ReplayOrigin> {
+/** Opens the stream that captures the dead-letter subject (below); rejects with a ConfigError when the subject is empty. */
+export async function openNatsReplay({ bridge, deadLetter, runStamp, hold, log }: ReplayOpenOptions<NatsConnectionConfig>): Promise<ReplayOrigin> {
   const c = deadLetter.connection;
   return natsReplayOrigin(bridge, c, deadLetterSubject(bridge, deadLetter, c), runStamp, hold, log);
 }

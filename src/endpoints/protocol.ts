@@ -1,13 +1,16 @@
 /**
  * A protocol is one record: what the engine needs of it, declared once in its folder (`<protocol>/<protocol>-protocol.ts`)
  * and listed once in ./protocols.ts. The engine loops over the records (./create-endpoints.ts builds a bridge's
- * endpoints through them; the service hands `describeBridge` to the supervisors for /bridges and the page) instead of
- * switching on a connection's `type`. How to add one: docs/development.md, "Adding a protocol".
+ * endpoints through them; the service hands `describeBridge` to the supervisors for /bridges and the page; `check`
+ * and replay ask them too) instead of switching on a connection's `type`. How to add one: docs/development.md, "Adding a protocol".
  */
 import type { BridgeConfig, ConnectionConfig, SourceConfig, TargetConfig } from '../config/types.js';
+import type { Finding } from '../core/finding.js';
 import type { SourceEndpoint, TargetEndpoint } from '../core/ports.js';
 import type { Logger } from '../shared/log.js';
 import type { Connections } from './connections.js';
+import type { CheckContext, ConnectionCount, CountContext } from './protocol-check.js';
+import type { ReplayReading } from './protocol-replay.js';
 
 /** The connection of `type` T, as resolved (src/config/types.ts). */
 export type ConnectionOf<T extends ConnectionConfig['type']> = Extract<ConnectionConfig, { type: T }>;
@@ -51,4 +54,14 @@ export interface Protocol<T extends ConnectionConfig['type'] = ConnectionConfig[
    * note /bridges shows in its place (`not available over STOMP`).
    */
   readonly sourceDepth: true | string;
+  /**
+   * `broker-bridge check` for one connection of this type (src/service/check.ts loops over the connections): reach it
+   * once and report what was found, one finding each — never consuming or publishing. Never throws: an unreachable
+   * peer is an error finding. What connecting tells that the count needs goes into `context.learnt`.
+   */
+  check(conn: ConnectionOf<T>, context: CheckContext): Promise<Finding[]>;
+  /** How many broker connections `run` opens on this connection, after every `check` ran (`context.learnt`). */
+  countConnections(conn: ConnectionOf<T>, context: CountContext): ConnectionCount;
+  /** Whether replay can read the bridge's dead-letter destination back, and how (src/service/replay-origin.ts). */
+  readonly replay: ReplayReading<ConnectionOf<T>>;
 }

@@ -1,6 +1,11 @@
-/** AMQP 0-9-1 as one record (../protocol.ts): its endpoints on the process's shared connections, how /bridges names them. */
+/**
+ * AMQP 0-9-1 as one record (../protocol.ts): its endpoints on the process's shared connections, how /bridges names them,
+ * its `check` (./amqp-check.ts), replay from its dead-letter queue.
+ */
 import { deliveryWindow } from '../../core/session/byte-bound.js';
 import type { Protocol } from '../protocol.js';
+import { cannotReadBack, readAsQueue } from '../protocol-replay.js';
+import { checkAmqp, countAmqp } from './amqp-check.js';
 import { AmqpSource } from './amqp-source.js';
 import { AmqpTarget } from './amqp-target.js';
 
@@ -28,4 +33,11 @@ export const amqpProtocol: Protocol<'amqp'> = {
   describeTarget: (target) =>
     target.exchange !== undefined && target.exchange !== '' ? `exchange '${target.exchange}' routing key '${target.routingKey ?? ''}'` : `queue '${target.queue ?? ''}'`,
   sourceDepth: true,
+  check: checkAmqp,
+  countConnections: countAmqp,
+  replay: {
+    // An exchange routes what it gets and keeps nothing; a queue (through the default exchange) can be read.
+    unreadableWhy: (bridge, dl) => (dl.exchange !== undefined && dl.exchange !== '' ? cannotReadBack(bridge, `the exchange '${dl.exchange}'`) : undefined),
+    open: ({ deadLetter: dl }) => Promise.resolve(readAsQueue(dl.connection, dl.queue ?? dl.routingKey ?? '')),
+  },
 };

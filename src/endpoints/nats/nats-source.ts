@@ -17,7 +17,7 @@
  *
  * close() NAKs what is unacked, so it comes back at once rather than after `ack_wait`; a crash leaves it to `ack_wait`.
  *
- * `removeOnAck` (replay from a dead-letter stream, src/service/replay-origin.ts): an acked message is also deleted from the
+ * `removeOnAck` (replay from a dead-letter stream, ./nats-replay.ts): an acked message is also deleted from the
  * stream, whatever its retention (an ack alone removes it only from a work-queue stream); ackBarrier and close wait for
  * the deletions.
  */

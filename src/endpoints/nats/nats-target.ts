@@ -26,7 +26,7 @@
  *
  * Sends keep their call order on the wire: each is written when it is called.
  *
- * `msgIdSuffix` (a replay's dead-letter target, src/service/replay-origin.ts): appended to `Nats-Msg-Id` only (the
+ * `msgIdSuffix` (a replay's dead-letter target, ./nats-replay.ts): appended to `Nats-Msg-Id` only (the
  * duplicate-ID header keeps the ID). A dead letter refused again by a replay goes back to the stream it was read from,
  * under the ID it was dead-lettered with: within the stream's duplicate_window JetStream would answer `duplicate` and
  * not store it, and the replay would then delete the one copy left. The suffix (the pass's start) keeps it apart.

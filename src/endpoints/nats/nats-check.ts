@@ -1,23 +1,25 @@
 /**
- * `check` for a NATS connection: reachable, JetStream on, and for each bridge that uses it the stream found — for a
- * source its stream and consumer (ack policy, ack_wait against confirm-timeout), for a target the stream that captures
- * its subject and that stream's duplicate_window against the cache's reach in time (the reservation lease and the
- * bridge's min-cache-horizon): a resend after a crash between the PubAck and the cache commit is dropped by the stream
- * only while it comes within the window, so a window shorter than either reopens the gap (docs/delivery.md).
- * Reads only: stream and consumer info, never a publish.
+ * `check` for a NATS connection (src/service/check.ts runs it through the record, ./nats-protocol.ts): reachable,
+ * JetStream on, and for each bridge that uses it the stream found — for a source its stream and consumer (ack policy,
+ * ack_wait against confirm-timeout), for a target the stream that captures its subject and that stream's
+ * duplicate_window against the cache's reach in time (the reservation lease and the bridge's min-cache-horizon): a
+ * resend after a crash between the PubAck and the cache commit is dropped by the stream only while it comes within the
+ * window, so a window shorter than either reopens the gap (docs/delivery.md). Reads only: stream and consumer info,
+ * never a publish.
  */
 import { AckPolicy, type JetStreamManager } from 'nats';
-import type { BridgeConfig, Config, TargetConfig } from '../config/types.js';
-import type { NatsConnectionConfig } from '../config/protocols/nats-schema.js';
-import { silentLogger } from '../shared/log.js';
-import { connectNats } from '../endpoints/nats/nats-connect.js';
-import { apiErrorCode } from '../endpoints/nats/nats-source.js';
-import { NATS_JETSTREAM } from '../endpoints/nats/nats-peer.js';
-import type { Finding } from './finding.js';
+import type { BridgeConfig, Config, TargetConfig } from '../../config/types.js';
+import type { NatsConnectionConfig } from '../../config/protocols/nats-schema.js';
+import type { Finding } from '../../core/finding.js';
+import { silentLogger } from '../../shared/log.js';
+import type { CheckContext } from '../protocol-check.js';
+import { connectNats } from './nats-connect.js';
+import { apiErrorCode } from './nats-source.js';
+import { NATS_JETSTREAM } from './nats-peer.js';
 
 const NANOS_PER_MS = 1e6;
 
-export async function checkNats(conn: NatsConnectionConfig, config: Config): Promise<Finding[]> {
+export async function checkNats(conn: NatsConnectionConfig, { config }: CheckContext): Promise<Finding[]> {
   const subject = `connection ${conn.name}`;
   let session;
   try {

@@ -1,15 +1,16 @@
 /**
- * `check` for an MQTT connection (./check.ts runs it): reachable, the protocol version, the login; per bridge what can
- * be known without subscribing or publishing.
+ * `check` for an MQTT connection (src/service/check.ts runs it through the record, ./mqtt-protocol.ts): reachable, the
+ * protocol version, the login; per bridge what can be known without subscribing or publishing.
  */
 import { randomBytes } from 'node:crypto';
-import type { BridgeConfig, ConnectionConfig } from '../config/types.js';
-import type { MqttConnectionConfig } from '../config/protocols/mqtt-schema.js';
-import { silentLogger } from '../shared/log.js';
-import { connectMqtt } from '../endpoints/mqtt/mqtt-connect.js';
-import type { MqttSession } from '../endpoints/mqtt/mqtt-session.js';
-import { subscriptionFilter } from '../config/protocols/mqtt-address.js';
-import type { Finding } from './finding.js';
+import type { BridgeConfig, ConnectionConfig } from '../../config/types.js';
+import type { MqttConnectionConfig } from '../../config/protocols/mqtt-schema.js';
+import { subscriptionFilter } from '../../config/protocols/mqtt-address.js';
+import type { Finding } from '../../core/finding.js';
+import { silentLogger } from '../../shared/log.js';
+import type { CheckContext } from '../protocol-check.js';
+import { connectMqtt } from './mqtt-connect.js';
+import type { MqttSession } from './mqtt-session.js';
 
 /**
  * An MQTT peer: reachable, the protocol version it speaks (a version 5 connection against a 3.1.1-only broker is the
@@ -17,7 +18,7 @@ import type { Finding } from './finding.js';
  * with a bridge's: that would take a running bridge's session over. Subscriptions and topics are not checkable without
  * subscribing or publishing.
  */
-export async function checkMqtt(conn: MqttConnectionConfig, bridges: readonly BridgeConfig[]): Promise<Finding[]> {
+export async function checkMqtt(conn: MqttConnectionConfig, { bridges }: CheckContext): Promise<Finding[]> {
   const subject = `connection ${conn.name}`;
   let session: MqttSession;
   try {

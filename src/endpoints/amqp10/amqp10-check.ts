@@ -1,18 +1,19 @@
 /**
- * `check` for an AMQP 1.0 connection (./check.ts runs it): reachable (TCP, TLS, SASL, open), and per bridge whether its
- * node answers an attach, asked as the endpoints ask it (src/endpoints/amqp10/amqp10-probe.ts: a receiver without credit
- * on an existing-queue node, whose sender attach would prove nothing on RabbitMQ; a sender elsewhere), on a session of
- * the probe's own. Nothing is sent or received.
+ * `check` for an AMQP 1.0 connection (src/service/check.ts runs it through the record, ./amqp10-protocol.ts): reachable
+ * (TCP, TLS, SASL, open), and per bridge whether its node answers an attach, asked as the endpoints ask it
+ * (./amqp10-probe.ts: a receiver without credit on an existing-queue node, whose sender attach would prove nothing on
+ * RabbitMQ; a sender elsewhere), on a session of the probe's own. Nothing is sent or received.
  */
-import type { BridgeConfig } from '../config/types.js';
-import type { Amqp10ConnectionConfig } from '../config/protocols/amqp10-schema.js';
-import { silentLogger } from '../shared/log.js';
-import { connectAmqp10, type Amqp10Session } from '../endpoints/amqp10/amqp10-connect.js';
-import { probeNode } from '../endpoints/amqp10/amqp10-probe.js';
-import { connectionName } from '../endpoints/connection-share.js';
-import type { Finding } from './finding.js';
+import type { BridgeConfig } from '../../config/types.js';
+import type { Amqp10ConnectionConfig } from '../../config/protocols/amqp10-schema.js';
+import type { Finding } from '../../core/finding.js';
+import { silentLogger } from '../../shared/log.js';
+import { connectionName } from '../connection-share.js';
+import type { CheckContext, ConnectionCount, CountContext } from '../protocol-check.js';
+import { connectAmqp10, type Amqp10Session } from './amqp10-connect.js';
+import { probeNode } from './amqp10-probe.js';
 
-export async function checkAmqp10(conn: Amqp10ConnectionConfig, bridges: readonly BridgeConfig[]): Promise<Finding[]> {
+export async function checkAmqp10(conn: Amqp10ConnectionConfig, { bridges }: CheckContext): Promise<Finding[]> {
   const subject = `connection ${conn.name}`;
   let session: Amqp10Session;
   try {
@@ -56,4 +57,9 @@ function nodesOf(conn: Amqp10ConnectionConfig, bridges: readonly BridgeConfig[])
     if (b.deadLetter?.connection.name === conn.name) out.push({ bridge: b.name, role: 'dead-letter', node: b.deadLetter.address ?? '' });
   }
   return out;
+}
+
+/** AMQP 1.0 endpoints do not share connections: the count is one per endpoint. */
+export function countAmqp10({ planned }: CountContext): ConnectionCount {
+  return { count: planned.reduce((n, p) => n + p.endpoints, 0), how: 'one per endpoint: AMQP 1.0 endpoints do not share connections' };
 }

@@ -10,9 +10,18 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { performance } from 'node:perf_hooks';
-import { loadConfig, warnings } from '../src/config/load.js';
+import { pathToFileURL } from 'node:url';
+import * as here from '../src/config/load.js';
 
-const { values } = parseArgs({ options: { bridges: { type: 'string', default: '1000' }, rounds: { type: 'string', default: '10' } } });
+const { values } = parseArgs({
+  options: { bridges: { type: 'string', default: '1000' }, rounds: { type: 'string', default: '10' }, compare: { type: 'string' } },
+});
+type Loader = Pick<typeof here, 'loadConfig' | 'warnings'>;
+const builds: [string, Loader][] = [['this build', here]];
+if (values.compare !== undefined) {
+  const other = (await import(pathToFileURL(join(values.compare, 'src/config/load.ts')).href)) as Loader;
+  builds.unshift([values.compare, other]);
+}
 const N = Number(values.bridges);
 const rounds = Number(values.rounds);
 
@@ -27,11 +36,17 @@ const lines = [
   '  prefetch: 50',
   'bridges:',
 ];
+const head = lines.length;
 for (let i = 0; i < N; i++) lines.push(`  - name: b${i}`, `    source: { connection: rabbit, queue: "src-${i}" }`, '    target: { connection: rabbit, queue: "tgt" }');
 const dir = mkdtempSync(join(tmpdir(), 'bb-config-parse-'));
 const file = join(dir, 'bridges.yaml');
 const text = lines.join('\n') + '\n';
-writeFileSync(file, text);
+/** The file with bridge `i`'s source queue renamed (round `r`). */
+function withOneChanged(i: number, r: number): string {
+  const changed = [...lines];
+  changed[head + 3 * i + 1] = `    source: { connection: rabbit, queue: "src-${i}-r${r}" }`;
+  return changed.join('\n') + '\n';
+}
 
 function timed<T>(fn: () => T): [T, number] {
   const t0 = performance.now();
@@ -39,19 +54,37 @@ function timed<T>(fn: () => T): [T, number] {
   return [v, performance.now() - t0];
 }
 
+const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
+const f = (x: number) => x.toFixed(0);
+const results = builds.map(() => ({ first: 0, same: [] as number[], one: [] as number[], warn: [] as number[] }));
 try {
-  const load: number[] = [];
-  const warn: number[] = [];
-  for (let r = 0; r < rounds; r++) {
-    const [config, ms] = timed(() => loadConfig(file, {}));
-    load.push(ms);
-    warn.push(timed(() => warnings(config))[1]);
+  writeFileSync(file, text);
+  for (const [b, [, build]] of builds.entries()) {
+    const [config, ms] = timed(() => build.loadConfig(file, {}));
+    results[b]!.first = ms;
+    results[b]!.warn.push(timed(() => build.warnings(config))[1]);
   }
-  const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
-  const f = (x: number) => x.toFixed(0);
+  for (let r = 0; r < rounds; r++) {
+    for (const [b, [, build]] of builds.entries()) {
+      writeFileSync(file, text);
+      build.loadConfig(file, {});
+      results[b]!.same.push(timed(() => build.loadConfig(file, {}))[1]);
+      writeFileSync(file, withOneChanged((r * 7919) % N, r));
+      const [config, ms] = timed(() => build.loadConfig(file, {}));
+      if (!config.bridges.some((x) => JSON.stringify(x).includes(`-r${r}"`))) throw new Error('the changed bridge was not read');
+      results[b]!.one.push(ms);
+      results[b]!.warn.push(timed(() => build.warnings(config))[1]);
+    }
+  }
   console.log(`config-parse: ${N} bridges, ${(text.length / 1024).toFixed(0)} KiB, ${rounds} rounds`);
-  console.log(`  loadConfig: first ${f(load[0]!)} ms, warm median ${f(median(load.slice(1)))} ms (min ${f(Math.min(...load.slice(1)))})`);
-  console.log(`  warnings:   first ${f(warn[0]!)} ms, warm median ${f(median(warn.slice(1)))} ms`);
+  for (const [b, [name]] of builds.entries()) {
+    const x = results[b]!;
+    console.log(`  ${name}`);
+    console.log(`    loadConfig, first: ${f(x.first)} ms`);
+    console.log(`    loadConfig, the same file again: median ${f(median(x.same))} ms (min ${f(Math.min(...x.same))}, max ${f(Math.max(...x.same))})`);
+    console.log(`    loadConfig, one bridge changed:  median ${f(median(x.one))} ms (min ${f(Math.min(...x.one))}, max ${f(Math.max(...x.one))})`);
+    console.log(`    warnings: first ${f(x.warn[0]!)} ms, then median ${f(median(x.warn.slice(1)))} ms`);
+  }
 } finally {
   rmSync(dir, { recursive: true, force: true });
 }

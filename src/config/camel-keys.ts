@@ -9,8 +9,17 @@ export type CamelCase<S extends string> = S extends `${infer Head}-${infer Tail}
 /** T with every key in camelCase; optional keys stay optional. */
 export type CamelKeys<T> = { [K in keyof T as K extends string ? CamelCase<K> : K]: T[K] };
 
+/** The names met so far: the schema's keys, a few hundred (a reload of 1,000 bridges renames ~100,000 keys). */
+const camelNames = new Map<string, string>();
+
 function camelCase(key: string): string {
-  return key.replace(/-(.)/g, (_, c: string) => c.toUpperCase());
+  let name = camelNames.get(key);
+  if (name === undefined) {
+    name = key.replace(/-(.)/g, (_, c: string) => c.toUpperCase());
+    // Keys come from the schema's output, so the map stays small; a bound all the same.
+    if (camelNames.size < 10_000) camelNames.set(key, name);
+  }
+  return name;
 }
 
 /**

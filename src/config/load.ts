@@ -5,7 +5,7 @@
  */
 import { readFileSync } from 'node:fs';
 import { dirname, resolve as resolvePath } from 'node:path';
-import { LineCounter, parseDocument } from 'yaml';
+import { Document, LineCounter, parseDocument } from 'yaml';
 import { ConfigError } from '../shared/errors.js';
 import { crossCheck } from './cross-checks.js';
 import { checkHeaderRules } from './rule-checks.js';
@@ -16,7 +16,8 @@ import { readConfigFiles } from './files.js';
 import { reportIssues } from './issues.js';
 import { ProblemCollector } from './problems.js';
 import { resolveConfig } from './resolve.js';
-import { configFileSchema } from './schema.js';
+import { MAX_ALIAS_COUNT, PARSE_OPTIONS, readQuickly } from './quick-read.js';
+import { configFileSchema, type ConfigFile } from './schema.js';
 import type { Config } from './types.js';
 
 export { warnings } from './warnings.js';
@@ -48,9 +49,25 @@ export function loadConfig(file: string, env: Env = process.env): Config {
 
 /** Validates configuration text as if read from `file` (which is only used in messages and Config.file). */
 export function parseConfig(text: string, file: string, env: Env = process.env): Config {
+  // The good path first, without positions (./quick-read.ts); anything it is not sure of, or any problem, and the
+  // file is read again as a whole, with positions, so that every problem names its file, line and key.
+  const quick = readQuickly(text, env);
+  if (quick !== undefined) {
+    const checked = check(quick, text, file, new ProblemCollector(file, new Document(), new LineCounter()));
+    // metrics-port's deprecation notice is located: the whole file says it.
+    if (checked.config !== undefined && checked.data?.['metrics-port'] === undefined) return checked.config;
+  }
+  return parseLocated(text, file, env);
+}
+
+/**
+ * The whole file with positions, every problem located: what parseConfig falls back to (exported for the test that
+ * holds the two paths together, test/unit/config-quick-read.test.ts).
+ */
+export function parseLocated(text: string, file: string, env: Env): Config {
   const lineCounter = new LineCounter();
   // merge: true allows `<<: *anchor`, handy for sharing bridge settings; uniqueKeys rejects a key given twice.
-  const doc = parseDocument(text, { lineCounter, prettyErrors: false, merge: true, uniqueKeys: true });
+  const doc = parseDocument(text, { lineCounter, ...PARSE_OPTIONS });
 
   if (doc.errors.length > 0) {
     // Past a syntax error the tree is a guess; report only what the parser found.
@@ -65,15 +82,40 @@ export function parseConfig(text: string, file: string, env: Env = process.env):
   const envProblems = new ProblemCollector(file, doc, lineCounter);
   substituteEnvInDocument(doc, text, env, (offset, path, message) => envProblems.atOffset(offset, path, message));
 
-  const raw: unknown = doc.toJS({ maxAliasCount: 1000 });
+  const raw: unknown = doc.toJS({ maxAliasCount: MAX_ALIAS_COUNT });
   if (raw === null || raw === undefined) {
     throw new ConfigFileError(file, [
       { file, line: 1, col: 1, message: 'the file is empty; expected a mapping with connections and bridges' },
     ]);
   }
+  const { config, problems, data } = check(raw, text, file, out, envProblems.problems);
+  if (config === undefined || data === undefined) throw new ConfigFileError(file, problems);
+  if (data['metrics-port'] !== undefined) {
+    const notice = new ProblemCollector(file, doc, lineCounter);
+    notice.atKey(
+      ['metrics-port'],
+      data['http-port'] !== undefined
+        ? 'deprecated and ignored: http-port is set; remove metrics-port'
+        : 'deprecated: rename it to http-port (same meaning; the HTTP API also serves /livez, /readyz and /bridges)',
+    );
+    config.deprecations = notice.problems.map(formatProblem);
+  }
+  return config;
+}
 
+/**
+ * The checks of the configuration's data, the same on both paths: the schema, the cross-field checks, the files it
+ * names; resolved into a Config when nothing is wrong. `envProblems` are the substitution's, already found.
+ */
+function check(
+  raw: unknown,
+  text: string,
+  file: string,
+  out: ProblemCollector,
+  envProblems: readonly ConfigProblem[] = [],
+): { config?: Config; problems: ConfigProblem[]; data?: ConfigFile } {
   // A section whose every line is commented out (`id-cache:` alone) reads as null; take it as not given.
-  if (typeof raw === 'object' && !Array.isArray(raw)) {
+  if (typeof raw === 'object' && raw !== null && !Array.isArray(raw)) {
     const top = raw as Record<string, unknown>;
     for (const section of ['id-cache', 'defaults']) if (top[section] === null) delete top[section];
   }
@@ -87,21 +129,10 @@ export function parseConfig(text: string, file: string, env: Env = process.env):
   const files = parsed.success ? readConfigFiles(parsed.data, dirname(resolvePath(file)), out) : undefined;
 
   // A value whose variable is missing was left empty; what the schema says about that empty value is noise.
-  const unset = new Set(envProblems.problems.map((p) => p.key));
-  const problems = [...envProblems.problems, ...out.problems.filter((p) => !unset.has(p.key))];
-  if (problems.length > 0 || !parsed.success || files === undefined) throw new ConfigFileError(file, problems);
-  const config = resolveConfig(parsed.data, resolvePath(file), files);
-  if (parsed.data['metrics-port'] !== undefined) {
-    const notice = new ProblemCollector(file, doc, lineCounter);
-    notice.atKey(
-      ['metrics-port'],
-      parsed.data['http-port'] !== undefined
-        ? 'deprecated and ignored: http-port is set; remove metrics-port'
-        : 'deprecated: rename it to http-port (same meaning; the HTTP API also serves /livez, /readyz and /bridges)',
-    );
-    config.deprecations = notice.problems.map(formatProblem);
-  }
-  return config;
+  const unset = new Set(envProblems.map((p) => p.key));
+  const problems = [...envProblems, ...out.problems.filter((p) => !unset.has(p.key))];
+  if (problems.length > 0 || !parsed.success || files === undefined) return { problems };
+  return { config: resolveConfig(parsed.data, resolvePath(file), files), problems, data: parsed.data };
 }
 
 function firstLine(message: string): string {

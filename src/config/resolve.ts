@@ -24,11 +24,12 @@ import type { Role } from './protocol.js';
 import { configProtocolOf } from './protocols.js';
 
 /** The bridge settings a layer sets, and only those, so that spreading it over a lower layer never writes `undefined`. */
+const SETTING_KEYS = new Set(Object.keys(bridgeSettingDefaults));
+
 function settingsSetIn(layer: Partial<BridgeSettingValues> | undefined): Partial<BridgeSettingValues> {
   if (layer === undefined) return {};
-  const keys = new Set(Object.keys(bridgeSettingDefaults));
   return Object.fromEntries(
-    Object.entries(layer).filter(([k, v]) => keys.has(k) && v !== undefined),
+    Object.entries(layer).filter(([k, v]) => SETTING_KEYS.has(k) && v !== undefined),
   );
 }
 

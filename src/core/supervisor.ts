@@ -171,13 +171,13 @@ export class BridgeSupervisor {
     return this.follow(this.pause_.declare(state), state === 'paused' ? 'paused as bridges.yaml declares: consuming stopped, in-flight messages finish' : 'running as bridges.yaml declares');
   }
 
-  /** After a change of the pause: when it `changed` whether the bridge is paused, logs `why` and applies it. */
+  /** When it `changed` whether the bridge is paused, logs `why` and applies it; else nothing, as the state reads only that. */
   private async follow(changed: boolean, why: string): Promise<void> {
-    if (changed) this.log.info(why);
-    if (changed && !this.pause_.paused) this.probes.watchdog.progressed(Date.now());
+    if (!changed) return;
+    this.log.info(why);
+    if (!this.pause_.paused) this.probes.watchdog.progressed(Date.now());
     this.refreshState();
-    const session = this.current;
-    if (changed && session) await this.applyPause(session);
+    if (this.current) await this.applyPause(this.current);
   }
 
   /** Brings the session in line with the operator's pause (a no-op when it is already). */

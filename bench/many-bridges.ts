@@ -4,6 +4,8 @@
  * - start-up: from spawn to every bridge's 'bridge running', and to every message through (the target holds N × M);
  * - the connections the process holds, as RabbitMQ lists them (count and names, from the management API);
  * - peak RSS (VmHWM of the process), idle CPU (the process's CPU over `--idle-seconds` once everything is through);
+ * - the heap and the messages in flight while the messages go through (/metrics every 500 ms), and from them the heap
+ *   and the RSS per message in flight;
  * - reload of one bridge: its prefetch changed in the file, POST /reload timed to its answer, and the answer checked
  *   (that bridge changed, every other one unchanged).
  *
@@ -175,15 +177,33 @@ async function main(): Promise<void> {
     };
     const total = N * M;
     let got = 0;
+    const pid = bridge.child.pid!;
+    const port = bridge.logs.find((l) => l.component === 'http' && typeof l.port === 'number')?.port as number;
+    // While the messages go through: the heap and the messages in flight, from /metrics every 500 ms (a scrape of
+    // 1,000 bridges' series costs the process CPU: not more often), for the heap per message in flight.
+    const flow = { heapUsed: 0, heapTotal: 0, inFlight: 0, at: 0 };
+    const sampleFlow = async (): Promise<void> => {
+      const text = await fetch(`http://127.0.0.1:${port}/metrics`, { signal: AbortSignal.timeout(5000) }).then((r) => r.text(), () => '');
+      const sum = (name: string): number => {
+        let n = 0;
+        for (const m of text.matchAll(new RegExp(`^${name}(?:\\{[^}]*\\})? (\\S+)$`, 'gm'))) n += Number(m[1]);
+        return n;
+      };
+      const inFlight = sum('bridge_in_flight_messages');
+      flow.heapTotal = Math.max(flow.heapTotal, sum('nodejs_heap_size_total_bytes'));
+      if (inFlight > flow.inFlight) flow.inFlight = inFlight;
+      flow.heapUsed = Math.max(flow.heapUsed, sum('nodejs_heap_size_used_bytes'));
+    };
     for (;;) {
       got = (await ch.checkQueue('tgt')).messageCount;
       if (got >= total || tooMany || Date.now() - started > 600_000) break;
+      if (Date.now() - flow.at >= 500) {
+        flow.at = Date.now();
+        await sampleFlow();
+      }
       await sleep(50);
     }
     const throughMs = Date.now() - started;
-    const pid = bridge.child.pid!;
-
-    const port = bridge.logs.find((l) => l.component === 'http' && typeof l.port === 'number')?.port as number;
 
     // Idle: every message through, nothing to do but the monitor ticks and heartbeats.
     await sleep(2000);
@@ -260,6 +280,14 @@ async function main(): Promise<void> {
           peakRssBeforeReloadMiB: peakAfterRun,
           idleRssMiB: idleRss,
           idleMemoryMiB: idleMemory,
+          // Sampled every 500 ms while the messages went through (so a lower bound of the true peaks).
+          flowPeakHeapUsedMiB: Math.round(flow.heapUsed / 1048576),
+          flowPeakHeapTotalMiB: Math.round(flow.heapTotal / 1048576),
+          flowPeakInFlight: flow.inFlight,
+          // Heap above the idle process's live heap, and the peak RSS above the RSS once all bridges ran, per message
+          // in flight at the sampled peak.
+          heapKiBPerMessageInFlight: flow.inFlight > 0 && idleMemory.heapUsed !== undefined ? Math.round(((flow.heapUsed / 1048576 - idleMemory.heapUsed) * 1024 / flow.inFlight) * 10) / 10 : undefined,
+          rssKiBPerMessageInFlight: flow.inFlight > 0 && peakAfterRun !== undefined && peakAtAllRunning !== undefined ? Math.round(((peakAfterRun - peakAtAllRunning) * 1024 / flow.inFlight) * 10) / 10 : undefined,
           idleCpuPercentOfOneCore: Math.round(idleCpu * 1000) / 10,
           reloadOneBridgeMs: reloadMs,
           reloadAsExpected: reloadOk,

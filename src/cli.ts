@@ -14,6 +14,7 @@ import { renderJsonSchema } from './config/json-schema.js';
 import { loadConfig, warnings } from './config/load.js';
 import type { Config } from './config/types.js';
 import { createLogger, logFormat } from './shared/log.js';
+import { tuneHeapGrowth } from './shared/heap-growth.js';
 import type { MoveUntil } from './service/move.js';
 
 export const EXIT_CONFIG = 2;
@@ -308,6 +309,8 @@ function invokedDirectly(): boolean {
 }
 
 if (invokedDirectly()) {
+  // Not in main(): tests call it in-process, and a V8 flag is the process's, not the command's (src/shared/heap-growth.ts).
+  tuneHeapGrowth(process.execArgv, process.env.NODE_OPTIONS);
   main(process.argv.slice(2)).then(
     (code) => exit(code),
     (err: unknown) => {

@@ -235,7 +235,7 @@ const bridgeSettings = {
   prefetch: setting(intRange(1, 65535), 500, 'Unacknowledged messages the source may hand out at once.'),
   'max-in-flight-bytes': setting(
     intAtLeast(1),
-    64 * 1024 * 1024,
+    16 * 1024 * 1024,
     'Bytes of message bodies received and not acked yet that the bridge lets in flight beside prefetch. AMQP sources: the delivery window (basic.qos, channel-wide) is sized so that the bodies seen fit, and consuming stops while they exceed it anyway (a single larger body passes alone). STOMP sources are bounded by prefetch only.',
   ),
   'max-delivery-attempts': setting(intAtLeast(1), 5, 'Attempts at a rejected message before it is dead-lettered; a refusal as full (AMQP basic.nack) is not counted: the bridge waits for room.'),

@@ -35,7 +35,7 @@ describe('loadConfig: defaults and layering', () => {
           useDuplicateDetection: true,
           duplicateIdHeader: '_AMQ_DUPL_ID',
           prefetch: 500,
-          maxInFlightBytes: 67108864,
+          maxInFlightBytes: 16777216,
           maxDeliveryAttempts: 5,
           confirmTimeout: 15000,
           maxBatchSize: 1,

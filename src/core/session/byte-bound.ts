@@ -3,7 +3,7 @@
  * - the window: a source that can cap its unacked deliveries (AMQP: basic.qos on the channel) is asked for no more
  *   than fit in the bound at the size of the bodies seen: max / size estimate, at most prefetch. The broker then sends
  *   no more than that, so nothing is on the wire beyond it. Before the first delivery the estimate is 1 MiB (the
- *   default bound lets 64 messages through, not 500 of unknown size), replaced by the first body seen; from then on the
+ *   default bound lets 16 messages through, not 500 of unknown size), replaced by the first body seen; from then on the
  *   estimate is the largest recent body, rising at once and decaying by 1/32 of the difference per smaller body, so a
  *   stream of mixed sizes is sized by its large ones. A window is asked for again only when it shrinks or grows by a
  *   quarter, so a steady stream asks once (and a window reopening from 8 to 500 after one large body, ~20 times).

@@ -6,26 +6,29 @@
  * connection, used by the bridges started with it, while the old one closes when its last bridge drained.
  */
 import type { ConnectionConfig } from '../config/types.js';
-import type { AmqpConnectionConfig } from '../config/protocols/amqp-schema.js';
-import type { StompConnectionConfig } from '../config/protocols/stomp-schema.js';
 import { poolOf, poolSlot, type ConnectionRole } from '../config/connection-plan.js';
 import type { OpenConnection } from '../core/metrics.js';
 import type { Logger } from '../shared/log.js';
-import { SharedAmqpConnection, type AmqpConnector } from './amqp/shared-connection.js';
-import { SharedStompConnection, type StompConnector } from './stomp/shared-session.js';
 
-/** What the registry needs of a connection of any protocol. */
-interface Owner<E, L> {
+/**
+ * What the registry needs of a shared connection of any protocol (AMQP's SharedAmqpConnection, STOMP's
+ * SharedStompConnection): whether it holds nothing, what it reports, and a lease for one endpoint.
+ */
+export interface SharedOwner<E, L> {
   readonly idle: boolean;
   report(): OpenConnection[];
   acquire(events: E): Promise<L>;
 }
 
-type Hooks = { changed(): void; idle(): void };
+/** What a shared connection calls back: it opened or went away (`changed`), it holds nothing any more (`idle`). */
+export type OwnerHooks = { changed(): void; idle(): void };
+
+/** How a protocol makes one shared connection: for a role and pool pair, its label, a logger and the hooks. */
+export type MakeOwner<E, L> = (role: ConnectionRole, label: string, log: Logger, hooks: OwnerHooks) => SharedOwner<E, L>;
 
 export class Connections {
-  private readonly amqpOwners = new Map<string, SharedAmqpConnection>();
-  private readonly stompOwners = new Map<string, SharedStompConnection>();
+  /** Every protocol's shared connections, keyed by their settings (which hold the protocol's type), role and pair. */
+  private readonly owners = new Map<string, SharedOwner<never, unknown>>();
 
   constructor(
     private readonly log: Logger,
@@ -33,35 +36,14 @@ export class Connections {
     private readonly changed: () => void = () => undefined,
   ) {}
 
-  /** The connector of one bridge's AMQP endpoints on `conn`: the connections of its pair of the pool. */
-  amqp(conn: AmqpConnectionConfig, bridgeName: string): AmqpConnector {
-    return this.connector(this.amqpOwners, conn, bridgeName, (role, label, hooks) => new SharedAmqpConnection(conn, role, label, this.log.child({ connection: conn.name }), hooks));
-  }
-
   /**
-   * The connector of one bridge's STOMP endpoints on `conn`: the connections of its pair of the pool, shared where the
-   * peer allows it (StompPeerProfile.sharedConnection), else one per endpoint.
+   * The connector of one bridge's endpoints on `conn`, for a protocol whose endpoints share connections (its record's
+   * factories ask for it: AMQP 0-9-1, STOMP): each acquire looks up the connection of its role and pool pair, made by
+   * `make` on first use, and takes a lease there. A connection with nothing open, nothing opening and nobody holding it
+   * is forgotten, so that a setting changed by a reload leaves nothing behind; the next acquire makes a new one.
    */
-  stomp(conn: StompConnectionConfig, bridgeName: string): StompConnector {
-    return this.connector(this.stompOwners, conn, bridgeName, (role, label, hooks) => new SharedStompConnection(conn, role, label, this.log.child({ connection: conn.name }), hooks));
-  }
-
-  /** Every connection open now, for GET /bridges and the bridge_connections gauge. */
-  open(): OpenConnection[] {
-    return [...this.amqpOwners.values(), ...this.stompOwners.values()].flatMap((o) => o.report());
-  }
-
-  /**
-   * A bridge's connector on `conn`: each acquire looks up the connection of its role and pool pair, made on first use,
-   * and takes a lease there. A connection with nothing open, nothing opening and nobody holding it is forgotten, so
-   * that a setting changed by a reload leaves nothing behind; the next acquire makes a new one.
-   */
-  private connector<E, L, T extends Owner<E, L>>(
-    owners: Map<string, T>,
-    conn: ConnectionConfig,
-    bridgeName: string,
-    make: (role: ConnectionRole, label: string, hooks: Hooks) => T,
-  ): { acquire(role: ConnectionRole, events: E): Promise<L> } {
+  shared<E, L>(conn: ConnectionConfig, bridgeName: string, make: MakeOwner<E, L>): { acquire(role: ConnectionRole, events: E): Promise<L> } {
+    const owners = this.owners as Map<string, SharedOwner<E, L>>;
     const pool = poolOf(conn);
     const slot = poolSlot(bridgeName, pool);
     return {
@@ -69,18 +51,23 @@ export class Connections {
         const key = keyOf(conn, role, slot);
         let owner = owners.get(key);
         if (owner === undefined) {
-          const hooks: Hooks = {
+          const hooks: OwnerHooks = {
             changed: () => this.changed(),
             idle: () => {
               if (owners.get(key)?.idle) owners.delete(key);
             },
           };
-          owner = make(role, pool > 1 ? `${role} ${slot + 1}/${pool}` : role, hooks);
+          owner = make(role, pool > 1 ? `${role} ${slot + 1}/${pool}` : role, this.log.child({ connection: conn.name }), hooks);
           owners.set(key, owner);
         }
         return owner.acquire(events);
       },
     };
+  }
+
+  /** Every connection open now, for GET /bridges and the bridge_connections gauge. */
+  open(): OpenConnection[] {
+    return [...this.owners.values()].flatMap((o) => o.report());
   }
 }
 

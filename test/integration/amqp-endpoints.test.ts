@@ -13,6 +13,7 @@ import { ConfigError, MessageRejectedError, TransientError } from '../../src/sha
 import type { BridgeMessage, SourceDelivery } from '../../src/core/message.js';
 import type { TargetEndpoint } from '../../src/core/ports.js';
 import { AmqpSource } from '../../src/endpoints/amqp/amqp-source.js';
+import { sharedAmqp } from '../../src/endpoints/amqp/shared-connection.js';
 import { AmqpTarget } from '../../src/endpoints/amqp/amqp-target.js';
 import { silentLogger } from '../../src/shared/log.js';
 import { ORIGINAL_USER_ID_HEADER } from '../../src/mapping/amqp-mapping.js';
@@ -253,8 +254,8 @@ endpointContract('AMQP, connections shared with another bridge', () => {
       return {
         from,
         to,
-        source: new AmqpSource(c, from, 10, silentLogger, 10, false, connections.amqp(c, 'neighbour')),
-        target: new AmqpTarget(c, { queue: to }, 15_000, silentLogger, connections.amqp(c, 'neighbour')),
+        source: new AmqpSource(c, from, 10, silentLogger, 10, false, connections.shared(c, 'neighbour', sharedAmqp(c))),
+        target: new AmqpTarget(c, { queue: to }, 15_000, silentLogger, connections.shared(c, 'neighbour', sharedAmqp(c))),
       };
     },
     publish: (queue, body) => client.publish(queue, [{ body: Buffer.from(body) }]),
@@ -269,19 +270,19 @@ endpointContract('AMQP, connections shared with another bridge', () => {
     ...contractQueues,
     source: (queue, o = {}) => {
       const c = conn(o.url);
-      const s = new AmqpSource(c, queue, o.prefetch ?? 100, silentLogger, undefined, false, connections.amqp(c, 'under-test'));
+      const s = new AmqpSource(c, queue, o.prefetch ?? 100, silentLogger, undefined, false, connections.shared(c, 'under-test', sharedAmqp(c)));
       endpoints.push(s);
       return n.source(s, o.url);
     },
     target: (queue, o = {}) => {
       const c = conn(o.url);
-      const t = new AmqpTarget(c, { queue }, o.confirmTimeout ?? 15_000, silentLogger, connections.amqp(c, 'under-test'));
+      const t = new AmqpTarget(c, { queue }, o.confirmTimeout ?? 15_000, silentLogger, connections.shared(c, 'under-test', sharedAmqp(c)));
       endpoints.push(t);
       return n.target(t, o.url);
     },
     refusal: () =>
       refusalVia((exchange) => {
-        const t = new AmqpTarget(connection(), { exchange, routingKey: '' }, 15_000, silentLogger, connections.amqp(connection(), 'under-test'));
+        const t = new AmqpTarget(connection(), { exchange, routingKey: '' }, 15_000, silentLogger, connections.shared(connection(), 'under-test', sharedAmqp(connection())));
         endpoints.push(t);
         return n.target(t, undefined);
       }),
@@ -617,8 +618,8 @@ describe('AMQP endpoints of several bridges on the process connections', () => {
     const [qa, qb] = [queueName(), queueName()];
     await client.queue(qa);
     await client.queue(qb);
-    const a = new AmqpSource(c, qa, 10, silentLogger, undefined, false, connections.amqp(c, 'bridge-a'));
-    const b = new AmqpSource(c, qb, 10, silentLogger, undefined, false, connections.amqp(c, 'bridge-b'));
+    const a = new AmqpSource(c, qa, 10, silentLogger, undefined, false, connections.shared(c, 'bridge-a', sharedAmqp(c)));
+    const b = new AmqpSource(c, qb, 10, silentLogger, undefined, false, connections.shared(c, 'bridge-b', sharedAmqp(c)));
     endpoints.push(a, b);
     const ca = await consume(a);
     const cb = await consume(b);
@@ -649,8 +650,8 @@ describe('AMQP endpoints of several bridges on the process connections', () => {
     const q = queueName();
     await client.queue(q);
     const missing = uniqueName('amqp-ep-missing');
-    const bad = new AmqpTarget(c, { exchange: missing, routingKey: 'rk' }, 15_000, silentLogger, connections.amqp(c, 'bridge-a'));
-    const good = new AmqpTarget(c, { queue: q }, 15_000, silentLogger, connections.amqp(c, 'bridge-b'));
+    const bad = new AmqpTarget(c, { exchange: missing, routingKey: 'rk' }, 15_000, silentLogger, connections.shared(c, 'bridge-a', sharedAmqp(c)));
+    const good = new AmqpTarget(c, { queue: q }, 15_000, silentLogger, connections.shared(c, 'bridge-b', sharedAmqp(c)));
     endpoints.push(bad, good);
     const lostBad: TransientError[] = [];
     const lostGood: TransientError[] = [];

@@ -20,6 +20,7 @@ import type { BridgeMessage, SourceDelivery } from '../../src/core/message.js';
 import type { TargetEndpoint } from '../../src/core/ports.js';
 import { connectStomp, type StompMessage } from '../../src/endpoints/stomp/stomp-client.js';
 import { StompSource } from '../../src/endpoints/stomp/stomp-source.js';
+import { sharedStomp } from '../../src/endpoints/stomp/shared-session.js';
 import { StompTarget } from '../../src/endpoints/stomp/stomp-target.js';
 import { silentLogger as log } from '../../src/shared/log.js';
 import { endpointContract, type QueuedMessage, type Refusal } from '../support/endpoint-contract.js';
@@ -244,8 +245,8 @@ endpointContract(`STOMP (${p.name}), with the process's connections`, () => {
       return Promise.resolve({
         from,
         to,
-        source: new StompSource(c, from, 10, log, undefined, false, connections.stomp(c, 'neighbour')),
-        target: new StompTarget(c, to, 15_000, log, connections.stomp(c, 'neighbour')),
+        source: new StompSource(c, from, 10, log, undefined, false, connections.shared(c, 'neighbour', sharedStomp(c))),
+        target: new StompTarget(c, to, 15_000, log, connections.shared(c, 'neighbour', sharedStomp(c))),
       });
     },
     publish: (queue, body) => publishStomp(queue, [{ body, headers: { [RUN_HEADER]: RUN } }], { url: p.url }),
@@ -258,19 +259,19 @@ endpointContract(`STOMP (${p.name}), with the process's connections`, () => {
     ...contractQueues,
     source: (queue, o = {}) => {
       const c = conn(o.url ?? p.url);
-      const s = new StompSource(c, queue, o.prefetch ?? 100, log, undefined, false, connections.stomp(c, 'under-test'));
+      const s = new StompSource(c, queue, o.prefetch ?? 100, log, undefined, false, connections.shared(c, 'under-test', sharedStomp(c)));
       endpoints.push(s);
       return n.source(s, o.url);
     },
     target: (queue, o = {}) => {
       const c = conn(o.url ?? p.url);
-      const t = new StompTarget(c, queue, o.confirmTimeout ?? 15_000, log, connections.stomp(c, 'under-test'));
+      const t = new StompTarget(c, queue, o.confirmTimeout ?? 15_000, log, connections.shared(c, 'under-test', sharedStomp(c)));
       endpoints.push(t);
       return n.target(t, o.url);
     },
     refusal: () =>
       refusalVia((queue) => {
-        const target = new StompTarget(conn(), queue, 15_000, log, connections.stomp(conn(), 'under-test'));
+        const target = new StompTarget(conn(), queue, 15_000, log, connections.shared(conn(), 'under-test', sharedStomp(conn())));
         endpoints.push(target);
         return n.target(target, undefined);
       }),

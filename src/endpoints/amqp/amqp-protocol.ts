@@ -8,6 +8,7 @@ import { cannotReadBack, readAsQueue } from '../protocol-replay.js';
 import { checkAmqp, countAmqp } from './amqp-check.js';
 import { AmqpSource } from './amqp-source.js';
 import { AmqpTarget } from './amqp-target.js';
+import { sharedAmqp } from './shared-connection.js';
 
 export const amqpProtocol: Protocol<'amqp'> = {
   type: 'amqp',
@@ -19,7 +20,7 @@ export const amqpProtocol: Protocol<'amqp'> = {
       log,
       deliveryWindow(bridge.maxInFlightBytes, bridge.prefetch),
       source.exclusive,
-      connections?.amqp(source.connection, bridge.name),
+      connections?.shared(source.connection, bridge.name, sharedAmqp(source.connection)),
     ),
   createTarget: ({ bridge, target, log, connections }) =>
     new AmqpTarget(
@@ -27,7 +28,7 @@ export const amqpProtocol: Protocol<'amqp'> = {
       { queue: target.queue, exchange: target.exchange, routingKey: target.routingKey },
       bridge.confirmTimeout,
       log,
-      connections?.amqp(target.connection, bridge.name),
+      connections?.shared(target.connection, bridge.name, sharedAmqp(target.connection)),
     ),
   describeSource: (source) => `queue '${source.queue}'`,
   describeTarget: (target) =>

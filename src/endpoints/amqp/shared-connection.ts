@@ -22,6 +22,7 @@ import { TransientError } from '../../shared/errors.js';
 import type { Logger } from '../../shared/log.js';
 import { closeModel, connectAmqp, lostError, replyText, type AmqpSession } from './connect.js';
 import { ConnectionLease, connectionName, ownConnector, SharedAttempt } from '../connection-share.js';
+import type { MakeOwner } from '../connections.js';
 
 /** What a lease hears of its connection. Called from amqplib's events: they must not throw (tellLost guards the core). */
 export interface AmqpLeaseEvents {
@@ -298,4 +299,9 @@ export function channelMaxOf(model: ChannelModel): number {
 /** A connector of one endpoint's own: a connection per role, made for it and closed with it. */
 export function ownAmqpConnector(conn: AmqpConnectionConfig, log: Logger): AmqpConnector {
   return ownConnector((role) => new SharedAmqpConnection(conn, role, role, log));
+}
+
+/** How the process's connections (../connections.ts) make one of AMQP's: a connection whose channels are the endpoints. */
+export function sharedAmqp(conn: AmqpConnectionConfig): MakeOwner<AmqpLeaseEvents, AmqpLease> {
+  return (role, label, log, hooks) => new SharedAmqpConnection(conn, role, label, log, hooks);
 }

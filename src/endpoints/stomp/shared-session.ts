@@ -24,6 +24,7 @@ import type { Logger } from '../../shared/log.js';
 import { connectStomp, type StompSession } from './stomp-client.js';
 import { stompPeerProfile, type StompPeerProfile } from './stomp-peer.js';
 import { ConnectionLease, connectionName, ownConnector, SharedAttempt } from '../connection-share.js';
+import type { MakeOwner } from '../connections.js';
 
 export interface StompLeaseEvents {
   /** The connection was lost; every subscription and transaction on it is gone. At most once, never after release(). */
@@ -179,4 +180,9 @@ class Lease extends ConnectionLease<Live> implements StompLease {
 /** A connector of one endpoint's own: a connection per role, made for it and closed with it. */
 export function ownStompConnector(conn: StompConnectionConfig, log: Logger): StompConnector {
   return ownConnector((role) => new SharedStompConnection(conn, role, role, log));
+}
+
+/** How the process's connections (../connections.ts) make one of STOMP's: a session shared where the peer allows it. */
+export function sharedStomp(conn: StompConnectionConfig): MakeOwner<StompLeaseEvents, StompLease> {
+  return (role, label, log, hooks) => new SharedStompConnection(conn, role, label, log, hooks);
 }

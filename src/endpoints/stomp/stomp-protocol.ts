@@ -8,13 +8,14 @@ import { cannotReadBack, readAsQueue } from '../protocol-replay.js';
 import { checkStomp } from './stomp-check.js';
 import { StompSource } from './stomp-source.js';
 import { StompTarget } from './stomp-target.js';
+import { sharedStomp } from './shared-session.js';
 
 export const stompProtocol: Protocol<'stomp'> = {
   type: 'stomp',
   createSource: ({ bridge, source, log, connections }) =>
-    new StompSource(source.connection, source.queue, bridge.prefetch, log, bridge.filter?.text, source.exclusive, connections?.stomp(source.connection, bridge.name)),
+    new StompSource(source.connection, source.queue, bridge.prefetch, log, bridge.filter?.text, source.exclusive, connections?.shared(source.connection, bridge.name, sharedStomp(source.connection))),
   createTarget: ({ bridge, target, log, connections }) =>
-    new StompTarget(target.connection, target.queue ?? '', bridge.confirmTimeout, log, connections?.stomp(target.connection, bridge.name)),
+    new StompTarget(target.connection, target.queue ?? '', bridge.confirmTimeout, log, connections?.shared(target.connection, bridge.name, sharedStomp(target.connection))),
   describeSource: (source) => `queue '${source.queue}'`,
   describeTarget: (target) => `queue '${target.queue ?? ''}'`,
   sourceDepth: 'not available over STOMP',

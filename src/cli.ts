@@ -49,7 +49,7 @@ Options:
   -b, --bridge NAME   move: the bridge of the configuration to run
       --until-empty   move: end when the source is empty and nothing is in flight (STOMP: no message for --idle ms)
       --count N       move: end after N messages are settled (forwarded, dropped as duplicates, or dead-lettered)
-      --idle MS       move, replay: over STOMP, how long without a message means empty (default 2000)
+      --idle MS       move, replay: over STOMP and AMQP 1.0, how long without a message means empty (default 2000)
       --reason R      replay: only dead letters with this x-bridge-dead-letter-reason
       --filter SEL    replay: only those a selector (the bridge's filter language) selects, over their headers
       --ids A,B       replay: only those with these duplicate IDs

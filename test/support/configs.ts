@@ -6,7 +6,7 @@ import { RABBITMQ_STOMP_VHOST } from './stomp.js';
  * `rabbit` (AMQP), `activemq` (ActiveMQ's STOMP, STOMP_URL), `rabbitstomp` (RabbitMQ's STOMP, RABBITMQ_STOMP_URL);
  * `rabbitalias`: the same RabbitMQ under a second name (see secondName).
  */
-export type ConnectionName = 'rabbit' | 'activemq' | 'rabbitstomp' | 'nats' | 'rabbitalias';
+export type ConnectionName = 'rabbit' | 'activemq' | 'rabbitstomp' | 'nats' | 'rabbitalias' | 'rabbit10';
 
 /**
  * The same broker under a second name (127.0.0.1 ↔ localhost, else the host with a trailing dot): the loop path knows
@@ -71,6 +71,9 @@ export function bridgeConfig(o: ConfigOptions): { yaml: string; keyPrefix: strin
   }
   const needsNats = o.bridges.some((b) => b.sourceConnection === 'nats' || b.targetConnection === 'nats' || (b.deadLetter ?? '').includes('nats'));
   if (needsNats || o.natsUrl) lines.push(`  nats: { type: nats, url: "${o.natsUrl ?? process.env.NATS_URL ?? 'nats://127.0.0.1:4222'}" }`);
+  const needsAmqp10 = o.bridges.some((b) => b.sourceConnection === 'rabbit10' || b.targetConnection === 'rabbit10' || (b.deadLetter ?? '').includes('rabbit10'));
+  // AMQP 1.0 through RabbitMQ's plugin, which listens beside 0-9-1 (enabled by the global setup).
+  if (needsAmqp10) lines.push(`  rabbit10: { type: amqp10, url: "${o.amqpUrl ?? services.amqpUrl}" }`);
   lines.push('id-cache:');
   for (const [k, v] of Object.entries(idCache)) lines.push(`  ${k}: ${typeof v === 'string' ? JSON.stringify(v) : v}`);
   lines.push('bridges:');

@@ -38,6 +38,7 @@ describe('protocol records: replay', () => {
       `${SOURCE}, dead-letter: { connection: hub, subject: dl.x }`,
       `${SOURCE}, dead-letter: { connection: dev, topic: "dl/x" }`,
       `${SOURCE}, dead-letter: { connection: one, address: /amq/queue/dl }`,
+      `${SOURCE}, dead-letter: { connection: one, address: /exchange/dlx/k }`,
       SOURCE,
     ]).map(unreadableWhy);
     const tail = 'which cannot be read back; replay reads a queue (dead-letter: { queue: … }) or a JetStream stream (dead-letter: { subject: … } captured by a stream)';
@@ -48,8 +49,9 @@ describe('protocol records: replay', () => {
       `bridge 'b3': its dead-letter destination is the destination '/topic/dl', ${tail}`,
       undefined,
       `bridge 'b5': its dead-letter destination is the MQTT topic 'dl/x', ${tail}`,
-      "bridge 'b6': its dead-letter destination is the AMQP 1.0 node '/amq/queue/dl', and replay does not read AMQP 1.0 yet; move the dead letters to a queue the bridge reads over AMQP 0-9-1, STOMP or JetStream first",
-      "bridge 'b7' has no dead-letter destination: there is nothing to replay",
+      undefined,
+      `bridge 'b7': its dead-letter destination is the AMQP 1.0 node '/exchange/dlx/k', ${tail}`,
+      "bridge 'b8' has no dead-letter destination: there is nothing to replay",
     ]);
   });
 });

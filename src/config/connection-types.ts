@@ -1,5 +1,5 @@
 /**
- * What every resolved connection has (../config/types.ts ConnectionConfig), whatever its protocol, and the interface
+ * What every resolved connection has (./types.ts ConnectionConfig), whatever its protocol, and the interface
  * each protocol's schema module (./protocols/<protocol>-schema.ts) adds its resolved connection to, so that the union
  * of connections is built from the protocols, not written out here.
  */

@@ -1,10 +1,11 @@
 /**
  * A protocol as the configuration sees it: one record per protocol (./protocols/<protocol>.ts), listed once in
- * ./protocols.ts. The cross-checks, resolving, the cache address, the broker's name, the files of a connection and the
- * template keys loop over the records (or look one up by the connection's `type`) instead of switching on `type`; the
- * engine's own record is src/endpoints/protocol.ts. The keys themselves and their types stay in the schema
- * (./schema-connections.ts, ./schema.ts): the static types come from there. How to add one: docs/development.md,
- * "Adding a protocol".
+ * ./protocols.ts. The cross-checks, resolving, the cache address, the broker's name, the files of a connection, the
+ * template keys, the warnings and the connection plan loop over the records (or look one up by the connection's
+ * `type`) instead of switching on `type`; the engine's own record is src/endpoints/protocol.ts. A connection's keys and
+ * resolved type are the protocol's schema module's (./protocols/<protocol>-schema.ts), not the record's: the record's
+ * types come from the schema, so the schema cannot import the records. How to add one: docs/development.md, "Adding a
+ * protocol".
  */
 import type { AddressSyntax } from '../routing/address-values.js';
 import type { ProblemCollector } from './problems.js';

@@ -9,8 +9,12 @@
 import type { IdCache } from './id-cache.js';
 import type { Logger } from '../shared/log.js';
 import type { Metrics } from './metrics.js';
+import { SharedRead } from './shared-read.js';
 
 export const HORIZON_EVERY_MS = 5000;
+
+/** The bridges whose target is one address of one cache share its horizon read (./shared-read.ts). */
+const reads = new SharedRead<Awaited<ReturnType<IdCache['horizon']>>>(HORIZON_EVERY_MS / 2);
 
 export interface HorizonReading {
   address: string;
@@ -54,16 +58,16 @@ export class CacheHorizonWatch {
     if (this.reading || now - this.last < HORIZON_EVERY_MS) return;
     this.last = now;
     this.reading = true;
-    void this.read().finally(() => {
+    void this.read(now).finally(() => {
       this.reading = false;
     });
   }
 
-  private async read(): Promise<void> {
+  private async read(now: number): Promise<void> {
     const { cache, address, metrics, log } = this.o;
     let h: Awaited<ReturnType<IdCache['horizon']>>;
     try {
-      h = await cache.horizon(address);
+      h = await reads.get(cache, address, now, () => cache.horizon(address));
     } catch (err) {
       // An unreachable cache is the cache probe's to report; the last reading stays.
       log.debug({ err }, 'cache horizon not read');

@@ -8,10 +8,16 @@ import type { Logger } from '../../shared/log.js';
 import type { Metrics } from '../metrics.js';
 import type { SourceEndpoint } from '../ports.js';
 import { TransientError } from '../../shared/errors.js';
+import { SharedRead } from '../shared-read.js';
 
 const CACHE_PROBE_EVERY_MS = 2000;
 const DEPTH_PROBE_EVERY_MS = 5000;
 const PROBE_TIMEOUT_MS = 3000;
+
+/**
+ * The bridges on one cache share its ping: an answer asked up to half a probe period ago serves them all (../shared-read.ts).
+ */
+const pings = new SharedRead<void>(CACHE_PROBE_EVERY_MS / 2);
 
 export interface CacheProbeHooks {
   /** The probe failed while the cache was thought up: the bridge's lastError. */
@@ -43,7 +49,7 @@ export class CacheProbe {
     this.last = now;
     let down = false;
     try {
-      await withTimeout(this.cache.ping(), PROBE_TIMEOUT_MS);
+      await pings.get(this.cache, '', now, () => withTimeout(this.cache.ping(), PROBE_TIMEOUT_MS));
     } catch (err) {
       down = true;
       if (!this.down) this.hooks.noteError(`the duplicate-ID cache does not answer: ${errorText(err)}`);

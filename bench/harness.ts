@@ -7,11 +7,11 @@
  */
 import { readFileSync } from 'node:fs';
 import amqp from 'amqplib';
-import { Redis } from 'ioredis';
 import { BridgeProcess, writeConfig } from '../test/support/bridge-process.js';
 import { cpuSplitMs, ownCpuMs } from './process-cpu.js';
 import { type RunResult, WARMUP, Window } from './window.js';
 import { pin } from './pinning.js';
+import { deleteKeysUnder } from '../test/support/redis-keys.js';
 
 export type { RunResult } from './window.js';
 
@@ -180,13 +180,7 @@ ${(o.bridgeYaml ?? []).map((l) => `    ${l}\n`).join('')}`;
 
 /** Removes what a bench bridge left in the duplicate-ID cache (its keys all start with its own prefix). */
 export async function deleteCacheKeys(keyPrefix: string): Promise<void> {
-  const redis = new Redis(process.env.REDIS_URL!);
-  try {
-    const keys = await redis.keys(`${keyPrefix}:*`);
-    if (keys.length) await redis.del(...keys);
-  } finally {
-    redis.disconnect();
-  }
+  await deleteKeysUnder(process.env.REDIS_URL!, keyPrefix);
 }
 
 /**

@@ -11,9 +11,9 @@
  * The real RabbitMQ and Redis (AMQP_URL, REDIS_URL); queues and cache keys are the run's own and removed after it.
  */
 import amqp from 'amqplib';
-import { Redis } from 'ioredis';
 import { BridgeProcess, writeConfig } from '../test/support/bridge-process.js';
 import { percentile } from './report.js';
+import { deleteKeysUnder } from '../test/support/redis-keys.js';
 
 const AMQP_URL = (process.env.AMQP_URL ??= 'amqp://guest:guest@127.0.0.1:5672');
 const REDIS_URL = (process.env.REDIS_URL ??= 'redis://127.0.0.1:6379');
@@ -119,10 +119,7 @@ bridges:
     await c.deleteQueue(src).catch(() => undefined);
     await c.deleteQueue(dst).catch(() => undefined);
     await admin.close().catch(() => undefined);
-    const redis = new Redis(REDIS_URL);
-    const keys = await redis.keys(`${tag}:*`);
-    if (keys.length) await redis.del(...keys);
-    redis.disconnect();
+    await deleteKeysUnder(REDIS_URL, tag);
   }
 }
 

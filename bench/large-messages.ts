@@ -17,9 +17,9 @@ import { parseArgs } from 'node:util';
 import { readFileSync } from 'node:fs';
 import { resolve } from 'node:path';
 import amqp from 'amqplib';
-import { Redis } from 'ioredis';
 import { BridgeProcess, CLI, writeConfig } from '../test/support/bridge-process.js';
 import { sleep } from '../test/support/wait.js';
+import { deleteKeysUnder } from '../test/support/redis-keys.js';
 
 const { values } = parseArgs({
   options: {
@@ -168,10 +168,7 @@ async function round(build: { name: string; cli: string }, r: number): Promise<R
     await ch.deleteQueue(src).catch(() => undefined);
     await ch.deleteQueue(tgt).catch(() => undefined);
     await conn.close().catch(() => undefined);
-    const redis = new Redis(redisUrl);
-    const keys = await redis.keys(`bench-${runId}:*`);
-    if (keys.length > 0) await redis.del(...keys);
-    redis.disconnect();
+    await deleteKeysUnder(redisUrl, `bench-${runId}`);
   }
 }
 

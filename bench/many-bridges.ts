@@ -20,11 +20,11 @@
 import { parseArgs } from 'node:util';
 import { readFileSync, writeFileSync } from 'node:fs';
 import amqp from 'amqplib';
-import { Redis } from 'ioredis';
 import { BridgeProcess, writeConfig } from '../test/support/bridge-process.js';
 import { RabbitAdmin } from '../test/faults/rabbit-admin.js';
 import { cpuMs } from './process-cpu.js';
 import { sleep } from '../test/support/wait.js';
+import { deleteKeysUnder } from '../test/support/redis-keys.js';
 
 const { values } = parseArgs({
   options: {
@@ -306,10 +306,7 @@ async function main(): Promise<void> {
     stopWatch = true;
     await bridge?.kill('SIGKILL');
     if (!values['keep-vhost']) await admin.deleteVhost(vhost);
-    const redis = new Redis(redisUrl);
-    const keys = await redis.keys(`${keyPrefix}:*`);
-    for (let i = 0; i < keys.length; i += 500) await redis.del(...keys.slice(i, i + 500));
-    redis.disconnect();
+    await deleteKeysUnder(redisUrl, keyPrefix);
   }
 }
 

@@ -10,7 +10,7 @@
  */
 import { spawn } from 'node:child_process';
 import { resolve } from 'node:path';
-import { Redis } from 'ioredis';
+import { deleteKeysUnder } from './redis-keys.js';
 import { AmqpTestClient, type ReceivedMessage } from './amqp.js';
 import { BridgeProcess, writeConfig } from './bridge-process.js';
 import { bridgeConfig } from './configs.js';
@@ -122,9 +122,6 @@ export async function runFirstRow(opts: { depth?: number; perSource?: number; de
     await bridge.kill('SIGKILL');
     await client.deleteQueues(...queues);
     await client.close();
-    const redis = new Redis(services.redisUrl);
-    const keys = await redis.keys(`${keyPrefix}:*`);
-    if (keys.length > 0) await redis.del(...keys);
-    redis.disconnect();
+    await deleteKeysUnder(services.redisUrl, keyPrefix);
   }
 }

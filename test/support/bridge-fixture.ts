@@ -7,12 +7,12 @@
  * ActiveMQ queues cannot be deleted over STOMP: their names are unique, and each test reads what it sent.
  */
 import { afterAll, afterEach, beforeEach } from 'vitest';
-import { Redis } from 'ioredis';
 import { AmqpTestClient } from './amqp.js';
 import { BridgeProcess, writeConfig } from './bridge-process.js';
 import { bridgeConfig, type ConfigOptions, type ConnectionName } from './configs.js';
 import { services, uniqueName } from './services.js';
 import { TcpProxy } from './tcp-proxy.js';
+import { deleteKeysUnder } from './redis-keys.js';
 
 export interface BridgeFixture {
   /** A RabbitMQ client of this test: a fresh one per test, since another suite may close RabbitMQ connections. */
@@ -58,12 +58,7 @@ export function useBridgeFixture(): BridgeFixture {
       await c.close();
     }
     if (keyPrefixes.length > 0) {
-      const redis = new Redis(services.redisUrl);
-      for (const p of keyPrefixes) {
-        const keys = await redis.keys(`${p}:*`);
-        if (keys.length > 0) await redis.del(...keys);
-      }
-      redis.disconnect();
+      await deleteKeysUnder(services.redisUrl, ...keyPrefixes);
     }
   });
 

@@ -62,13 +62,14 @@ export function connectionPlan(bridges: readonly BridgeConfig[]): PlannedConnect
     const pool = poolOf(conn);
     const slot = poolSlot(bridge, pool);
     const key = `${conn.name}\u0000${role}\u0000${slot}`;
+    const channels = configProtocolOf(conn.type).channels;
     let p = plan.get(key);
     if (p === undefined) {
-      p = { connection: conn, role, slot, pool, bridges: [], endpoints: 0, channels: role === 'consume' ? (configProtocolOf(conn.type).channels?.perConsumingConnection ?? 0) : 0 };
+      p = { connection: conn, role, slot, pool, bridges: [], endpoints: 0, channels: role === 'consume' ? (channels?.perConsumingConnection ?? 0) : 0 };
       plan.set(key, p);
     }
     p.endpoints += 1;
-    if (configProtocolOf(conn.type).channels !== undefined) p.channels += 1;
+    if (channels !== undefined) p.channels += 1;
     if (p.bridges.at(-1) !== bridge) p.bridges.push(bridge);
   };
   for (const b of bridges) {

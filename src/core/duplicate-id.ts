@@ -54,14 +54,14 @@ export function newStampedId(): string {
 }
 
 /**
- * Returns a copy of the message carrying `id` under `headerName` (and the possible-duplicate flag when asked); the
- * message itself when it carries exactly that already and no flag is asked for (a header ID: no copy per message).
+ * Writes `id` (and the possible-duplicate flag when asked) into `copy` itself: for a message the caller made for this
+ * one send and owns (./session/forward-copy.ts makes one per message), rather than a second copy of its headers and of
+ * the message, per message. Returns `copy`.
  */
-export function withDuplicateId(message: BridgeMessage, headerName: string, id: string, possibleDuplicate: boolean): BridgeMessage {
-  if (!possibleDuplicate && message.headers[headerName] === id) return message;
-  const headers = { ...message.headers, [headerName]: id };
-  if (possibleDuplicate) headers[POSSIBLE_DUPLICATE_HEADER] = true;
-  return { ...message, headers };
+export function setDuplicateId(copy: BridgeMessage, headerName: string, id: string, possibleDuplicate: boolean): BridgeMessage {
+  copy.headers[headerName] = id;
+  if (possibleDuplicate) copy.headers[POSSIBLE_DUPLICATE_HEADER] = true;
+  return copy;
 }
 
 /** A copy of the message flagged as a possible duplicate (it may have been delivered already). */

@@ -43,6 +43,8 @@ const CARRIED = {
 } as const;
 type CarriedKey = keyof typeof CARRIED;
 const CARRIED_NAMES: ReadonlySet<string> = new Set<string>([...Object.values(CARRIED), CORRELATION_DATA_HEADER, PAYLOAD_FORMAT_HEADER]);
+/** The neutral property each carried user property names, looked up once per user property of every message. */
+const CARRIED_KEYS: ReadonlyMap<string, CarriedKey> = new Map((Object.entries(CARRIED) as [CarriedKey, string][]).map(([key, name]) => [name, key]));
 
 export interface FromMqttOptions {
   version: 4 | 5;
@@ -75,7 +77,7 @@ export function fromMqtt(packet: Pick<IPublishPacket, 'topic' | 'payload' | 'qos
 
   const user = p.userProperties ?? {};
   for (const [name, value] of Object.entries(user)) {
-    const key = carriedKey(name);
+    const key = CARRIED_KEYS.get(name);
     if (key !== undefined) {
       const text = Array.isArray(value) ? value[0] : value;
       if (text !== undefined) setCarried(properties, key, text);
@@ -85,11 +87,6 @@ export function fromMqtt(packet: Pick<IPublishPacket, 'topic' | 'payload' | 'qos
     headers[name] = Array.isArray(value) ? [...value] : value;
   }
   return { body, properties, headers };
-}
-
-function carriedKey(name: string): CarriedKey | undefined {
-  for (const [key, carried] of Object.entries(CARRIED) as [CarriedKey, string][]) if (carried === name) return key;
-  return undefined;
 }
 
 function setCarried(p: MessageProperties, key: CarriedKey, text: string): void {

@@ -9,7 +9,7 @@ import type { SessionContext } from './context.js';
 import { FILTERED, type Job, type Prepared } from './job.js';
 import { SessionOver } from '../end.js';
 import { selected } from './filter.js';
-import { fingerprint, newStampedId, readDuplicateId, withDuplicateId } from '../duplicate-id.js';
+import { fingerprint, newStampedId, readDuplicateId, setDuplicateId } from '../duplicate-id.js';
 import { forwardCopy } from './forward-copy.js';
 import { loopCheck } from './loop-guard.js';
 import { addressOf, routeJob } from './route.js';
@@ -89,7 +89,8 @@ export async function prepare(ctx: SessionContext, job: Job): Promise<Prepared> 
   // A redelivery the cache lets through while it cannot vouch for the address: the copy forwarded before a loss is
   // forgotten, so this one may be a second.
   const possibleDuplicate = result.possibleDuplicate || flagged || (job.delivery.redelivered && !cache.vouchesFor(address));
-  const outgoing = withDuplicateId(forwardCopy(ctx, msg), ctx.cfg.duplicateIdHeader, id, possibleDuplicate);
+  // Into the forward copy itself: it is this job's own, made just now.
+  const outgoing = setDuplicateId(forwardCopy(ctx, msg), ctx.cfg.duplicateIdHeader, id, possibleDuplicate);
   if (possibleDuplicate) ctx.deps.metrics.possibleDuplicates.inc({ bridge: ctx.cfg.name });
   return job.moveTo({ stage: 'forwarding', job, id, outgoing, attempts: 0, sent: false, lapses });
 }

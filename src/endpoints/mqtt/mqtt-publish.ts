@@ -67,3 +67,17 @@ function longString(m: OutgoingPublish): string | undefined {
   if (p.correlationData !== undefined && p.correlationData.length > MAX_STRING_BYTES) return `the correlation data is ${p.correlationData.length} bytes`;
   return undefined;
 }
+
+/**
+ * The PUBACKs of these packet identifiers, back to back in one buffer: 4 bytes each, the same on MQTT 3.1.1 and 5 (on
+ * 5 a success without properties may leave its reason code and property length out, MQTT 5.0 §3.4.2.1).
+ */
+export function encodePubacks(messageIds: readonly number[]): Buffer {
+  const out = Buffer.allocUnsafe(4 * messageIds.length);
+  for (let i = 0; i < messageIds.length; i++) {
+    out[4 * i] = 0x40;
+    out[4 * i + 1] = 2;
+    out.writeUInt16BE(messageIds[i]!, 4 * i + 2);
+  }
+  return out;
+}

@@ -33,7 +33,7 @@ import { coalesceWrites } from '../../shared/coalesce-writes.js';
 import { Deque } from '../../shared/deque.js';
 import { disconnectSentence, reasonName } from './mqtt-reasons.js';
 import { VersionRefused, connackRefusal, connectPacket, type ConnectOptions, type MqttVersion } from './mqtt-handshake.js';
-import { encodePublish, type OutgoingPublish, type PublishAck } from './mqtt-publish.js';
+import { encodePubacks, encodePublish, type OutgoingPublish, type PublishAck } from './mqtt-publish.js';
 import { serverInfo, type MqttServerInfo } from './mqtt-server-info.js';
 import { PacketReader } from './packet-reader.js';
 import { partialPacket, unreadableOf } from './partial-publish.js';
@@ -362,10 +362,10 @@ export class MqttSession {
     while (this.waiting.length > 0 && this.inFlight.size < this.window() && this.isOpen) this.send(this.waiting.shift()!);
   }
 
-  /** Writes the PUBACK of a received QoS 1 PUBLISH. A no-op once the connection is lost or closed. */
-  puback(messageId: number): void {
+  /** Writes the PUBACKs of received QoS 1 PUBLISHes, in this order, as one buffer. A no-op once the connection is lost or closed. */
+  pubacks(messageIds: readonly number[]): void {
     if (!this.isOpen) return;
-    this.write({ cmd: 'puback', messageId });
+    this.writeBuffer(encodePubacks(messageIds));
   }
 
   /** The first packet identifier not in use by an outgoing PUBLISH or SUBSCRIBE. */

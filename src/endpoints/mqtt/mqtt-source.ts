@@ -62,10 +62,13 @@ export class MqttSource extends MqttEndpoint implements SourceEndpoint {
   readonly acksInOrder = true;
   private consuming = true;
   private seq = 0;
-  private readonly unacked = new WeakMap<SourceDelivery, PubackEntry>();
-  /** Deliveries handed to the session and not acked yet (QoS 0 and 1): the intake bound compares it with prefetch. */
-  private readonly held = new WeakSet<SourceDelivery>();
-  private holding = 0;
+  /**
+   * Deliveries handed to the session and not acked yet (QoS 0 and 1), by their seq, with the PUBACK entry of a QoS 1
+   * one: the intake bound compares their number with prefetch. A Map of numbers rather than a WeakMap and a WeakSet
+   * of deliveries: five ephemeron-table operations per message, and the collector's ephemeron work, for nothing (a
+   * delivery's seq is unique in this source, which serves one session).
+   */
+  private readonly held = new Map<number, PubackEntry | undefined>();
   /** QoS 0 messages dropped over the bound since the last log line about them, and when that line was written. */
   private overflowUnlogged = 0;
   private overflowLoggedAt = 0;
@@ -97,7 +100,7 @@ export class MqttSource extends MqttEndpoint implements SourceEndpoint {
       },
       (error) => handlers.onLost(error),
     );
-    this.order ??= new PubackOrder((id) => session.puback(id));
+    this.order ??= new PubackOrder((ids) => session.pubacks(ids));
     const info = session.serverInfo;
     try {
       if (settings.sharedGroup !== undefined && !info.sharedSubscriptionAvailable) {
@@ -120,10 +123,8 @@ export class MqttSource extends MqttEndpoint implements SourceEndpoint {
   }
 
   ack(delivery: SourceDelivery): void {
-    if (this.held.delete(delivery)) this.holding -= 1;
-    const entry = this.unacked.get(delivery);
-    if (entry === undefined || this.closed || this.order === undefined) return;
-    this.unacked.delete(delivery);
+    const entry = this.held.get(delivery.seq);
+    if (!this.held.delete(delivery.seq) || entry === undefined || this.closed || this.order === undefined) return;
     this.order.ack(entry);
     this.acksSinceBarrier += 1;
   }
@@ -152,6 +153,8 @@ export class MqttSource extends MqttEndpoint implements SourceEndpoint {
 
   override async close(): Promise<void> {
     if (!this.closed && this.dropped > 0) this.log.debug({ dropped: this.dropped }, `${this.description}: ${this.dropped} message(s) left for redelivery`);
+    // The PUBACKs due this tick go before the DISCONNECT: those messages are settled, the broker need not resend them.
+    this.order?.flush();
     this.order?.fail(new TransientError(`${this.description} was closed`));
     await super.close();
   }
@@ -159,12 +162,12 @@ export class MqttSource extends MqttEndpoint implements SourceEndpoint {
   /** Every PUBLISH, from CONNACK on (a resumed session's unacked ones come before open() returned). */
   private onPublish(packet: IPublishPacket, session: MqttSession, unreadable?: Unreadable): void {
     if (this.closed || this.handlers === undefined) return;
-    this.order ??= new PubackOrder((id) => session.puback(id));
+    this.order ??= new PubackOrder((ids) => session.pubacks(ids));
     if (!this.consuming) {
       this.dropped += 1;
       return;
     }
-    if (packet.qos === 0 && this.holding >= this.settings.prefetch) return this.overflow();
+    if (packet.qos === 0 && this.held.size >= this.settings.prefetch) return this.overflow();
     const entry = packet.qos === 1 ? this.order.receive(packet.messageId ?? 0) : undefined;
     if (packet.retain && !this.settings.forwardRetained) {
       if (entry !== undefined) this.order.ack(entry);
@@ -179,9 +182,7 @@ export class MqttSource extends MqttEndpoint implements SourceEndpoint {
       seq: ++this.seq,
       ...(unreadable !== undefined ? { unreadable } : {}),
     };
-    if (entry !== undefined) this.unacked.set(delivery, entry);
-    this.held.add(delivery);
-    this.holding += 1;
+    this.held.set(delivery.seq, entry);
     deliver(this.handlers, delivery, this.log);
   }
 

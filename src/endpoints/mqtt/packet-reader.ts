@@ -163,7 +163,9 @@ export class PacketReader {
   /** A whole packet within max-packet-size. */
   private whole(buffer: Buffer): void {
     this.state = { mode: 'header' };
-    if (this.version === 5 && buffer[0]! >> 4 === PUBLISH) {
+    // A packet within MAX_PROPERTIES_BYTES cannot hold more properties than that: no need to read its layout (which
+    // decodes the topic and builds objects, on every PUBLISH of the hot path).
+    if (this.version === 5 && buffer.length > MAX_PROPERTIES_BYTES && buffer[0]! >> 4 === PUBLISH) {
       const layout = publishLayout(buffer, buffer.length, true);
       if (layout !== undefined && layout !== 'malformed' && layout.propertiesSize > MAX_PROPERTIES_BYTES) {
         this.sink.partial({

@@ -122,6 +122,17 @@ export async function runService(config: Config, log: Logger, env: Readonly<Reco
     }
   }
 
+  if (cache instanceof RedisIdCache) {
+    // Beside a process of a build that keeps the cache's old layout, this one would stop it at the first shared address.
+    try {
+      await cache.refuseBesideOldBuilds();
+    } catch (err) {
+      clearInterval(trustTimer);
+      await cache.close().catch(() => undefined);
+      await new Promise<void>((r) => (server ? server.close(() => r()) : r()));
+      throw err;
+    }
+  }
   // Only once the HTTP API listens: a port that cannot be bound stops the start before any message is taken.
   set.start(config.bridges);
   let signals = 0;

@@ -1,6 +1,6 @@
 /**
  * The upgrade of the cache's Redis layout from 1 (builds up to 415bc64: `at`, `res`, `res-exp` per address) to 2 (one
- * `st` hash per address; docs/design.md §4.2), on a running system (docs/operations.md "Upgrading the cache layout"):
+ * `st` hash per address; docs/design.md §4.2), on a running system (docs/operations.md#upgrading-the-cache-layout):
  *
  * - Data: a hash tag's layout-1 keys are moved on first touch. The epoch guard answers OLD_LAYOUT while the tag's
  *   epoch marker is still layout 1's string, or is a hash with `m` set; RedisIdCache then calls migrate-5.lua, a
@@ -88,7 +88,7 @@ export async function refuseBesideLayoutOne(redis: CacheClient, prefix: string, 
     if (found.length === 0) return;
     if (++look >= 2) {
       throw new ConfigError(
-        `Redis at ${where} is in use by ${found.length} process${found.length === 1 ? '' : 'es'} of an older broker-bridge build (${found.slice(0, 5).join(', ')}${found.length > 5 ? ', …' : ''}: liveness keys ${tagSafe(prefix)}:live:{…} holding '1') that keep the duplicate-ID cache in layout 1, which this build replaces: stop every process of the older build first (their keys go ${LIVENESS_TTL_MS / 1000} s after they stop), then start this build; it moves the cache's keys into layout 2 as it meets them (docs/operations.md "Upgrading the cache layout")`,
+        `Redis at ${where} is in use by ${found.length} process${found.length === 1 ? '' : 'es'} of an older broker-bridge build (${found.slice(0, 5).join(', ')}${found.length > 5 ? ', …' : ''}: liveness keys ${tagSafe(prefix)}:live:{…} holding '1') that keep the duplicate-ID cache in layout 1, which this build replaces: stop every process of the older build first (their keys go ${LIVENESS_TTL_MS / 1000} s after they stop), then start this build; it moves the cache's keys into layout 2 as it meets them (docs/operations.md#upgrading-the-cache-layout)`,
       );
     }
     log.info({ processes: found }, `processes of an older build are alive on Redis at ${where}; looking again in ${LIVENESS_TTL_MS} ms (a stopped one's key lapses by then)`);

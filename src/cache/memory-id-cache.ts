@@ -7,7 +7,9 @@
  * entries are always the oldest: expiry and eviction look only at the front (bounded work per call).
  *
  * Where the scripts' answers depend on Redis key expiry (PEXPIRE), this cache keeps the same deadlines: an address's
- * reservations all go once no reserve came for lease + marker retention (reserve-4.lua), its recorded IDs once no
+ * abandoned reservation counts as absent once its lease plus the marker retention ran out (reserve-4.lua), and all its
+ * reservations go once no reserve came for that long (a bound of this cache's own: each of them is past that rule by
+ * then, so the answers are the same), its recorded IDs once no
  * reserve or commit came for the idle expiry (without ttl), and a fingerprint's stamp record lives stampTtl after the
  * last script that wrote it. An address with nothing left is dropped, so the Map forgets idle addresses as Redis does. test/integration/id-cache-differential.test.ts checks
  * that both answer alike.
@@ -32,8 +34,8 @@ interface AddressState {
   /** id → reservation, in expiry order. */
   res: Map<string, Reservation>;
   /**
-   * When `res` goes as a whole: the last reserve + lease + marker retention (the PEXPIRE of reserve-4.lua on the
-   * reservation keys), so that a quiet address forgets its abandoned reservations as Redis does.
+   * When `res` goes as a whole: the last reserve + lease + marker retention, so that a quiet address forgets its
+   * abandoned reservations (each is past reserve-4.lua's per-reservation rule by then: the same answers).
    */
   resUntil: number;
   /** id → marker expiry, in expiry order. */
@@ -358,7 +360,7 @@ export class MemoryIdCache implements IdCache {
     }
   }
 
-  /** The reservation keys' expiry: Redis drops a key once its clock is past the deadline. */
+  /** The reservations' end as a whole (see resUntil). */
   private expireReservations(a: AddressState, now: number): void {
     if (now > a.resUntil && a.res.size > 0) a.res.clear();
   }

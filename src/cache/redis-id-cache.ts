@@ -433,7 +433,7 @@ export class RedisIdCache implements IdCache {
 
   /**
    * Throws ConfigError while a process of a build that keeps layout 1 is alive on this Redis under this prefix (the
-   * two cannot share addresses: docs/operations.md "Upgrading the cache layout"). Called once at start, before any
+   * two cannot share addresses: docs/operations.md#upgrading-the-cache-layout). Called once at start, before any
    * bridge; waits while Redis is unreachable.
    */
   async refuseBesideOldBuilds(): Promise<void> {

@@ -30,7 +30,7 @@ export enum ScriptStatus {
   BadArgument = 9,
   /**
    * The epoch guard: the hash tag's data is (partly) in layout 1, nothing was done; the caller runs migrate-5.lua until
-   * it is done, then calls again (docs/operations.md "Upgrading the cache layout").
+   * it is done, then calls again (docs/operations.md#upgrading-the-cache-layout).
    */
   OldLayout = 10,
 }

@@ -6,13 +6,15 @@
  * with and without id-cache-ttl): phase 1 runs on two layout-1 caches (prefixes P and Q), phase 2 runs on this build
  * over P and on the layout-1 build over Q, then probes read back every ID. Also: a cache larger than one migrate slice
  * keeps its order, times and reservations; a layout-1 process that meets a moved tag fails before it writes, not as a
- * transient outage (docs/operations.md "Upgrading the cache layout").
+ * transient outage (docs/operations.md#upgrading-the-cache-layout).
  */
 import fc from 'fast-check';
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { RedisIdCache } from '../../src/cache/redis-id-cache.js';
-import { addressKeys, epochKey, layoutOneKeys } from '../../src/cache/keys.js';
+import { addressKeys, epochKey, layoutOneKeys, livenessKey } from '../../src/cache/keys.js';
+import type { RedisTopology } from '../../src/config/types.js';
+import { ConfigError } from '../../src/shared/errors.js';
 import type { IdCache } from '../../src/core/id-cache.js';
 import { TransientError } from '../../src/shared/errors.js';
 import { layoutOneBuild, type OldBuild } from '../support/old-build.js';
@@ -223,4 +225,50 @@ describe('layout 1 moved into layout 2 answers as layout 1 does', () => {
       await old.close();
     }
   });
+});
+
+/**
+ * The same move on a Redis Cluster (the keys of one address in one slot, the liveness keys spread over the masters)
+ * and behind Sentinel, on the local ones (test/support/redis-topology.ts); nothing here stops or fails over a node.
+ */
+describe.each([
+  { kind: 'cluster', topology: (): RedisTopology => ({ kind: 'cluster', urls: services.redisClusterUrls }) },
+  { kind: 'sentinel', topology: (): RedisTopology => ({ kind: 'sentinel', ...services.redisSentinel }) },
+])('on a Redis $kind', ({ topology }) => {
+  it('moves an address on first touch and answers as layout 1; refuses to start beside a live layout-1 process on any master', async () => {
+    const prefix = uniqueName('layout-topo');
+    const options = { topology: topology(), size: 10, lease: 10 * MINUTE, keyPrefix: prefix };
+    const old = new OldCache(options);
+    const cache = new RedisIdCache({ ...options, owner: 'newproc' });
+    const raw = new RedisIdCache({ ...options });
+    const client = (raw as unknown as { redis: { set(k: string, v: string, px: 'PX', ms: number): Promise<unknown>; del(k: string): Promise<number> } }).redis;
+    try {
+      for (const a of ['t1', 't2', 't3', 't4']) {
+        await old.commit(a, 'x', 'p1.1');
+        await old.reserve(a, 'y', 'p1.1');
+      }
+      // (`raw` has no owner of its own, so it does not ask whether p1 lives: its reservation is busy, as in layout 1.)
+      for (const a of ['t1', 't2', 't3', 't4']) {
+        expect(await raw.reserve(a, 'x', 'p2.1')).toEqual({ status: 'duplicate' });
+        expect(await raw.reserve(a, 'y', 'p2.1')).toEqual({ status: 'busy' });
+        expect(await raw.reserve(a, 'y', 'p1.1')).toEqual({ status: 'reserved', possibleDuplicate: false });
+        expect(await raw.recorded(a, ['x', 'y'])).toEqual([true, false]);
+      }
+      // Liveness keys of old processes, one per slot of its own: on a Cluster they land on several masters.
+      await cache.refuseBesideOldBuilds();
+      const olds = ['oldA', 'oldB', 'oldC', 'oldD', 'oldE', 'oldF'];
+      for (const p of olds) await client.set(livenessKey(prefix, p), '1', 'PX', 60_000);
+      await client.set(livenessKey(prefix, 'newer'), '2', 'PX', 60_000);
+      const err = await cache.refuseBesideOldBuilds().then(
+        () => undefined,
+        (e: unknown) => e as Error,
+      );
+      expect(err).toBeInstanceOf(ConfigError);
+      expect(err!.message).toMatch(/in use by 6 processes of an older broker-bridge build \(old[A-F], old[A-F], old[A-F], old[A-F], old[A-F], …/);
+      for (const p of olds) await client.del(livenessKey(prefix, p));
+      await cache.refuseBesideOldBuilds();
+    } finally {
+      await Promise.all([old.close(), cache.close(), raw.close()]);
+    }
+  }, 60_000);
 });

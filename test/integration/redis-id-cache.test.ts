@@ -382,12 +382,12 @@ describe('RedisIdCache', () => {
         expect(await adminClient().hlen(k.st)).toBeGreaterThan(9_000);
 
         await sleep(300);
-        // Each reserve sweeps two entries of `st` per ID asked for, from where the last one stopped (reserve-4.lua):
-        // the abandoned reservations become markers while the address is in use, about one per ID reserved (measured:
-        // all 10,000 within 45 rounds of 150).
+        // Each reserve sweeps about one entry of `st` per ID asked for, from where the last one stopped (reserve-4.lua):
+        // the abandoned reservations become markers while the address is in use, within a cycle of the cursor over
+        // the hash's buckets (16,384 here): about that many IDs reserved.
         const abandoned = async () => (await adminClient().hscan(k.st, '0', 'MATCH', 'id-*', 'COUNT', 100_000))[1].length / 2;
         let rounds = 0;
-        while (rounds < 100 && (await abandoned()) > 0) {
+        while (rounds < 250 && (await abandoned()) > 0) {
           await Promise.all(Array.from({ length: 150 }, (_, i) => cache.reserve('orders', `new-${rounds}-${i}`, `n-${i}`)));
           rounds++;
         }

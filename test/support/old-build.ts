@@ -1,6 +1,6 @@
 /**
  * A build of broker-bridge taken from git, for the tests that run two builds on one Redis: commit 415bc64, the last
- * that keeps the duplicate-ID cache in layout 1 (docs/operations.md "Upgrading the cache layout"). Its src, package.json
+ * that keeps the duplicate-ID cache in layout 1 (docs/operations.md#upgrading-the-cache-layout). Its src, package.json
  * and tsconfig.json are unpacked into a temporary folder, with this checkout's node_modules linked beside them; it runs
  * from source (tsx). It throws, never skips, when the build cannot be made: CI runs on a full clone of main, where
  * the commit is there, and a test that quietly stopped comparing the two builds would prove nothing.

@@ -102,8 +102,10 @@ if excess > 0 then
     local vals = redis.call('HMGET', stKey, unpack(slice))
     local gone, kept = {}, {}
     for j = 1, #slice do
-      local _, _, res = readEntry(vals[j])
-      if res then
+      local v = vals[j]
+      -- A plain record has no '|' (a plain find, not a pattern: this runs for every evicted ID).
+      if v and string.find(v, '|', 1, true) then
+        local _, _, res = readEntry(v)
         kept[#kept + 1] = slice[j]
         kept[#kept + 1] = makeEntry(nil, res)
       else

@@ -15,7 +15,7 @@
 
   Why a hash: every script of a layout-1 build reads the marker with GET first, which fails (WRONGTYPE) on a hash
   before the script writes anything; so a process of the old build started later (a rollback, a forgotten host) cannot
-  answer from keys it no longer understands (docs/operations.md "Upgrading the cache layout").
+  answer from keys it no longer understands (docs/operations.md#upgrading-the-cache-layout).
 ]]
 local epochKey = table.remove(KEYS, 1)
 local epochSeen = table.remove(ARGV, 1)

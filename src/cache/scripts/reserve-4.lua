@@ -58,17 +58,21 @@ local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 -- Housekeeping work grows with the IDs asked for, as if each had been reserved by a call of its own.
 local limit = batch * #ids
 
--- Bounded housekeeping, so that reservations never committed or released cannot pile up: a few entries of `st` per
--- ID asked for, from where the last call stopped, so that the whole hash is swept while the address is in use. An
+-- Bounded housekeeping, so that reservations never committed or released cannot pile up: about one entry of `st` per
+-- ID asked for (HSCAN's COUNT counts buckets), from where the last call stopped, so that the whole hash is swept once
+-- per about as many IDs reserved as it has buckets. (Two per ID cost the reserve more than layout 1's sorted set of
+-- expiries: docs/measurements.md#the-caches-layout-2-issue-47-2026-12-07.) An
 -- abandoned reservation becomes an uncertain marker (its owner may have sent the message before vanishing), unless it
 -- expired longer than the retention ago. (IDs asked for in this call are left to the checks below: a replay of an
 -- expired reservation answers as the first call did.)
-local scan = redis.call('HSCAN', stKey, redis.call('GET', KEYS[3]) or '0', 'COUNT', 2 * #ids)
+local cursor = redis.call('GET', KEYS[3]) or '0'
+local scan = redis.call('HSCAN', stKey, cursor, 'COUNT', #ids)
 local found, asked = scan[2], nil
 local markerArgs, dropped = {}, {}
 for j = 1, #found, 2 do
   local v = found[j + 1]
-  local exp = tonumber(string.match(v, '|(%d+)|[01]$'))
+  -- Most entries are plain records ("c<time>", no '|'): a byte and a plain find skip them without a pattern.
+  local exp = (string.byte(v, 1) == 114 or string.find(v, '|', 1, true)) and tonumber(string.match(v, '|(%d+)|[01]$'))
   if exp and exp <= now then
     local id = found[j]
     if not asked then
@@ -179,12 +183,16 @@ if markers and #reserved > 0 then redis.call('ZREM', KEYS[4], unpack(reserved)) 
 -- (An idle expiry shorter than a lease would let a quiet address's live reservation go with it: the configuration
 -- warns long before that, below loss-window.)
 local keep = ttl > 0 and math.max(ttl, lease) or idle
+-- The cursor is written only when it moved, and with pcall: under maxmemory with noeviction a reserve that answers
+-- from what is there (a duplicate, a busy ID) still answers; the sweep then stays where it was.
+if scan[1] ~= cursor then
+  if keep > 0 then redis.pcall('SET', KEYS[3], scan[1], 'PX', keep) else redis.pcall('SET', KEYS[3], scan[1]) end
+elseif keep > 0 then
+  redis.call('PEXPIRE', KEYS[3], keep)
+end
 if keep > 0 then
-  redis.call('SET', KEYS[3], scan[1], 'PX', keep)
   redis.call('PEXPIRE', stKey, keep)
   if ttl == 0 then redis.call('PEXPIRE', idsKey, idle) end
-else
-  redis.call('SET', KEYS[3], scan[1])
 end
 if idle > 0 then redis.call('PEXPIRE', epochKey, math.max(idle, ttl)) end
 if #holderList > 0 then return table.concat(out) .. '|' .. table.concat(holderList, ' ') end

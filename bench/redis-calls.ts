@@ -17,7 +17,7 @@ export interface ScriptStats {
 
 /**
  * EVAL + EVALSHA calls and their usec so far on `redis`, from INFO commandstats (a script's first call is an EVAL, the
- * rest EVALSHA). Also read by bench/redis-cpu.ts and bench/prototypes/layout-b/compare.ts.
+ * rest EVALSHA). Also read by bench/redis-cpu.ts.
  */
 export async function scriptStats(redis: Redis): Promise<ScriptStats> {
   const info = await redis.info('commandstats');

@@ -58,3 +58,18 @@ export function createIdCache(config: IdCacheConfig, log: Logger, extras: IdCach
     ...(config.tls !== undefined ? { tls: config.tls } : {}),
   });
 }
+
+/**
+ * Before a process consumes anything with a Redis cache: throws ConfigError (after closing the cache) while a process of
+ * a build that keeps the cache's layout 1 is alive on the same Redis and prefix (docs/operations.md#upgrading-the-cache-layout).
+ * Nothing to check for the in-memory cache.
+ */
+export async function refuseBesideOldBuilds(cache: IdCache): Promise<void> {
+  if (!(cache instanceof RedisIdCache)) return;
+  try {
+    await cache.refuseBesideOldBuilds();
+  } catch (err) {
+    await cache.close().catch(() => undefined);
+    throw err;
+  }
+}

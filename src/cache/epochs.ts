@@ -88,7 +88,7 @@ export class Epochs {
     const s = this.known.get(name);
     if (s === undefined) return '';
     // Idle past idleMs: forgotten now, not at the next first contact. A target address's marker may expire with its
-    // idle keys (commit-6.lua ARGV[7]); found gone, it must read as a first contact, not as a loss.
+    // idle keys (commit-4.lua ARGV[7]); found gone, it must read as a first contact, not as a loss.
     if (Date.now() - s.usedAt >= this.idleMs && !this.settling.has(name)) {
       this.known.delete(name);
       return '';

@@ -7,20 +7,35 @@
  * address would move the tag: they are percent-encoded (and `%` itself, to keep the encoding one-to-one).
  */
 
-/** The keys of one target address's cache, in the order the scripts' KEYS lists use them. */
+/**
+ * The keys of one target address's cache in layout 2 (docs/design.md §4.2), in the order the scripts' KEYS lists use
+ * them. Layout 1 (builds up to 415bc64) kept `at`, `res` and `res-exp` where layout 2 keeps `st` and `stScan`; `ids`,
+ * `seq` and `uncertain` mean the same in both, so migrate-5.lua leaves them where they are.
+ */
 export interface AddressKeys {
   /** ZSET id → commit sequence number: the circular cache; the lowest score is the oldest entry. */
   readonly ids: string;
-  /** HASH id → commit time (ms, Redis clock): what `id-cache-ttl` is checked against. */
-  readonly at: string;
   /** STRING counter: the commit sequence (orders eviction exactly, even within one millisecond). */
   readonly seq: string;
-  /** HASH id → `token|expiry|possibleDuplicate`: live reservations. */
-  readonly res: string;
-  /** ZSET id → reservation expiry: finds expired reservations without scanning the hash. */
-  readonly resExp: string;
+  /**
+   * HASH id → the ID's one entry: `c<commit time>` recorded, `r<token>|<expiry>|<flag>` reserved, or both
+   * (src/cache/scripts/st-entry.inc.lua). One field per ID instead of layout 1's two hashes and a sorted set.
+   */
+  readonly st: string;
+  /** STRING the cursor of the bounded HSCAN of `st` that finds abandoned reservations (reserve-4.lua). */
+  readonly stScan: string;
   /** ZSET id → marker expiry: IDs whose last send had an unknown outcome (next reserve is a possible duplicate). */
   readonly uncertain: string;
+}
+
+/** Layout 1's keys that layout 2 replaced: read only by migrate-5.lua, which moves them into `st`. */
+export interface LayoutOneKeys {
+  /** HASH id → commit time. */
+  readonly at: string;
+  /** HASH id → `token|expiry|possibleDuplicate`. */
+  readonly res: string;
+  /** ZSET id → reservation expiry. */
+  readonly resExp: string;
 }
 
 const SPECIAL = /[%{}]/;
@@ -42,14 +57,12 @@ export function hashTag(address: string): string {
 
 export function addressKeys(prefix: string, address: string): AddressKeys {
   const base = `${tagSafe(prefix)}:${hashTag(address)}`;
-  return {
-    ids: `${base}:ids`,
-    at: `${base}:at`,
-    seq: `${base}:seq`,
-    res: `${base}:res`,
-    resExp: `${base}:res-exp`,
-    uncertain: `${base}:uncertain`,
-  };
+  return { ids: `${base}:ids`, seq: `${base}:seq`, st: `${base}:st`, stScan: `${base}:st-scan`, uncertain: `${base}:uncertain` };
+}
+
+export function layoutOneKeys(prefix: string, address: string): LayoutOneKeys {
+  const base = `${tagSafe(prefix)}:${hashTag(address)}`;
+  return { at: `${base}:at`, res: `${base}:res`, resExp: `${base}:res-exp` };
 }
 
 /** The hash holding the stamps recorded for one fingerprint of one source: id → `token|leaseExpiry`. */

@@ -7,7 +7,9 @@
  * entries are always the oldest: expiry and eviction look only at the front (bounded work per call).
  *
  * Where the scripts' answers depend on Redis key expiry (PEXPIRE), this cache keeps the same deadlines: an address's
- * reservations all go once no reserve came for lease + marker retention (reserve-5.lua), its recorded IDs once no
+ * abandoned reservation counts as absent once its lease plus the marker retention ran out (reserve-4.lua), and all its
+ * reservations go once no reserve came for that long (a bound of this cache's own: each of them is past that rule by
+ * then, so the answers are the same), its recorded IDs once no
  * reserve or commit came for the idle expiry (without ttl), and a fingerprint's stamp record lives stampTtl after the
  * last script that wrote it. An address with nothing left is dropped, so the Map forgets idle addresses as Redis does. test/integration/id-cache-differential.test.ts checks
  * that both answer alike.
@@ -32,13 +34,13 @@ interface AddressState {
   /** id → reservation, in expiry order. */
   res: Map<string, Reservation>;
   /**
-   * When `res` goes as a whole: the last reserve + lease + marker retention (the PEXPIRE of reserve-5.lua on the
-   * reservation keys), so that a quiet address forgets its abandoned reservations as Redis does.
+   * When `res` goes as a whole: the last reserve + lease + marker retention, so that a quiet address forgets its
+   * abandoned reservations (each is past reserve-4.lua's per-reservation rule by then: the same answers).
    */
   resUntil: number;
   /** id → marker expiry, in expiry order. */
   markers: Map<string, number>;
-  /** When `ids` go as a whole without ttl: the last reserve or commit + idle expiry (commit-6.lua ARGV[7]). */
+  /** When `ids` go as a whole without ttl: the last reserve or commit + idle expiry (commit-4.lua ARGV[7]). */
   idsUntil: number;
 }
 
@@ -92,7 +94,7 @@ export class MemoryIdCache implements IdCache {
     const now = this.now();
     const a = this.state(address, now);
     const result = this.reserveIn(a, now, id, token);
-    // Every reserve call, whatever it answers, extends the life of the address's reservations (reserve-5.lua).
+    // Every reserve call, whatever it answers, extends the life of the address's reservations (reserve-4.lua).
     a.resUntil = now + this.lease + this.markerRetention;
     if (this.ttl === 0) a.idsUntil = now + this.idleExpiry;
     return result;
@@ -112,8 +114,10 @@ export class MemoryIdCache implements IdCache {
     if (cur) {
       if (cur.token === token) return { status: 'reserved', possibleDuplicate: cur.possibleDuplicate };
       if (cur.expiry > now) return { status: 'busy' };
-      possibleDuplicate = true;
-    } else {
+      // An abandoned reservation is remembered for the marker retention after its lease ran out (reserve-4.lua).
+      possibleDuplicate = cur.expiry + this.markerRetention > now;
+    }
+    if (!possibleDuplicate) {
       const marker = a.markers.get(id);
       possibleDuplicate = marker !== undefined && marker > now;
     }
@@ -356,19 +360,19 @@ export class MemoryIdCache implements IdCache {
     }
   }
 
-  /** The reservation keys' expiry: Redis drops a key once its clock is past the deadline. */
+  /** The reservations' end as a whole (see resUntil). */
   private expireReservations(a: AddressState, now: number): void {
     if (now > a.resUntil && a.res.size > 0) a.res.clear();
   }
 
-  /** Bounded cleanup, as reserve-5.lua does: abandoned reservations become markers; old markers and IDs go. */
+  /** Bounded cleanup, as reserve-4.lua does: abandoned reservations become markers; old markers and IDs go. */
   private housekeep(a: AddressState, now: number, keep: string): void {
     let n = 0;
     for (const [id, r] of a.res) {
       if (n++ >= this.batch || r.expiry > now) break;
       if (id === keep) continue;
       a.res.delete(id);
-      this.mark(a, id, now);
+      if (r.expiry + this.markerRetention > now) this.mark(a, id, now);
     }
     n = 0;
     for (const [id, expiry] of a.markers) {

@@ -6,7 +6,7 @@
  * - One key per process (`<prefix>:live:{<process>}`, a slot of its own on Redis Cluster), set with `SET … PX ttl`
  *   every ttl/5. A script cannot read another slot, so the scripts do not look at liveness themselves: a caller told
  *   "busy" with the holders' processes asks here which of them are dead, and calls again naming them
- *   (reserve-5.lua, stamp-claim-1.lua); the takeover is then atomic in the script, and flagged, as after a lease.
+ *   (reserve-4.lua, stamp-claim-1.lua); the takeover is then atomic in the script, and flagged, as after a lease.
  * - This process's own side: it is `live` only while its last key write is known to hold (sent less than ttl minus
  *   a safety margin ago). A process that could not write its key for that long — frozen (a GC pause, SIGSTOP), or
  *   cut off from Redis — may have had its reservations and stamps taken over by others meanwhile: `lapses` counts these
@@ -17,6 +17,12 @@
 import type { OwnerLiveness } from '../core/id-cache.js';
 import type { Logger } from '../shared/log.js';
 import { Signal } from '../shared/signal.js';
+
+/**
+ * What a process writes into its key: the cache layout it keeps (docs/design.md §4.2). Builds of layout 1 wrote '1'; a
+ * process of layout 2 refuses to start beside one (./layout-upgrade.ts).
+ */
+export const LIVENESS_VALUE = '2';
 
 /** How long a key lives, ms: a dead owner is seen within it. */
 export const LIVENESS_TTL_MS = 2000;
@@ -117,7 +123,7 @@ export class ProcessLiveness implements OwnerLiveness {
     // After a freeze this runs first of all: the lapse is counted before anything sees this process live again.
     this.noteLapse(sentAt);
     try {
-      await this.redis.set(this.keyOf(this.process), '1', 'PX', this.ttlMs);
+      await this.redis.set(this.keyOf(this.process), LIVENESS_VALUE, 'PX', this.ttlMs);
       const until = sentAt + this.ttlMs - SAFETY_MS;
       if (until > this.validUntil) {
         this.validUntil = until;

@@ -17,7 +17,8 @@ import { idCacheKey, type CacheHorizon, type ClaimRequest, type ClaimResult, typ
 import { addressKeys, epochKey, livenessKey, stampKey } from './keys.js';
 import { ProcessLiveness } from './owner-liveness.js';
 import { readHorizon } from './horizon.js';
-import { ScriptStatus, ScriptReplyError, decodeRecordedReply, decodeReserveReply, decodeScriptReply, isEpochChanged, type ReserveReply } from './script-status.js';
+import { ScriptStatus, ScriptReplyError, decodeRecordedReply, decodeReserveReply, decodeScriptReply, isEpochChanged, isOldLayout, type ReserveReply } from './script-status.js';
+import { migrateTag, refuseBesideLayoutOne } from './layout-upgrade.js';
 import { TransientError } from '../shared/errors.js';
 import { tlsConnectionOptions } from '../config/tls.js';
 import { coalesceWrites } from '../shared/coalesce-writes.js';
@@ -238,7 +239,7 @@ export class RedisIdCache implements IdCache {
     const reply = await this.run(
       'reserve',
       address,
-      [k.ids, k.at, k.res, k.resExp, k.uncertain],
+      [k.ids, k.st, k.stScan, k.uncertain],
       [first.id, first.token, this.o.lease, this.o.ttl, this.o.markerRetention, this.o.maxMarkers, this.o.cleanupBatch, ...more],
     );
     return decodeReserveReply(reply, items.length);
@@ -250,7 +251,7 @@ export class RedisIdCache implements IdCache {
     const reply = await this.run(
       'commit',
       address,
-      [k.ids, k.at, k.seq, k.res, k.resExp, k.uncertain],
+      [k.ids, k.seq, k.st, k.uncertain],
       [first.id, first.token, this.o.size, this.o.ttl, this.o.cleanupBatch, packPairs(rest)[0] ?? '', this.o.idleExpiry],
     );
     decodeScriptReply('commit', reply);
@@ -265,7 +266,7 @@ export class RedisIdCache implements IdCache {
     const reply = await this.run(
       'release',
       address,
-      [k.res, k.resExp, k.uncertain],
+      [k.st, k.uncertain],
       [idCacheKey(id), token, uncertain ? 1 : 0, this.o.markerRetention, this.o.maxMarkers],
     );
     decodeScriptReply('release', reply);
@@ -300,7 +301,7 @@ export class RedisIdCache implements IdCache {
   async recorded(address: string, ids: readonly string[]): Promise<boolean[]> {
     if (ids.length === 0) return [];
     const k = addressKeys(this.o.keyPrefix, address);
-    const reply = await this.run('recorded', address, [k.ids, k.at], [this.o.ttl, ...ids.map(idCacheKey)]);
+    const reply = await this.run('recorded', address, [k.st], [this.o.ttl, ...ids.map(idCacheKey)]);
     return decodeRecordedReply(reply, ids.length);
   }
 
@@ -393,7 +394,7 @@ export class RedisIdCache implements IdCache {
     this.assertOpen();
     const fn = (this.redis as unknown as Record<ScriptName, ScriptFn>)[name];
     const marker = epochKey(this.o.keyPrefix, tag);
-    for (let attempt = 0; ; attempt++) {
+    for (let attempt = 0, moves = 0; ; attempt++) {
       const seen = this.epochs.seen(tag);
       // A script of any number of keys takes their count first (the marker's key included).
       const head = SCRIPT_KEYS[name] === 'n' ? [keys.length + 1] : [];
@@ -403,6 +404,13 @@ export class RedisIdCache implements IdCache {
       } catch (err) {
         throw this.translate(err);
       }
+      if (isOldLayout(reply)) {
+        // The tag's keys are (partly) in layout 1: move them, then go again (the guard did nothing).
+        if (moves++ >= EPOCH_RETRIES) throw new TransientError(`the duplicate-ID cache of '${tag}' in ${this.where} is still in layout 1 after ${moves} moves (is a process of an older build writing it?)`);
+        await this.migrate(tag);
+        attempt--;
+        continue;
+      }
       if (!isEpochChanged(reply)) return reply;
       if (attempt >= EPOCH_RETRIES) {
         throw new TransientError(`the duplicate-ID cache of '${tag}' in ${this.where} keeps changing under the bridge (epoch moved ${attempt + 1} times in a row)`);
@@ -410,6 +418,27 @@ export class RedisIdCache implements IdCache {
       // A target address's marker expires with its idle keys; a source's stamp marker does not (epoch-1.lua ARGV[4]).
       await this.epochs.settle(tag, seen, String(reply[1]), name === 'reserve' || name === 'commit' ? this.o.idleExpiry : 0);
     }
+  }
+
+  /** Moves a hash tag's layout-1 keys into layout 2 (./layout-upgrade.ts); logged once per tag. */
+  private async migrate(tag: string): Promise<void> {
+    let calls: number;
+    try {
+      calls = await migrateTag(this.redis, this.o.keyPrefix, tag);
+    } catch (err) {
+      throw this.translate(err);
+    }
+    this.log.info({ tag, calls }, `moved the duplicate-ID cache of '${tag}' in ${this.where} from layout 1 to layout 2`);
+  }
+
+  /**
+   * Throws ConfigError while a process of a build that keeps layout 1 is alive on this Redis under this prefix (the
+   * two cannot share addresses: docs/operations.md#upgrading-the-cache-layout). Called once at start, before any
+   * bridge; waits while Redis is unreachable.
+   */
+  async refuseBesideOldBuilds(): Promise<void> {
+    this.assertOpen();
+    await refuseBesideLayoutOne(this.redis, this.o.keyPrefix, this.where, this.log, (err) => this.translate(err));
   }
 
   private translate(err: unknown): Error {

@@ -1,7 +1,7 @@
 /**
  * The script loader of the Redis duplicate-ID cache: reads the Lua scripts of ./scripts/ (one file per step of the
  * protocol, named `<name>-<numberOfKeys>.lua`), inlines their shared fragments (`--#include`), puts the epoch guard
- * (epoch-guard.inc.lua) in front of every script but the epoch script itself, and defines them as ioredis commands.
+ * (epoch-guard.inc.lua) in front of every script but the epoch and migrate scripts, and defines them as ioredis commands.
  * A script whose behaviour changes gets a new file name (its number bumped, BullMQ style), so that processes of two
  * versions never run each other's scripts under one name.
  */
@@ -14,10 +14,11 @@ import type { Cluster, Redis } from 'ioredis';
  * `-n`): as many keys as the call brings (all of one hash tag), passed as the first argument.
  */
 export const SCRIPT_KEYS = {
-  reserve: 5,
-  commit: 6,
-  release: 3,
-  recorded: 2,
+  reserve: 4,
+  commit: 4,
+  release: 2,
+  recorded: 1,
+  migrate: 5,
   stampRecord: 'n',
   stampClaim: 1,
   stampForget: 'n',
@@ -27,11 +28,11 @@ export const SCRIPT_KEYS = {
   epoch: 1,
 } as const;
 
-/** The one script without the epoch guard in front: it reads and writes the epoch marker itself. */
-const UNGUARDED: ReadonlySet<ScriptName> = new Set(['epoch']);
+/** The scripts without the epoch guard in front: they read and write the epoch marker themselves. */
+const UNGUARDED: ReadonlySet<ScriptName> = new Set(['epoch', 'migrate']);
 
 export type ScriptName = keyof typeof SCRIPT_KEYS;
-export type GuardedScript = Exclude<ScriptName, 'epoch'>;
+export type GuardedScript = Exclude<ScriptName, 'epoch' | 'migrate'>;
 
 export interface ScriptDefinition {
   lua: string;

@@ -28,6 +28,11 @@ export enum ScriptStatus {
   EpochChanged = 8,
   /** Any script: an argument was malformed (a bug in the caller, never retried); followed by a sentence. */
   BadArgument = 9,
+  /**
+   * The epoch guard: the hash tag's data is (partly) in layout 1, nothing was done; the caller runs migrate-5.lua until
+   * it is done, then calls again (docs/operations.md#upgrading-the-cache-layout).
+   */
+  OldLayout = 10,
 }
 
 /** The status codes each script answers with, besides BadArgument and EpochChanged; `[]`: a string reply. */
@@ -43,6 +48,7 @@ export const SCRIPT_REPLIES = {
   stampDone: [ScriptStatus.Ok, ScriptStatus.NotOwner],
   stampRenew: [ScriptStatus.Ok],
   epoch: [ScriptStatus.Ok],
+  migrate: [ScriptStatus.Ok],
 } as const satisfies Record<ScriptName, readonly ScriptStatus[]>;
 
 export type ScriptReply =
@@ -70,6 +76,11 @@ const OK: ScriptReply = Object.freeze({ status: ScriptStatus.Ok, fields: NO_FIEL
 /** True for the epoch guard's reply (the guard did nothing); what the epoch is now is its second element. */
 export function isEpochChanged(reply: unknown): reply is [ScriptStatus.EpochChanged, unknown] {
   return Array.isArray(reply) && Number(reply[0]) === (ScriptStatus.EpochChanged as number);
+}
+
+/** True for the epoch guard's OLD_LAYOUT reply (the guard did nothing). */
+export function isOldLayout(reply: unknown): boolean {
+  return Array.isArray(reply) && Number(reply[0]) === (ScriptStatus.OldLayout as number);
 }
 
 /**
@@ -129,7 +140,7 @@ const RESERVE_OUTCOMES: Readonly<Record<string, ReserveResult>> = Object.freeze(
   B: Object.freeze({ status: 'busy' }),
 });
 
-/** Decodes recorded-2.lua's reply for `count` IDs: one character per ID, 1 recorded, 0 not. */
+/** Decodes recorded-1.lua's reply for `count` IDs: one character per ID, 1 recorded, 0 not. */
 export function decodeRecordedReply(reply: unknown, count: number): boolean[] {
   const flags = stringReply('recorded', reply);
   if (flags.length !== count || /[^01]/.test(flags)) throw new ScriptReplyError('recorded', `expected ${count} flags, got '${flags}'`);
@@ -145,7 +156,7 @@ export interface ReserveReply {
 const NO_HOLDERS: string[] = [];
 
 /**
- * Decodes reserve-5.lua's reply for `count` IDs: one character per ID (R, P, D, B), then, when any is busy, '|' and
+ * Decodes reserve-4.lua's reply for `count` IDs: one character per ID (R, P, D, B), then, when any is busy, '|' and
  * the holders' processes. The results are shared, frozen objects: callers only read them.
  */
 export function decodeReserveReply(reply: unknown, count: number): ReserveReply {

@@ -10,7 +10,7 @@ import { readFileSync } from 'node:fs';
 import type { Server } from 'node:http';
 import type { Config } from '../config/types.js';
 import type { Logger } from '../shared/log.js';
-import { createIdCache } from '../cache/create-id-cache.js';
+import { createIdCache, refuseBesideOldBuilds } from '../cache/create-id-cache.js';
 import { RedisIdCache } from '../cache/redis-id-cache.js';
 import { ConfigError, isTransient } from '../shared/errors.js';
 import { warnings } from '../config/load.js';
@@ -122,6 +122,14 @@ export async function runService(config: Config, log: Logger, env: Readonly<Reco
     }
   }
 
+  // Beside a process of a build that keeps the cache's old layout, this one would stop it at the first shared address.
+  try {
+    await refuseBesideOldBuilds(cache);
+  } catch (err) {
+    clearInterval(trustTimer);
+    await new Promise<void>((r) => (server ? server.close(() => r()) : r()));
+    throw err;
+  }
   // Only once the HTTP API listens: a port that cannot be bound stops the start before any message is taken.
   set.start(config.bridges);
   let signals = 0;

@@ -22,7 +22,7 @@ import type { Logger } from '../shared/log.js';
 import type { SourceDelivery } from '../core/message.js';
 import type { SourceEndpoint, SourceHandlers } from '../core/ports.js';
 import { randomBytes } from 'node:crypto';
-import { createIdCache } from '../cache/create-id-cache.js';
+import { createIdCache, refuseBesideOldBuilds } from '../cache/create-id-cache.js';
 import { createEndpoints } from '../endpoints/create-endpoints.js';
 import { describeBridge } from '../endpoints/protocols.js';
 import { Connections } from '../endpoints/connections.js';
@@ -166,6 +166,8 @@ export async function moveBridge(config: Config, given: BridgeConfig, o: MoveOpt
   const metrics = new Metrics('move', { defaultMetrics: false });
   const instanceId = randomBytes(6).toString('hex');
   const cache = createIdCache(config.idCache, o.log.child({ component: 'id-cache' }), { owner: instanceId, addressIdleTimeout: bridge.addressIdleTimeout });
+  // As `run` does: beside a process of the cache's old layout, this one would stop it at the first shared address.
+  await refuseBesideOldBuilds(cache);
   const shared: MoveCounts = {
     acked: 0,
     delivered: 0,

@@ -24,7 +24,7 @@ import type { SourceDelivery } from '../core/message.js';
 import type { SourceEndpoint, SourceHandlers } from '../core/ports.js';
 import type { End } from '../core/end.js';
 import type { Selector } from '../routing/selector.js';
-import { createIdCache } from '../cache/create-id-cache.js';
+import { createIdCache, refuseBesideOldBuilds } from '../cache/create-id-cache.js';
 import { createEndpoints } from '../endpoints/create-endpoints.js';
 import { describeBridge } from '../endpoints/protocols.js';
 import { Connections } from '../endpoints/connections.js';
@@ -233,6 +233,8 @@ async function runPass(config: Config, given: BridgeConfig, origin: ReplayOrigin
   const metrics = new Metrics('replay', { defaultMetrics: false });
   const instanceId = randomBytes(6).toString('hex');
   const cache = createIdCache(config.idCache, o.log.child({ component: 'id-cache' }), { owner: instanceId, addressIdleTimeout: bridge.addressIdleTimeout });
+  // As `run` does: beside a process of the cache's old layout, this one would stop it at the first shared address.
+  await refuseBesideOldBuilds(cache);
   const pass: Pass = {
     runStamp,
     seen: 0,

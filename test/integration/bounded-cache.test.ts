@@ -36,7 +36,7 @@ afterAll(async () => {
 async function memoryOf(address: string): Promise<number> {
   const k = addressKeys(prefix, address);
   let total = 0;
-  for (const key of [k.ids, k.at]) total += Number(await admin.call('MEMORY', 'USAGE', key, 'SAMPLES', '0')) || 0;
+  for (const key of [k.ids, k.st]) total += Number(await admin.call('MEMORY', 'USAGE', key, 'SAMPLES', '0')) || 0;
   return total;
 }
 

@@ -239,7 +239,7 @@ describe.concurrent('MemoryIdCache answers as RedisIdCache does: expiry', () => 
     ]);
   });
 
-  it('the reservations of an address that sees no reserve for lease + marker retention are forgotten', async () => {
+  it('an abandoned reservation is forgotten once its lease + marker retention ran out', async () => {
     await compare({ size: 5, lease: 300, markerRetention: 1000 }, [
       [reserve('x', 's1.1'), reserved],
       [reserve('y', 's1.1', ADDRESSES[1]), reserved],
@@ -247,7 +247,7 @@ describe.concurrent('MemoryIdCache answers as RedisIdCache does: expiry', () => 
       // Within lease + retention: the abandoned reservation is taken over, flagged.
       [reserve('y', 's2.1', ADDRESSES[1]), reservedPd],
       [sleep(1000), ok],
-      // 1700 ms after the only reserve on OUT (> 300 + 1000): its keys expired (memory kept it: possibleDuplicate).
+      // 1700 ms after x's reserve (> 300 + 1000): forgotten, so not flagged (reserve-4.lua; memory once kept it).
       [reserve('x', 's2.1'), reserved],
     ]);
   });

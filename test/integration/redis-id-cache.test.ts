@@ -6,7 +6,7 @@ import type { Logger } from '../../src/shared/log.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { RedisIdCache, defineScripts, loadScripts, type RedisIdCacheOptions } from '../../src/cache/redis-id-cache.js';
 import { packPairs } from '../../src/cache/address-batcher.js';
-import { addressKeys, epochKey, stampKey, tagSafe } from '../../src/cache/keys.js';
+import { addressKeys, epochKey, layoutOneKeys, stampKey, tagSafe } from '../../src/cache/keys.js';
 import { TransientError } from '../../src/shared/errors.js';
 import { idCacheKey } from '../../src/core/id-cache.js';
 import { idCacheContract, type CacheOptions } from '../support/id-cache-contract.js';
@@ -167,7 +167,7 @@ describe('RedisIdCache', () => {
 
     it('answers a replayed reserve exactly as the first one (fresh reservation and takeover)', async () => {
       const k = addressKeys(world.prefix, 'orders');
-      const keys = [k.ids, k.at, k.res, k.resExp, k.uncertain];
+      const keys = [k.ids, k.st, k.stScan, k.uncertain];
       const reserve = (id: string, token: string, lease: number) =>
         script('reserve', 'orders')(...keys, id, token, lease, 0, 60_000, 1000, 100);
 
@@ -183,11 +183,11 @@ describe('RedisIdCache', () => {
       expect(await reserve('x', 't2', LEASE)).toEqual(takeover);
 
       const commit = script('commit', 'orders');
-      const commitArgs = [k.ids, k.at, k.seq, k.res, k.resExp, k.uncertain, 'x', 't2', 10, 0, 100];
+      const commitArgs = [k.ids, k.seq, k.st, k.uncertain, 'x', 't2', 10, 0, 100];
       expect(await commit(...commitArgs)).toEqual([0]);
       expect(await commit(...commitArgs)).toEqual([0]);
       expect(await adminClient().zcard(k.ids)).toBe(1);
-      expect(await adminClient().hlen(k.res)).toBe(0);
+      expect(await adminClient().hgetall(k.st)).toEqual({ x: expect.stringMatching(/^c\d+$/) as unknown });
     });
 
     it('answers a replayed stamp claim with the same ID', async () => {
@@ -251,13 +251,14 @@ describe('RedisIdCache', () => {
       // One tick: a call of 200 (count 199 packed after the first pair) and one of 50.
       const reserved = await Promise.all(ids.map((id, i) => cache.reserve('chunks', id, `t-${i}`)));
       expect(reserved.map((r) => r.status)).toEqual(ids.map((id) => (id === 'chunk-17' ? 'duplicate' : 'reserved')));
-      expect(await adminClient().hlen(addressKeys(world.prefix, 'chunks').res)).toBe(249);
+      const entries = Object.values(await adminClient().hgetall(addressKeys(world.prefix, 'chunks').st));
+      expect(entries.filter((v) => v.startsWith('r'))).toHaveLength(249);
     });
 
     it('rejects malformed packed pairs as a bad argument', async () => {
       const k = addressKeys(world.prefix, 'orders');
       const reserve = script('reserve', 'orders');
-      const keys = [k.ids, k.at, k.res, k.resExp, k.uncertain];
+      const keys = [k.ids, k.st, k.stScan, k.uncertain];
       const [good] = packPairs([{ id: 'b', token: 't' }, { id: 'c', token: 'u' }]);
       // MessagePack by hand: 0x9N an array of N, 0xaN a string of N bytes, 0xc0 nil, small integers as themselves.
       const bytes = (...b: number[]) => Buffer.from(b);
@@ -276,7 +277,7 @@ describe('RedisIdCache', () => {
       expect(await reserve(...keys, 'a', 't', 1000, 0, 60_000, 1000, 100, packPairs([{ id: 'b', token: '' }])[0]!)).toEqual([9, 'empty token']);
       const many = packPairs(Array.from({ length: 1000 }, (_, i) => ({ id: `m-${i}`, token: 't' })))[0]!;
       expect(await reserve(...keys, 'a', 't', 1000, 0, 60_000, 1000, 100, many)).toEqual([9, 'more than 1000 IDs in one call']);
-      expect(await adminClient().exists(k.res)).toBe(0);
+      expect(await adminClient().hget(k.st, 'a')).toBeNull();
       // The well-formed one, for contrast: three IDs reserved.
       expect(await reserve(...keys, 'a', 't', 1000, 0, 60_000, 1000, 100, good!)).toBe('RRR');
     });
@@ -298,7 +299,8 @@ describe('RedisIdCache', () => {
     it('puts every key of one address in one cluster slot, whatever the address contains', () => {
       for (const address of ['orders', '', '{', '}', '{}', 'a{b}c', 'x}y{z', '%7B', 'amqp 10.0.0.1:5672/{v}/q']) {
         const k = addressKeys('pre{fix}', address);
-        const keys = [k.ids, k.at, k.seq, k.res, k.resExp, k.uncertain];
+        const old = layoutOneKeys('pre{fix}', address);
+        const keys = [k.ids, k.seq, k.st, k.stScan, k.uncertain, old.at, old.res, old.resExp];
         const slots = new Set(keys.map(clusterSlot));
         expect(slots.size, `address ${JSON.stringify(address)}`).toBe(1);
         expect(clusterSlot(stampKey('pre{fix}', address, 'f{p}'))).toBe(clusterSlot(keys[0]!));
@@ -345,10 +347,12 @@ describe('RedisIdCache', () => {
         await cache.reserve('orders', 'x', 't2');
         await cache.commit('orders', 'x', 't1');
         const k = addressKeys(world.prefix, 'orders');
-        expect(await adminClient().hget(k.res, 'x')).toMatch(/^t2\|\d+\|1$/);
+        // Recorded, and t2's reservation kept in the same entry (st-entry.inc.lua).
+        expect(await adminClient().hget(k.st, 'x')).toMatch(/^c\d+\|t2\|\d+\|1$/);
         expect(await adminClient().zscore(k.ids, 'x')).not.toBeNull();
+        expect(await cache.reserve('orders', 'x', 't3')).toEqual({ status: 'duplicate' });
         await cache.commit('orders', 'x', 't2');
-        expect(await adminClient().hget(k.res, 'x')).toBeNull();
+        expect(await adminClient().hget(k.st, 'x')).toMatch(/^c\d+$/);
       } finally {
         await world.cleanup();
       }
@@ -372,24 +376,24 @@ describe('RedisIdCache', () => {
     it('reservations never committed or released do not accumulate', async () => {
       const world = testWorld();
       try {
-        const cache = world.make({ lease: 200, markerRetention: 200 });
+        const cache = world.make({ lease: 200, markerRetention: 60_000 });
         const k = addressKeys(world.prefix, 'orders');
         await Promise.all(Array.from({ length: 10_000 }, (_, i) => cache.reserve('orders', `id-${i}`, `t-${i}`)));
-        // (A slow run may already have cleaned some of them up while the burst was still going.)
-        const held = (await adminClient().hlen(k.res)) + (await adminClient().zcard(k.uncertain));
-        expect(held).toBeGreaterThan(150);
+        expect(await adminClient().hlen(k.st)).toBeGreaterThan(9_000);
 
         await sleep(300);
-        // Each call cleans up at most 100 expired reservations: 100 calls turn all 10,000 into markers.
-        await Promise.all(Array.from({ length: 150 }, (_, i) => cache.reserve('orders', `new-${i}`, `n-${i}`)));
-        expect(await adminClient().hlen(k.res)).toBe(150);
-        expect(await adminClient().zcard(k.resExp)).toBe(150);
-
-        await sleep(300);
-        // ...and markers past their retention are dropped the same way.
-        await Promise.all(Array.from({ length: 150 }, (_, i) => cache.reserve('orders', `later-${i}`, `l-${i}`)));
-        expect(await adminClient().hlen(k.res)).toBe(150);
-        expect(await adminClient().zcard(k.uncertain)).toBe(150); // the abandoned 'new-*' reservations
+        // Each reserve sweeps about one entry of `st` per ID asked for, from where the last one stopped (reserve-4.lua):
+        // the abandoned reservations become markers while the address is in use, within a cycle of the cursor over
+        // the hash's buckets (16,384 here): about that many IDs reserved.
+        const abandoned = async () => (await adminClient().hscan(k.st, '0', 'MATCH', 'id-*', 'COUNT', 100_000))[1].length / 2;
+        let rounds = 0;
+        while (rounds < 250 && (await abandoned()) > 0) {
+          await Promise.all(Array.from({ length: 150 }, (_, i) => cache.reserve('orders', `new-${rounds}-${i}`, `n-${i}`)));
+          rounds++;
+        }
+        expect(await abandoned()).toBe(0);
+        expect(rounds).toBeGreaterThan(10);
+        expect(await adminClient().zcard(k.uncertain)).toBeGreaterThanOrEqual(10_000);
       } finally {
         await world.cleanup();
       }
@@ -402,7 +406,7 @@ describe('RedisIdCache', () => {
         await Promise.all(Array.from({ length: 500 }, (_, i) => cache.commit('orders', `id-${i}`, 't')));
         const k = addressKeys(world.prefix, 'orders');
         expect(await adminClient().zcard(k.ids)).toBe(50);
-        expect(await adminClient().hlen(k.at)).toBe(50);
+        expect(await adminClient().hlen(k.st)).toBe(50);
         expect(await adminClient().zrange(k.ids, '0', '0')).toEqual(['id-450']);
       } finally {
         await world.cleanup();
@@ -424,14 +428,14 @@ describe('RedisIdCache', () => {
         await Promise.all(Array.from({ length: 3 }, (_, i) => cache.commit('orders', `young-${i}`, 't')));
         expect(await adminClient().pttl(k.ids)).toBeGreaterThan(0);
         expect(await ids()).toEqual(['middle', 'young-0', 'young-1', 'young-2']);
-        expect(await adminClient().hlen(k.at)).toBe(4);
+        expect(await adminClient().hlen(k.st)).toBe(4);
 
         await sleep(2000);
         // A reserve sweeps the same way: 'middle' is past the ttl now, the young ones are not.
         expect(await cache.reserve('orders', 'fresh', 't')).toEqual({ status: 'reserved', possibleDuplicate: false });
         expect(await adminClient().pttl(k.ids)).toBeGreaterThan(0);
         expect(await ids()).toEqual(['young-0', 'young-1', 'young-2']);
-        expect(await adminClient().hlen(k.at)).toBe(3);
+        expect(await adminClient().hlen(k.st) - 1).toBe(3); // and 'fresh', reserved
       } finally {
         await world.cleanup();
       }

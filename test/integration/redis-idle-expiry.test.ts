@@ -71,7 +71,7 @@ describe('id-cache-idle-expiry on the real Redis', () => {
         expect(ttls[i], k).toBeLessThanOrEqual(IDLE);
       });
       const one = addressKeys(prefix, addresses[0]!);
-      expect(await admin.exists(one.ids, one.at, one.seq, epochKey(prefix, addresses[0]!))).toBe(4);
+      expect(await admin.exists(one.ids, one.st, one.seq, epochKey(prefix, addresses[0]!))).toBe(4);
 
       // 'active' is used every half expiry; the 200 are not touched again.
       for (let i = 0; i < 3; i++) {
@@ -96,7 +96,7 @@ describe('id-cache-idle-expiry on the real Redis', () => {
     try {
       await cache.commit('orders', 'a', 't');
       const k = addressKeys(prefix, 'orders');
-      for (const key of [k.ids, k.at, k.seq, epochKey(prefix, 'orders')]) expect(await admin.pttl(key), key).toBe(-1);
+      for (const key of [k.ids, k.st, k.seq, epochKey(prefix, 'orders')]) expect(await admin.pttl(key), key).toBe(-1);
     } finally {
       await cache.close();
     }

@@ -75,9 +75,10 @@ export class BridgeProcess {
 
   static start(configFile: string, env: Record<string, string> = {}, command: readonly string[] = ['run']): BridgeProcess {
     // BRIDGE_NODE_ARGS: extra node flags for the bridge (e.g. --cpu-prof when profiling a bench run). BRIDGE_CLI: another
-    // build's dist/cli.js, read at each start (not at import), so one bench process can alternate two builds.
+    // build's dist/cli.js (or src/cli.ts with BRIDGE_NODE_ARGS='--import tsx'), read at each start (not at import), so
+    // one bench process can alternate two builds; `env` may set both for one process (test/support/old-build.ts).
     const nodeArgs = (env.BRIDGE_NODE_ARGS ?? process.env.BRIDGE_NODE_ARGS ?? '').split(' ').filter(Boolean);
-    const child = spawn(process.execPath, [...nodeArgs, process.env.BRIDGE_CLI ?? CLI, ...command, '--config', configFile], {
+    const child = spawn(process.execPath, [...nodeArgs, env.BRIDGE_CLI ?? process.env.BRIDGE_CLI ?? CLI, ...command, '--config', configFile], {
       env: { ...process.env, ...env },
       stdio: ['ignore', 'pipe', 'pipe'],
     });

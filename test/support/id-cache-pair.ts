@@ -188,7 +188,7 @@ export class CachePair {
     const keys: string[] = [];
     for (const address of this.addresses) {
       const k = addressKeys(this.prefix, address);
-      keys.push(k.ids, k.at, k.seq, k.res, k.resExp, k.uncertain, epochKey(this.prefix, address));
+      keys.push(k.ids, k.seq, k.st, k.stScan, k.uncertain, epochKey(this.prefix, address));
     }
     for (const [source, fps] of this.stamps) {
       keys.push(epochKey(this.prefix, source));

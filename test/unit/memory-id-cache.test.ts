@@ -47,7 +47,7 @@ describe('MemoryIdCache', () => {
   it('drops expired IDs lazily, with bounded work per call', async () => {
     const { cache, clock } = make({ size: 1000, ttl: 100, cleanupBatch: 50 });
     for (let i = 0; i < 500; i++) await cache.commit('orders', `id-${i}`, 't');
-    // A commit keeps the address's keys for another ttl (commit-6.lua): at 120 they live, their first 500 IDs expired.
+    // A commit keeps the address's keys for another ttl (commit-4.lua): at 120 they live, their first 500 IDs expired.
     clock.advance(60);
     await cache.commit('orders', 'fresh', 't');
     clock.advance(60);

@@ -5,7 +5,7 @@
 import { readdirSync, readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
 import { SCRIPT_KEYS, type ScriptName } from '../../src/cache/script-loader.js';
-import { SCRIPT_REPLIES, ScriptReplyError, ScriptStatus, decodeReserveReply, decodeScriptReply, isEpochChanged } from '../../src/cache/script-status.js';
+import { SCRIPT_REPLIES, ScriptReplyError, ScriptStatus, decodeReserveReply, decodeScriptReply, isEpochChanged, isOldLayout } from '../../src/cache/script-status.js';
 
 const DIR = new URL('../../src/cache/scripts/', import.meta.url);
 
@@ -29,7 +29,7 @@ describe('the scripts\' status table', () => {
   });
 
   it('has no member no script returns', () => {
-    const used = new Set<number>([...Object.values(SCRIPT_REPLIES).flat(), ScriptStatus.EpochChanged, ScriptStatus.BadArgument]);
+    const used = new Set<number>([...Object.values(SCRIPT_REPLIES).flat(), ScriptStatus.EpochChanged, ScriptStatus.OldLayout, ScriptStatus.BadArgument]);
     const members = Object.values(ScriptStatus).filter((v): v is number => typeof v === 'number');
     expect(members.filter((m) => !used.has(m))).toEqual([]);
   });
@@ -54,6 +54,8 @@ describe('decodeScriptReply', () => {
 
   it('tells the epoch guard\'s answer apart from a script\'s own', () => {
     expect(isEpochChanged([8, 'g:1|run'])).toBe(true);
+    expect(isOldLayout([10])).toBe(true);
+    expect(isOldLayout([8, 'g:1|run'])).toBe(false);
     expect(isEpochChanged([0])).toBe(false);
     expect(isEpochChanged('RRD')).toBe(false);
   });

@@ -1,5 +1,5 @@
 --[[
-  Included by reserve-5.lua and commit-6.lua (loadScripts in script-loader.ts inlines it where a script says
+  Included by reserve-4.lua and commit-4.lua (loadScripts in script-loader.ts inlines it where a script says
   `--#include id-token-pairs.inc.lua`; a script sent to Redis is one self-contained chunk).
 
   Reads the id/token pairs of a call into `ids` and `tokens`: the first pair from ARGV[1] and ARGV[2], the others from

@@ -1,9 +1,8 @@
 --[[
   release: end the caller's reservation without recording the ID. Idempotent; a no-op for a non-owner.
 
-  KEYS[1] res        HASH  id -> "token|expiry|possibleDuplicate"
-  KEYS[2] res-exp    ZSET  id -> reservation expiry (ms)
-  KEYS[3] uncertain  ZSET  id -> marker expiry (ms)
+  KEYS[1] st         HASH id -> its entry (st-entry.inc.lua): recorded, reserved, or both
+  KEYS[2] uncertain  ZSET id -> marker expiry (ms)
 
   ARGV[1] id
   ARGV[2] owner token
@@ -23,20 +22,22 @@ local id, token = ARGV[1], ARGV[2]
 local uncertain, retention, maxMarkers = ARGV[3], tonumber(ARGV[4]), tonumber(ARGV[5])
 if token == nil or token == '' then return {9, 'empty token'} end
 if not (retention and retention > 0 and maxMarkers) then return {9, 'bad numbers'} end
+--#include st-entry.inc.lua
 
-local cur = redis.call('HGET', KEYS[1], id)
-if not cur then return {4} end
-local owner, flag = string.match(cur, '^(.*)|%d+|([01])$')
+local _, atText, res = readEntry(redis.call('HGET', KEYS[1], id))
+if not res then return {4} end
+local owner, flag = string.match(res, '^(.*)|%d+|([01])$')
 if owner ~= token then return {4} end
 
-redis.call('HDEL', KEYS[1], id)
-redis.call('ZREM', KEYS[2], id)
+-- A recorded ID keeps its record; only the reservation that shared its entry ends.
+local left = makeEntry(atText, nil)
+if left then redis.call('HSET', KEYS[1], id, left) else redis.call('HDEL', KEYS[1], id) end
 if uncertain == '1' or flag == '1' then
   local t = redis.call('TIME')
   local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-  redis.call('ZADD', KEYS[3], now + retention, id)
-  redis.call('PEXPIRE', KEYS[3], retention)
-  local excess = redis.call('ZCARD', KEYS[3]) - maxMarkers
-  if excess > 0 then redis.call('ZPOPMIN', KEYS[3], excess) end
+  redis.call('ZADD', KEYS[2], now + retention, id)
+  redis.call('PEXPIRE', KEYS[2], retention)
+  local excess = redis.call('ZCARD', KEYS[2]) - maxMarkers
+  if excess > 0 then redis.call('ZPOPMIN', KEYS[2], excess) end
 end
 return {0}

@@ -2,8 +2,7 @@
   recorded: which of these IDs are recorded (forwarded and committed, not expired) for one target address. Read-only;
   used when a redelivered message chooses among the stamps of its fingerprint (stamp-claim-1.lua).
 
-  KEYS[1] ids  ZSET id -> commit sequence (the circular cache)
-  KEYS[2] at   HASH id -> commit time (ms, Redis clock)
+  KEYS[1] st  HASH id -> its entry (st-entry.inc.lua): "c<time>…" once recorded
 
   ARGV[1] id-cache-ttl (ms, 0 = none)
   ARGV[2 ..] IDs
@@ -20,11 +19,8 @@ if ttl > 0 then
 end
 local out = {}
 for i = 2, #ARGV do
-  local recorded = redis.call('ZSCORE', KEYS[1], ARGV[i]) ~= false
-  if recorded and ttl > 0 then
-    local at = tonumber(redis.call('HGET', KEYS[2], ARGV[i]))
-    recorded = at ~= nil and now - at < ttl
-  end
-  out[#out + 1] = recorded and '1' or '0'
+  local v = redis.call('HGET', KEYS[1], ARGV[i])
+  local at = v and string.byte(v, 1) == 99 and tonumber(string.match(v, '^c(%d+)'))
+  out[#out + 1] = (at and (ttl == 0 or now - at < ttl)) and '1' or '0'
 end
 return table.concat(out)

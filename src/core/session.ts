@@ -23,7 +23,7 @@
  *                     stamps, the end — each collection private behind the methods named for what they do
  *   job.ts            a message in flight, its stage, the one table of the moves between stages, its stamp and route
  *   prepare.ts        its filter, target address, duplicate ID and reservation (with filter.ts, loop-guard.ts and
- *                     route.ts; the stamps of ./stamp-claim.ts)
+ *                     route.ts; the stamps of ./stamp-claim.ts), started in a turn of the process's (./prepare-turns.ts)
  *   send-loop.ts      the ordered send loop and batching
  *   park.ts           busy IDs set aside and prepared again
  *   target-gate.ts    sending: sends in flight, flow control, the one attempt() and the one refusal dispatch (the

@@ -23,7 +23,7 @@
  *                     stamps, the end — each collection private behind the methods named for what they do
  *   job.ts            a message in flight, its stage, the one table of the moves between stages, its stamp and route
  *   prepare.ts        its filter, target address, duplicate ID and reservation (with filter.ts, loop-guard.ts and
- *                     route.ts; the stamps of ./stamp-claim.ts)
+ *                     route.ts; the stamps of ./stamp-claim.ts), started in a turn of the process's (./prepare-turns.ts)
  *   send-loop.ts      the ordered send loop and batching
  *   park.ts           busy IDs set aside and prepared again
  *   target-gate.ts    sending: sends in flight, flow control, the one attempt() and the one refusal dispatch (the
@@ -53,6 +53,7 @@ import { TargetGate } from './session/target-gate.js';
 import { teardown } from './session/teardown.js';
 import { heldBy, oldestOf, type Held } from './session/held.js';
 import type { Tally } from './metrics.js';
+import { processTurns, type PrepareShare } from './prepare-turns.js';
 
 export { DEAD_LETTER_HEADERS } from './session/dead-letter.js';
 export type { SessionDeps, SessionObserver } from './session/deps.js';
@@ -80,6 +81,10 @@ export class BridgeSession {
   private barrierTimer?: NodeJS.Timeout;
   private renewTimer?: NodeJS.Timeout;
   private readonly prepareJob = (job: Job): Promise<Prepared> => prepare(this.ctx, job);
+  /** Its share of the process's turns to prepare jobs in (./prepare-turns.ts): a job is offered when received. */
+  private readonly turns: PrepareShare<Job>;
+  /** A job's first preparation settled: its turn comes back. */
+  private readonly turnDone = (): void => this.turns.done();
   /** The bridge's received count (a plain number: the per-message path makes no labelled metric call for it). */
   private readonly tally: Tally;
   /** Epoch ms of the oldest message the session held when it ended (handed back unacked); undefined if none. */
@@ -99,6 +104,7 @@ export class BridgeSession {
     );
     this.gate = new TargetGate(this.ctx);
     this.tally = deps.metrics.tallyOf(deps.bridge.name);
+    this.turns = (deps.turns ?? processTurns).join((job) => this.startPreparing(job));
     this.appliedWindow = this.ctx.bytes.window;
   }
 
@@ -313,8 +319,14 @@ export class BridgeSession {
     this.tally.received += 1;
     this.seq += 1;
     const job = new Job(delivery, performance.now(), `${this.deps.tokenPrefix}.${this.seq}`);
-    job.startPreparing(this.prepareJob);
     ctx.admit(job);
+    this.turns.offer(job);
+  }
+
+  /** A job got its turn (at once, or later when one came free): its preparation starts, and the send loop may go on. */
+  private startPreparing(job: Job): void {
+    job.startPreparing(this.prepareJob, this.turnDone);
+    this.ctx.work.wake();
   }
 
   /** The source dropped messages on purpose (SourceHandlers.onDropped): counted; the source logs why. */
@@ -344,6 +356,8 @@ export class BridgeSession {
       this.deps.metrics.handedBack.inc({ bridge: this.ctx.cfg.name, reason: 'session-end' }, left);
     }
     this.gate.ended();
+    // Jobs still waiting for a turn never start: unacked, the broker delivers them again.
+    this.turns.close();
     if (this.barrierTimer) clearInterval(this.barrierTimer);
     if (this.renewTimer) clearInterval(this.renewTimer);
     void teardown(this.ctx, (ms) => this.gate.settleInFlight(ms))

@@ -3,6 +3,7 @@ import type { BridgeConfig } from '../../config/types.js';
 import type { IdCache } from '../id-cache.js';
 import type { Logger } from '../../shared/log.js';
 import type { Metrics } from '../metrics.js';
+import type { PrepareTurns } from '../prepare-turns.js';
 import type { SourceEndpoint, TargetEndpoint } from '../ports.js';
 
 /**
@@ -39,4 +40,6 @@ export interface SessionDeps {
   observer?: SessionObserver;
   /** The operator's pause; absent: never paused. */
   pause?: PauseSwitch;
+  /** The turns its jobs are prepared in (../prepare-turns.ts); absent: the process's, which every session shares. */
+  turns?: PrepareTurns;
 }

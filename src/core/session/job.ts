@@ -261,16 +261,24 @@ export class Job {
 
   /**
    * Starts its preparation (its first, or again for a parked job): `run` is prepare() of ./prepare.ts, which resolves
-   * its duplicate ID and reserves it. The send loop awaits `prepared` in source order.
+   * its duplicate ID and reserves it; `settled` is called once it resolved or rejected. The send loop awaits `prepared`
+   * in source order.
    */
-  startPreparing(run: (job: Job) => Promise<Prepared>): void {
+  startPreparing(run: (job: Job) => Promise<Prepared>, settled?: () => void): void {
     const preparation = run(this);
-    // The loop awaits it in order; an early rejection must not surface as unhandled in between.
-    preparation.catch(() => undefined);
+    // The loop awaits it in order; an early rejection must not surface as unhandled in between. `settled` (its turn
+    // given back, ../prepare-turns.ts) is that handler when there is one: no second promise for it.
+    if (settled) preparation.then(settled, settled);
+    else preparation.catch(() => undefined);
     this.preparation = preparation;
   }
 
-  /** The latest preparation; a job is prepared from the moment the session takes it. */
+  /** Its preparation has started (the first may wait for a turn of the process's, ../prepare-turns.ts). */
+  get preparing(): boolean {
+    return this.preparation !== undefined;
+  }
+
+  /** The latest preparation; only once `preparing` (the send loop waits for that first). */
   get prepared(): Promise<Prepared> {
     if (this.preparation === undefined) throw new Error('a job was sent on before its preparation started (a bug in the session)');
     return this.preparation;

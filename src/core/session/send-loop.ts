@@ -21,7 +21,9 @@ export async function sendLoop(ctx: SessionContext, gate: TargetGate): Promise<v
   try {
     while (!ctx.ended) {
       const job = ctx.next();
-      if (!job) {
+      // A job whose preparation has not started waits for a turn of the process's (../prepare-turns.ts): as with no
+      // job, a partial batch goes out when it would, and the start of a preparation wakes the loop.
+      if (!job || !job.preparing) {
         if (batch.length > 0) {
           const waited = Date.now() - batchStarted;
           // A full delivery window (prefetch, or fewer under max-in-flight-bytes: ./byte-bound.ts) or the byte bound's

@@ -71,6 +71,13 @@ export class DepthProbe {
   /** When the read that gave `value` was asked (the queue was at least that full at some moment after it). */
   readAt: number | undefined;
   private probing = false;
+  /**
+   * A read given up on (timed out) and not answered yet. No new read is asked while it is out: each one waits in line
+   * on its connection's channel (amqplib: one RPC at a time), and while 1,000 bridges' messages flood the process the
+   * reads answered after 3 s piled up two a bridge, ~3 KiB each, with the error that gave up on them. The source it
+   * was asked of: a new session's source is read anew (a read on a lost connection may never be answered).
+   */
+  private unanswered: SourceEndpoint | undefined = undefined;
   private last = 0;
 
   constructor(
@@ -95,11 +102,17 @@ export class DepthProbe {
   }
 
   private async probe(source: SourceEndpoint, stillCurrent: () => boolean, now: number): Promise<void> {
-    if (this.probing || !source.depth) return;
+    if (this.probing || this.unanswered === source || !source.depth) return;
     this.probing = true;
     this.last = now;
     try {
-      const depth = await withTimeout(source.depth(), PROBE_TIMEOUT_MS);
+      const read = source.depth();
+      this.unanswered = source;
+      const answered = (): void => {
+        if (this.unanswered === source) this.unanswered = undefined;
+      };
+      read.then(answered, answered);
+      const depth = await withTimeout(read, PROBE_TIMEOUT_MS);
       if (stillCurrent()) {
         this.value = depth;
         this.readAt = now;

@@ -69,7 +69,8 @@ export async function layoutOneProcesses(redis: CacheClient, prefix: string): Pr
 /**
  * Throws ConfigError, with what to do, while a process of a layout-1 build is alive on this Redis under this prefix.
  * One that was just stopped has its key for up to LIVENESS_TTL_MS more: found ones are looked for again after that.
- * Waits (logging once) while Redis is unreachable: no bridge starts before this is known.
+ * Waits (logging once) while Redis is unreachable: no bridge starts before this is known. Any other error is left to
+ * the bridges, which stop with its sentence at their first cache call.
  */
 export async function refuseBesideLayoutOne(redis: CacheClient, prefix: string, where: string, log: Logger, translate: (err: unknown) => Error): Promise<void> {
   let logged = false;
@@ -79,7 +80,13 @@ export async function refuseBesideLayoutOne(redis: CacheClient, prefix: string, 
       found = await layoutOneProcesses(redis, prefix);
     } catch (err) {
       const e = translate(err);
-      if (!(e instanceof TransientError)) throw e;
+      if (!(e instanceof TransientError)) {
+        // Redis answers but cannot be used by this process (TLS, credentials, an ACL without SCAN): the bridges meet
+        // the same error at their first cache call and stop with its sentence, as without this check. A process of an
+        // older build beside this one is then not looked for; it stops at the first address this one moves (the fence).
+        log.warn(`could not look for processes of an older build on Redis at ${where} (${e.message}); not checked`);
+        return;
+      }
       if (!logged) log.warn(`cannot look for processes of an older build on Redis at ${where} yet (${e.message}); the bridges start once it answers`);
       logged = true;
       await new Promise((r) => setTimeout(r, 1000));

@@ -17,6 +17,8 @@
   Returns {0, 1} done (nothing of layout 1 is left; the marker's m is cleared), {0, 0} call again, or {9, msg}.
   A marker that is missing leaves nothing to vouch for: done (the epoch's first contact takes over from there).
 ]]
+--#include st-entry.inc.lua
+
 local n = tonumber(ARGV[1])
 if not (n and n >= 1 and n <= 1000) then return {9, 'bad numbers'} end
 local kind = redis.call('TYPE', KEYS[1])['ok']
@@ -65,14 +67,10 @@ if #at > 0 then
   local curs = redis.call('HMGET', KEYS[5], unpack(moved))
   local setArgs = {}
   for j = 1, #moved do
-    local cur = curs[j]
+    -- A reservation moved in above stays in the entry: recorded, and the reservation left alone by the commit.
+    local _, _, reservation = readEntry(curs[j])
     setArgs[#setArgs + 1] = moved[j]
-    -- 'r' + reservation becomes 'c<time>|' + reservation: recorded, and the reservation left alone by the commit.
-    if cur and string.byte(cur, 1) == 114 then
-      setArgs[#setArgs + 1] = 'c' .. at[2 * j] .. '|' .. string.sub(cur, 2)
-    else
-      setArgs[#setArgs + 1] = 'c' .. at[2 * j]
-    end
+    setArgs[#setArgs + 1] = makeEntry(at[2 * j], reservation)
   end
   redis.call('HSET', KEYS[5], unpack(setArgs))
   redis.call('HDEL', KEYS[2], unpack(moved))

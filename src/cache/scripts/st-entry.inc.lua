@@ -1,6 +1,6 @@
 --[[
-  Included by reserve-4.lua, commit-4.lua, release-2.lua and forget-expired-ids.inc.lua: reads and makes one field of an
-  address's `st` hash, the one entry per ID of the cache's layout 2 (docs/design.md §4.2):
+  Included by reserve-4.lua, commit-4.lua, release-2.lua, migrate-5.lua and forget-expired-ids.inc.lua: reads and
+  makes one field of an address's `st` hash, the one entry per ID of the cache's layout 2 (docs/design.md §4.2):
     c<time>                        recorded at <time> (ms, Redis clock)
     c<time>|<token>|<expiry>|<pd>  recorded, and another owner's reservation that the commit left alone (only that owner
                                    ends it, see commit-4.lua; rare: a takeover, then the first owner's late commit)
